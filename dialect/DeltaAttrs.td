@@ -1,0 +1,99 @@
+//===- DeltaAttrs.td - delta dialect attributes ---------------*- tablegen -*-===//
+//
+// Enumerations of the compile-time options of a spec, and the (K, V) pair of
+// one specialization.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTA_ATTRS_TD
+#define DELTA_ATTRS_TD
+
+include "dialect/DeltaDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enumerations
+//===----------------------------------------------------------------------===//
+
+def Delta_Rule : I32EnumAttr<"Rule", "delta rule", [
+    I32EnumAttrCase<"delta", 0>,   // DeltaNet: no decay
+    I32EnumAttrCase<"gated", 1>,   // Gated DeltaNet: one decay per head
+    I32EnumAttrCase<"kda", 2>      // Kimi Delta Attention: decay per K channel
+  ]> {
+  let cppNamespace = "::mlir::delta";
+  let genSpecializedAttr = 0;
+}
+
+def Delta_StateLayout : I32EnumAttr<"StateLayout", "state layout", [
+    I32EnumAttrCase<"kv", 0>,      // S is [K, V] (FLA's default)
+    I32EnumAttrCase<"vk", 1>       // S^T is stored, [V, K] (serving pools)
+  ]> {
+  let cppNamespace = "::mlir::delta";
+  let genSpecializedAttr = 0;
+}
+
+def Delta_GateForm : I32EnumAttr<"GateForm", "gate form", [
+    I32EnumAttrCase<"none", 0>,        // no gate (rule `delta`)
+    I32EnumAttrCase<"log", 1>,         // log-space decay g per head
+    I32EnumAttrCase<"linear", 2>,      // decay factor alpha in (0, 1] per head
+    I32EnumAttrCase<"raw", 3>,         // g = -exp(A_log) softplus(a + dt_bias)
+    I32EnumAttrCase<"channel_log", 4>, // log-space decay per K channel
+    I32EnumAttrCase<"channel_raw", 5>  // raw form with dt_bias per K channel
+  ]> {
+  let cppNamespace = "::mlir::delta";
+  let genSpecializedAttr = 0;
+}
+
+def Delta_BetaForm : I32EnumAttr<"BetaForm", "beta form", [
+    I32EnumAttrCase<"given", 0>,       // beta as given, any value in (0, 2)
+    I32EnumAttrCase<"sigmoid", 1>,     // beta = sigmoid(b)
+    I32EnumAttrCase<"sigmoid2", 2>     // beta = 2 sigmoid(b) (negative eigenvalues)
+  ]> {
+  let cppNamespace = "::mlir::delta";
+  let genSpecializedAttr = 0;
+}
+
+def Delta_EntryKind : I32EnumAttr<"EntryKind", "entry point", [
+    I32EnumAttrCase<"prefill", 0>,     // chunked prefill over whole sequences
+    I32EnumAttrCase<"decode", 1>       // recurrent step, T = 1..max_t
+  ]> {
+  let cppNamespace = "::mlir::delta";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Delta_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Delta_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+// Printed bare inside op assembly (`gated`), as `#delta<rule gated>` alone.
+def Delta_RuleAttr : EnumAttr<Delta_Dialect, Delta_Rule, "rule">;
+def Delta_StateLayoutAttr : EnumAttr<Delta_Dialect, Delta_StateLayout, "layout">;
+def Delta_GateFormAttr : EnumAttr<Delta_Dialect, Delta_GateForm, "gate">;
+def Delta_BetaFormAttr : EnumAttr<Delta_Dialect, Delta_BetaForm, "beta">;
+def Delta_EntryKindAttr : EnumAttr<Delta_Dialect, Delta_EntryKind, "entry">;
+
+def Delta_DimsAttr : Delta_Attr<"Dims", "dims"> {
+  let summary = "key and value head dims of one specialization";
+  let description = [{
+    One (K, V) pair. A spec lists several to emit several specializations
+    into one library.
+
+    ```mlir
+    #delta.dims<k = 128, v = 128>
+    ```
+  }];
+  let parameters = (ins "int64_t":$k, "int64_t":$v);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Delta_DimsArrayAttr : TypedArrayAttrBase<Delta_DimsAttr,
+                                             "list of (K, V) specializations">;
+def Delta_EntryKindArrayAttr : TypedArrayAttrBase<Delta_EntryKindAttr,
+                                                  "list of entry points">;
+
+#endif // DELTA_ATTRS_TD

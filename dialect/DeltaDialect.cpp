@@ -1,0 +1,143 @@
+//===- DeltaDialect.cpp - the delta dialect ---------------------*- C++ -*-===//
+//
+// Dialect registration, attributes, the `delta.targets` module attribute and
+// the rule/gate compatibility table shared by the verifiers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/DeltaDialect.h"
+#include "dialect/DeltaOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+
+#include "dialect/DeltaDialect.cpp.inc"
+#include "dialect/DeltaEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/DeltaAttrs.cpp.inc"
+
+void DeltaDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialect/DeltaAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/DeltaOps.cpp.inc"
+      >();
+}
+
+ArrayRef<StringRef> mlir::delta::supportedTargets() {
+  static const StringRef targets[] = {"sm_80", "sm_90a", "sm_100a"};
+  return targets;
+}
+
+bool mlir::delta::isSupportedChunkSize(int64_t chunk) {
+  return chunk == 16 || chunk == 32 || chunk == 64;
+}
+
+bool mlir::delta::isPerChannel(GateForm gate) {
+  return gate == GateForm::channel_log || gate == GateForm::channel_raw;
+}
+
+bool mlir::delta::isRaw(GateForm gate) {
+  return gate == GateForm::raw || gate == GateForm::channel_raw;
+}
+
+std::optional<std::string> mlir::delta::checkRuleGate(Rule rule,
+                                                      GateForm gate) {
+  switch (rule) {
+  case Rule::delta:
+    if (gate != GateForm::none)
+      return std::string("rule 'delta' has no gate; use gate = none (got '") +
+             stringifyGateForm(gate).str() + "')";
+    return std::nullopt;
+  case Rule::gated:
+    if (gate == GateForm::none)
+      return std::string("rule 'gated' needs a per-head gate (log, linear "
+                         "or raw)");
+    if (isPerChannel(gate))
+      return std::string("rule 'gated' takes one decay per head; the "
+                         "per-channel gate '") +
+             stringifyGateForm(gate).str() + "' belongs to rule 'kda'";
+    return std::nullopt;
+  case Rule::kda:
+    if (gate == GateForm::linear)
+      return std::string("a linear gate (alpha) is not supported with rule "
+                         "'kda'; use channel_log or channel_raw");
+    if (!isPerChannel(gate))
+      return std::string("rule 'kda' needs a per-channel gate (channel_log "
+                         "or channel_raw), got '") +
+             stringifyGateForm(gate).str() + "'";
+    return std::nullopt;
+  }
+  llvm_unreachable("unknown rule");
+}
+
+/// `delta.targets` lists the SMs to generate for: a non-empty array of known,
+/// distinct target names on a module.
+static LogicalResult verifyTargets(Operation *op, Attribute value) {
+  StringRef name = DeltaDialect::kTargetsAttrName;
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'" << name << "' must be set on a builtin.module";
+  auto list = dyn_cast<ArrayAttr>(value);
+  if (!list || list.empty())
+    return op->emitError() << "'" << name
+                           << "' must be a non-empty array of target names";
+  llvm::StringSet<> seen;
+  for (Attribute element : list) {
+    auto target = dyn_cast<StringAttr>(element);
+    if (!target)
+      return op->emitError() << "'" << name << "' must hold strings, got "
+                             << element;
+    if (!llvm::is_contained(supportedTargets(), target.getValue()))
+      return op->emitError()
+             << "unknown target '" << target.getValue()
+             << "'; supported targets are sm_80, sm_90a, sm_100a";
+    if (!seen.insert(target.getValue()).second)
+      return op->emitError() << "target '" << target.getValue()
+                             << "' is listed twice";
+  }
+  return success();
+}
+
+/// The function attributes written by delta-expand-spec say which spec and
+/// entry point a function implements; later passes and the codegen read them.
+LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  if (name == kTargetsAttrName)
+    return verifyTargets(op, value);
+  if (name == kSpecAttrName) {
+    if (!isa<FlatSymbolRefAttr>(value))
+      return op->emitError() << "'" << name << "' must name a delta.spec";
+    return success();
+  }
+  if (name == kEntryAttrName) {
+    if (!isa<EntryKindAttr>(value))
+      return op->emitError() << "'" << name
+                             << "' must be an entry point attribute";
+    return success();
+  }
+  if (name == kChunkSizeAttrName || name == kMaxTAttrName) {
+    auto number = dyn_cast<IntegerAttr>(value);
+    if (!number || number.getInt() < 1)
+      return op->emitError() << "'" << name
+                             << "' must be a positive integer";
+    if (name == kChunkSizeAttrName &&
+        !isSupportedChunkSize(number.getInt()))
+      return op->emitError() << "chunk size " << number.getInt()
+                             << " is not supported; use 16, 32 or 64";
+    return success();
+  }
+  return op->emitError() << "unknown delta dialect attribute '" << name
+                         << "'";
+}

@@ -1,0 +1,73 @@
+//===- Passes.td - deltac passes -------------------------------*- tablegen -*-===//
+//
+// The pass pipeline from a spec to the chunk-level IR (keep in pipeline
+// order; docs/passes.md describes each with its lit test).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_PASSES_TD
+#define DELTAC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DeltaAttachTargets : Pass<"delta-attach-targets", "::mlir::ModuleOp"> {
+  let summary = "record the target SMs in the module";
+  let description = [{
+    Writes the `delta.targets` module attribute (e.g. `["sm_90a", "sm_80"]`)
+    that every target-dependent pass reads. The driver runs it with its
+    `--target` list; lit tests write the attribute directly so they stay
+    hermetic. Unknown or repeated targets are errors.
+  }];
+  let options = [
+    ListOption<"targets", "targets", "std::string",
+               "target SMs (sm_80, sm_90a, sm_100a)">
+  ];
+}
+
+def DeltaExpandSpec : Pass<"delta-expand-spec", "::mlir::ModuleOp"> {
+  let summary = "expand each delta.spec into sequence-level functions";
+  let description = [{
+    For every `delta.spec`, every (K, V) specialization and every entry point
+    emits a `func.func @<spec>_k<K>_v<V>_<entry>` whose body is one
+    `delta.recurrence` carrying the spec's options. Run-time sizes (B, T, H,
+    HV, N) stay dynamic; K, V and the dtypes are static. Prefill takes packed
+    sequences (`B = 1` with `cu_seqlens`); decode takes `[B, T]` tokens and
+    one state per row. The functions carry `delta.spec`, `delta.entry` and
+    `delta.chunk_size` or `delta.max_t`. The specs stay: later stages read
+    them to emit the host API.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def DeltaNormalizeOptions : Pass<"delta-normalize-options"> {
+  let summary = "rewrite every recurrence into its canonical option set";
+  let description = [{
+    Makes the preparation of the inputs explicit so later passes see one
+    form: raw and linear gates become `delta.gate_from_raw` /
+    `delta.gate_from_linear` (log-space decays), beta logits become
+    `delta.beta_sigmoid`, in-op L2 normalisation becomes `delta.l2norm` on q
+    and k. The recurrence left behind has gate `log` (`channel_log` for
+    `kda`, `none` for `delta`), beta `given` and no `l2norm`. Prepared values
+    are f32, so nothing is rounded between preparation and recurrence.
+  }];
+}
+
+def DeltaPrepareChunking : Pass<"delta-prepare-chunking",
+                                "::mlir::func::FuncOp"> {
+  let summary = "sum decays inside chunks and mark recurrences for chunking";
+  let description = [{
+    In prefill functions, replaces each canonical `delta.recurrence` by a
+    `delta.chunk_cumsum` of its decays (restarting at every sequence start
+    and every `chunk_size` tokens) and a `delta.chunked_recurrence` that
+    consumes the summed decays. The chunk size comes from the function's
+    `delta.chunk_size` attribute unless `chunk-size` overrides it. A
+    recurrence that still has non-canonical options is an error: run
+    `delta-normalize-options` first. Decode functions are left alone.
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"0",
+           "chunk size to use (16, 32 or 64); 0 takes the function's">
+  ];
+}
+
+#endif // DELTAC_PASSES_TD
