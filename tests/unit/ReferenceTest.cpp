@@ -630,6 +630,31 @@ INSTANTIATE_TEST_SUITE_P(Reference, RawGate,
                            return std::string(toString(info.param));
                          });
 
+TEST(ReferenceForms, SoftplusThresholdIs20) {
+  // One token, beta = 0, so final = exp(g) S0 with g = -A softplus(a).
+  // Above 20 softplus is x itself: with A = 1/20.5, a = 20.5 the decay is
+  // exactly e^-1; log1p(exp(20.5)) would add 1.2e-9 to softplus, i.e. a
+  // relative 6e-11 to g, which the 1e-13 tolerance sees. Below the
+  // threshold (a = 19.5) it is log1p(exp(a)) = a + 3.4e-9.
+  for (double a : {20.5, 19.5}) {
+    Problem p = makeProblem(Rule::Gated, 1, 1, 1, 1, 1, 1);
+    p.gate = GateForm::Raw;
+    Inputs in;
+    in.q = {1};
+    in.k = {1};
+    in.v = {1};
+    in.beta = {0};
+    in.g = {a};
+    in.dtBias = {0};
+    in.aLog = {std::log(1 / 20.5)};
+    in.initialState = {1};
+    const double sp = a > 20 ? a : a + std::exp(-a) - std::exp(-2 * a) / 2;
+    const double want = std::exp(-sp / 20.5);
+    Outputs out = mustRun(p, in);
+    EXPECT_NEAR(out.finalState[0] / want, 1.0, 1e-13) << "a = " << a;
+  }
+}
+
 TEST(ReferenceForms, SigmoidBetasEqualGivenBeta) {
   for (BetaForm form : {BetaForm::Sigmoid, BetaForm::Sigmoid2}) {
     Problem sig = makeProblem(Rule::Gated, 2, 5, 1, 2, 3, 4);

@@ -1,0 +1,87 @@
+//===- SpecPipeline.cpp - load, verify and expand a spec file ---*- C++ -*-===//
+
+#include "codegen/SpecPipeline.h"
+
+#include "dialect/DeltaOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+
+OwningOpRef<ModuleOp> deltac::loadSpecs(llvm::SourceMgr &sourceMgr,
+                                        MLIRContext &context) {
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, &context); // parses and verifies
+  if (!module)
+    return nullptr;
+  bool any = false;
+  for (Operation &op : module->getBody()->getOperations()) {
+    if (!isa<delta::SpecOp>(op)) {
+      op.emitError() << "a spec file holds only delta.spec ops; found '"
+                     << op.getName() << "'";
+      return nullptr;
+    }
+    any = true;
+  }
+  if (!any) {
+    module->emitError("the spec file holds no delta.spec");
+    return nullptr;
+  }
+  return module;
+}
+
+std::string deltac::checkTargets(ArrayRef<std::string> targets) {
+  if (targets.empty())
+    return "no target given; pass --target=sm_90a[,sm_80,...]";
+  llvm::StringSet<> seen;
+  for (const std::string &target : targets) {
+    if (!llvm::is_contained(delta::supportedTargets(), target))
+      return "unknown target '" + target +
+             "'; supported targets are sm_80, sm_90a, sm_100a";
+    if (!seen.insert(target).second)
+      return "target '" + target + "' is listed twice";
+  }
+  return "";
+}
+
+LogicalResult deltac::expandSpecs(ModuleOp module,
+                                  ArrayRef<std::string> targets) {
+  PassManager pm(module->getName());
+  pm.addPass(delta::createDeltaAttachTargets(
+      delta::DeltaAttachTargetsOptions{llvm::to_vector(targets)}));
+  pm.addPass(delta::createDeltaExpandSpec());
+  pm.addPass(delta::createDeltaNormalizeOptions());
+  pm.addNestedPass<func::FuncOp>(delta::createDeltaPrepareChunking());
+  return pm.run(module);
+}
+
+SmallVector<deltac::PlannedKernel> deltac::planKernels(ModuleOp module) {
+  SmallVector<PlannedKernel> kernels;
+  auto targets = module->getAttrOfType<ArrayAttr>(
+      delta::DeltaDialect::kTargetsAttrName);
+  if (!targets)
+    return kernels;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto spec = func->getAttrOfType<FlatSymbolRefAttr>(
+        delta::DeltaDialect::kSpecAttrName);
+    auto entry = func->getAttrOfType<delta::EntryKindAttr>(
+        delta::DeltaDialect::kEntryAttrName);
+    if (!spec || !entry)
+      continue;
+    // K and V are the static inner sizes of q and v.
+    auto q = cast<RankedTensorType>(func.getArgumentTypes()[0]);
+    auto v = cast<RankedTensorType>(func.getArgumentTypes()[2]);
+    for (Attribute target : targets)
+      kernels.push_back({spec.getValue().str(), func.getSymName().str(),
+                         delta::stringifyEntryKind(entry.getValue()).str(),
+                         q.getDimSize(3), v.getDimSize(3),
+                         cast<StringAttr>(target).getValue().str()});
+  }
+  return kernels;
+}
