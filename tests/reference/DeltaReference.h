@@ -108,8 +108,9 @@ struct Outputs {
 };
 
 /// Element counts every tensor of `p` must have (0 where the tensor is absent,
-/// e.g. g for Rule::Delta, aLog unless GateForm::Raw). initialState is the
-/// size when given (it may also be empty). Handy for allocating device copies.
+/// e.g. g for Rule::Delta, aLog unless GateForm::Raw). `state` is the size of
+/// finalState and of initialState when one is given; `stepStates` of the
+/// per-step states. Handy for allocating device copies.
 struct Sizes {
   size_t q, k, v, g, beta, aLog, dtBias, state, o, stepStates;
 };
@@ -137,8 +138,8 @@ std::string run(const Problem &p, const Inputs &in, Outputs &out,
 
 /// ||got - ref||_2 / ||ref||_2, the error measure of every numeric test. When
 /// ref is all zeros it returns ||got||_2 (so an exact zero still gives 0).
-/// Returns +inf when the sizes differ and NaN when got holds a NaN, so both
-/// fail any `EXPECT_LT(err, tol)`.
+/// The vector forms return +inf when the sizes differ; a NaN in got gives
+/// NaN. Both fail any `EXPECT_LT(err, tol)`.
 double relativeError(const double *got, const double *ref, size_t n);
 double relativeError(const float *got, const double *ref, size_t n);
 double relativeError(const std::vector<double> &got,

@@ -1,0 +1,54 @@
+// RUN: deltac-opt %s -split-input-file -verify-diagnostics
+
+// The `delta.targets` module attribute and the function attributes written
+// by delta-expand-spec.
+
+// expected-error @+1 {{unknown target 'sm_75'; supported targets are sm_80, sm_90a, sm_100a}}
+module attributes {delta.targets = ["sm_90a", "sm_75"]} {}
+
+// -----
+
+// expected-error @+1 {{target 'sm_80' is listed twice}}
+module attributes {delta.targets = ["sm_80", "sm_80"]} {}
+
+// -----
+
+// expected-error @+1 {{'delta.targets' must be a non-empty array of target names}}
+module attributes {delta.targets = []} {}
+
+// -----
+
+// expected-error @+1 {{'delta.targets' must hold strings, got 80 : i64}}
+module attributes {delta.targets = [80]} {}
+
+// -----
+
+module {
+  // expected-error @+1 {{'delta.targets' must be set on a builtin.module}}
+  func.func @f() attributes {delta.targets = ["sm_80"]} { return }
+}
+
+// -----
+
+// expected-error @+1 {{unknown delta dialect attribute 'delta.bogus'}}
+func.func @f() attributes {delta.bogus = 1} { return }
+
+// -----
+
+// expected-error @+1 {{chunk size 24 is not supported; use 16, 32 or 64}}
+func.func @f() attributes {delta.chunk_size = 24} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.max_t' must be a positive integer}}
+func.func @f() attributes {delta.max_t = 0} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.entry' must be an entry point attribute}}
+func.func @f() attributes {delta.entry = "decode"} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.spec' must name a delta.spec}}
+func.func @f() attributes {delta.spec = "x"} { return }
