@@ -20,7 +20,7 @@ struct AttachTargets : impl::DeltaAttachTargetsBase<AttachTargets> {
         StringAttr::get(&getContext(), DeltaDialect::kTargetsAttrName),
         ArrayAttr::get(&getContext(), names));
     // The dialect's attribute verifier owns the rules for target lists.
-    auto *dialect = getContext().getLoadedDialect<DeltaDialect>();
+    auto *dialect = getContext().getOrLoadDialect<DeltaDialect>();
     if (failed(dialect->verifyOperationAttribute(module, attr)))
       return signalPassFailure();
     module->setAttr(attr.getName(), attr.getValue());

@@ -22,6 +22,9 @@ def DeltaAttachTargets : Pass<"delta-attach-targets", "::mlir::ModuleOp"> {
     ListOption<"targets", "targets", "std::string",
                "target SMs (sm_80, sm_90a, sm_100a)">
   ];
+  // The pass asks the dialect to verify the list, so it must be loaded even
+  // when the module holds no delta op yet.
+  let dependentDialects = ["::mlir::delta::DeltaDialect"];
 }
 
 def DeltaExpandSpec : Pass<"delta-expand-spec", "::mlir::ModuleOp"> {

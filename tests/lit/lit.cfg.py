@@ -19,7 +19,7 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%deltac_src", config.deltac_src_root))
 
 tool_dirs = [os.path.join(config.deltac_obj_root, "bin"), config.llvm_tools_dir]
-tools = ["deltac-opt", "deltac"]
+tools = ["deltac-opt", "deltac", "not", "count", "split-file"]
 if config.deltac_ptxas and os.path.exists(config.deltac_ptxas):
     config.available_features.add("ptxas")
     tools.append(ToolSubst("ptxas", config.deltac_ptxas))
