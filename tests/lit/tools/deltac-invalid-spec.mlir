@@ -8,7 +8,7 @@
 // DIM: bad-dim.mlir:2:1: error: 'delta.spec' op key dim K = 72 must be a multiple of 16 in [16, 256]
 // DIM-NOT: see current operation
 // NOTSPEC: not-a-spec.mlir:1:1: error: a spec file holds only delta.spec ops; found 'func.func'
-// EMPTY: empty.mlir:1:1: error: the spec file holds no delta.spec
+// EMPTY: empty.mlir:0:0: error: the spec file holds no delta.spec
 // SYNTAX: syntax.mlir:1:48: error: unknown entry point 'verify'; expected prefill or decode
 
 //--- bad-dim.mlir
