@@ -9,7 +9,7 @@
 // DIM-NOT: see current operation
 // NOTSPEC: not-a-spec.mlir:1:1: error: a spec file holds only delta.spec ops; found 'func.func'
 // EMPTY: empty.mlir:0:0: error: the spec file holds no delta.spec
-// SYNTAX: syntax.mlir:1:48: error: unknown entry point 'verify'; expected prefill or decode
+// SYNTAX: syntax.mlir:1:125: error: custom op 'delta.spec' unknown entry point 'verify'; expected prefill or decode
 
 //--- bad-dim.mlir
 // A K that is not a multiple of 16.
