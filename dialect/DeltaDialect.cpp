@@ -127,7 +127,9 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be an entry point attribute";
     return success();
   }
-  if (name == kChunkSizeAttrName || name == kMaxTAttrName) {
+  if (name == kChunkSizeAttrName || name == kMaxTAttrName ||
+      name == kBlockThreadsAttrName || name == kRowsPerBlockAttrName ||
+      name == kGridXAttrName) {
     auto number = dyn_cast<IntegerAttr>(value);
     if (!number || number.getInt() < 1)
       return op->emitError() << "'" << name

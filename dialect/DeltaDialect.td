@@ -39,6 +39,12 @@ def Delta_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kChunkSizeAttrName =
         "delta.chunk_size";
     static constexpr ::llvm::StringLiteral kMaxTAttrName = "delta.max_t";
+    /// Launch shape of a generated kernel (set by the GPU lowerings).
+    static constexpr ::llvm::StringLiteral kBlockThreadsAttrName =
+        "delta.block_threads";
+    static constexpr ::llvm::StringLiteral kRowsPerBlockAttrName =
+        "delta.rows_per_block";
+    static constexpr ::llvm::StringLiteral kGridXAttrName = "delta.grid_x";
     /// Argument attribute naming each function argument for the host API.
     static constexpr ::llvm::StringLiteral kArgNameAttrName = "delta.name";
   }];

@@ -42,6 +42,27 @@ def DeltaExpandSpec : Pass<"delta-expand-spec", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
+                                 "::mlir::ModuleOp"> {
+  let summary = "lower decode functions to one fused GPU kernel each";
+  let description = [{
+    Replaces every decode function (`delta.entry = decode`) by a
+    `gpu.module` holding one `gpu.func` kernel that advances a state pool
+    by T <= max_t tokens: the recurrence with its gate, beta and L2 norm
+    fused, one pass over the state with 16-byte accesses, fp32 arithmetic.
+    The kernel's parameters are fixed by `passes/DecodeKernel.h`; its launch
+    shape is recorded as `delta.block_threads`, `delta.rows_per_block` and
+    `delta.grid_x` (grid y = HV, z = B). The module is given the targets in
+    `delta.targets` as `#nvvm.target`s. Runs before
+    `delta-normalize-options`, on the recurrence as the spec wrote it.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def DeltaNormalizeOptions : Pass<"delta-normalize-options"> {
   let summary = "rewrite every recurrence into its canonical option set";
   let description = [{

@@ -13,7 +13,10 @@ Nothing is checked in: every seed is derived, at test time, from
     verified context.
 
 Usage: make_corpus.py --source-dir SRC --out DIR [--deltac-opt PATH]
-The output directory is emptied first. Prints how many seeds it wrote.
+                      [--make-dirs DIR...]
+The output directory is emptied first; --make-dirs creates the fuzzer's
+working corpus and artifact directories, keeping what they hold. Prints
+how many seeds it wrote.
 """
 import argparse
 import glob
@@ -66,12 +69,16 @@ def main():
     parser.add_argument("--source-dir", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--deltac-opt")
+    parser.add_argument("--make-dirs", nargs="*", default=[],
+                        help="directories to create (kept if present)")
     args = parser.parse_args()
     src = os.path.abspath(args.source_dir)
 
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(args.out)
     writer = Writer(args.out)
+    for path in args.make_dirs:
+        os.makedirs(path, exist_ok=True)
 
     examples = sorted(glob.glob(os.path.join(src, "examples", "*.mlir")))
     lit_tests = sorted(glob.glob(os.path.join(src, "tests", "lit", "**",

@@ -1,0 +1,86 @@
+//===- DecodeKernel.h - the recurrent-step (decode) GPU kernel --*- C++ -*-===//
+//
+// The decode kernel advances one state per (batch row, value head) by T <=
+// max_t tokens in a single pass over the state: every state element is read
+// once, kept in registers for all T tokens and written once. This header
+// fixes its ABI (the parameter list the host wrapper fills) and its tiling,
+// so the lowering and the wrapper emitter agree by construction.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_PASSES_DECODEKERNEL_H
+#define DELTAC_PASSES_DECODEKERNEL_H
+
+#include "dialect/DeltaOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/ArrayRef.h"
+
+namespace mlir::delta {
+
+/// What one kernel parameter carries: a device pointer, a 32/64-bit integer
+/// or an f32. The wrapper emitter maps each to a C type.
+enum class ParamKind { Pointer, I32, I64, F32 };
+
+struct KernelParam {
+  const char *name;
+  ParamKind kind;
+};
+
+/// The decode kernel's parameters, in order. Pointers that an option does not
+/// use (g for `delta`, A_log without a raw gate, the index and step buffers
+/// when absent) are passed as null.
+///   q, k [B*T tokens, q_stride / k_stride elements apart; heads at h*K]
+///   v, o [tokens, v_stride / o_stride; heads at hv*V]
+///   g, beta [tokens, HV] contiguous (g: [tokens, HV, K] for kda)
+///   state: the pool, [slots, HV, V, K] (vk) or [slots, HV, K, V] (kv)
+///   in_idx, out_idx: int32 [B] slots (null: row b uses slot b; out_idx null:
+///     write back to the slot read). Negative = padding; >= slots = padding
+///     and sets *error_flag = 1.
+///   step_states: [B, T, HV, state] per-step states, or null
+///   flags: bit 0 = leave the pool unchanged (only step states are written)
+llvm::ArrayRef<KernelParam> decodeKernelParams();
+
+/// Bit values of the `flags` parameter.
+enum DecodeFlags : int32_t { kKeepPool = 1 };
+
+/// How a decode kernel maps the state onto threads, from K, V and the state
+/// type. For `vk` a row is one state row of K contiguous elements; `lanes`
+/// lanes share a row, each holding `loads` 16-byte pieces of it.
+struct DecodeTiling {
+  int64_t elemsPerLoad;  ///< state elements in 16 bytes (4 f32, 8 bf16)
+  int64_t lanesPerRow;   ///< lanes that share one row (a power of two)
+  int64_t loadsPerLane;  ///< 16-byte loads per lane per row
+  int64_t rowsPerThread; ///< rows a thread keeps in registers
+  int64_t warps;         ///< warps per block
+  int64_t rowsPerBlock() const {
+    return warps * (32 / lanesPerRow) * rowsPerThread;
+  }
+  int64_t threads() const { return warps * 32; }
+};
+
+/// The options a decode kernel is specialised for.
+struct DecodeSpec {
+  Rule rule;
+  GateForm gate;
+  BetaForm beta;
+  bool qkL2Norm;
+  StateLayout layout;
+  Type ioType, stateType;
+  int64_t k, v, maxT;
+};
+
+/// Chooses the tiling of `spec` (see DecodeKernel.cpp for the reasoning).
+DecodeTiling chooseDecodeTiling(const DecodeSpec &spec);
+
+/// Builds the kernel `name` into `module` (a gpu.module). The gpu.func carries
+/// its launch shape as attributes: `delta.block_threads`,
+/// `delta.rows_per_block`, `delta.grid_x` (blocks along V; grid y = HV,
+/// z = B).
+gpu::GPUFuncOp buildDecodeKernel(OpBuilder &builder, Location loc,
+                                 gpu::GPUModuleOp module, StringRef name,
+                                 const DecodeSpec &spec);
+
+} // namespace mlir::delta
+
+#endif // DELTAC_PASSES_DECODEKERNEL_H

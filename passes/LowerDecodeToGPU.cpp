@@ -1,0 +1,90 @@
+//===- LowerDecodeToGPU.cpp - decode functions to GPU kernels ---*- C++ -*-===//
+
+#include "dialect/DeltaOps.h"
+#include "passes/DecodeKernel.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::delta {
+#define GEN_PASS_DEF_DELTALOWERDECODETOGPU
+#include "passes/Passes.h.inc"
+
+namespace {
+/// The NVVM targets of the module's `delta.targets`, e.g. sm_90a.
+ArrayAttr nvvmTargets(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<Attribute> targets;
+  if (auto list = module->getAttrOfType<ArrayAttr>(
+          DeltaDialect::kTargetsAttrName))
+    for (Attribute name : list)
+      targets.push_back(NVVM::NVVMTargetAttr::get(
+          ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
+          cast<StringAttr>(name).getValue()));
+  return ArrayAttr::get(ctx, targets);
+}
+
+LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets) {
+  auto recurrences = llvm::to_vector(func.getOps<RecurrenceOp>());
+  if (recurrences.size() != 1)
+    return func.emitError("a decode function holds exactly one "
+                          "delta.recurrence");
+  RecurrenceOp rec = recurrences.front();
+  if (rec.getRule() == Rule::kda)
+    return rec.emitError("decode for rule 'kda' is not implemented yet");
+  auto q = cast<RankedTensorType>(rec.getQ().getType());
+  auto v = cast<RankedTensorType>(rec.getV().getType());
+  auto state = cast<RankedTensorType>(rec.getFinalState().getType());
+  auto maxT = func->getAttrOfType<IntegerAttr>(DeltaDialect::kMaxTAttrName);
+  if (q.isDynamicDim(3) || v.isDynamicDim(3) || !maxT)
+    return func.emitError("decode needs static K and V and a delta.max_t");
+  DecodeSpec spec{rec.getRule(),         rec.getGate(),
+                  rec.getBetaForm(),     rec.getQkL2norm(),
+                  rec.getLayout(),       q.getElementType(),
+                  state.getElementType(), q.getDimSize(3),
+                  v.getDimSize(3),       maxT.getInt()};
+  if (spec.layout != StateLayout::vk)
+    return rec.emitError("decode with the 'kv' state layout is not "
+                         "implemented yet");
+
+  OpBuilder builder(func);
+  auto module = gpu::GPUModuleOp::create(
+      builder, func.getLoc(), (func.getSymName() + "_gpu").str(), targets);
+  gpu::GPUFuncOp kernel =
+      buildDecodeKernel(builder, func.getLoc(), module, func.getSymName(),
+                        spec);
+  for (StringRef attr : {DeltaDialect::kSpecAttrName,
+                         DeltaDialect::kEntryAttrName,
+                         DeltaDialect::kMaxTAttrName})
+    kernel->setAttr(attr, func->getAttr(attr));
+  func.erase();
+  return success();
+}
+
+struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    ArrayAttr targets = nvvmTargets(module);
+    SmallVector<func::FuncOp> decodes;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto entry =
+          func->getAttrOfType<EntryKindAttr>(DeltaDialect::kEntryAttrName);
+      if (entry && entry.getValue() == EntryKind::decode)
+        decodes.push_back(func);
+    }
+    if (decodes.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+    for (func::FuncOp func : decodes)
+      if (failed(lowerDecode(func, targets)))
+        return signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::delta
