@@ -6,6 +6,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -56,6 +57,9 @@ LogicalResult deltac::expandSpecs(ModuleOp module,
   pm.addPass(delta::createDeltaAttachTargets(
       delta::DeltaAttachTargetsOptions{llvm::to_vector(targets)}));
   pm.addPass(delta::createDeltaExpandSpec());
+  // Decode fuses the options into its kernel, so it lowers first, from the
+  // recurrence as the spec wrote it.
+  pm.addPass(delta::createDeltaLowerDecodeToGPU());
   pm.addPass(delta::createDeltaNormalizeOptions());
   pm.addNestedPass<func::FuncOp>(delta::createDeltaPrepareChunking());
   return pm.run(module);
@@ -67,21 +71,32 @@ SmallVector<deltac::PlannedKernel> deltac::planKernels(ModuleOp module) {
       delta::DeltaDialect::kTargetsAttrName);
   if (!targets)
     return kernels;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    auto spec = func->getAttrOfType<FlatSymbolRefAttr>(
+  // Entry functions: lowered ones are gpu.func kernels, the others are still
+  // func.func at the sequence level.
+  module.walk([&](Operation *op) {
+    if (!isa<func::FuncOp, gpu::GPUFuncOp>(op))
+      return;
+    auto spec = op->getAttrOfType<FlatSymbolRefAttr>(
         delta::DeltaDialect::kSpecAttrName);
-    auto entry = func->getAttrOfType<delta::EntryKindAttr>(
+    auto entry = op->getAttrOfType<delta::EntryKindAttr>(
         delta::DeltaDialect::kEntryAttrName);
     if (!spec || !entry)
-      continue;
-    // K and V are the static inner sizes of q and v.
-    auto q = cast<RankedTensorType>(func.getArgumentTypes()[0]);
-    auto v = cast<RankedTensorType>(func.getArgumentTypes()[2]);
-    for (Attribute target : targets)
-      kernels.push_back({spec.getValue().str(), func.getSymName().str(),
-                         delta::stringifyEntryKind(entry.getValue()).str(),
-                         q.getDimSize(3), v.getDimSize(3),
-                         cast<StringAttr>(target).getValue().str()});
-  }
+      return;
+    auto specOp = module.lookupSymbol<delta::SpecOp>(spec.getValue());
+    StringRef name = cast<SymbolOpInterface>(op).getName();
+    for (auto [k, v] : specOp.getDimPairs()) {
+      std::string expected = (specOp.getSymName() + "_k" + Twine(k) + "_v" +
+                              Twine(v) + "_" +
+                              delta::stringifyEntryKind(entry.getValue()))
+                                 .str();
+      if (expected != name)
+        continue;
+      for (Attribute target : targets)
+        kernels.push_back({spec.getValue().str(), name.str(),
+                           delta::stringifyEntryKind(entry.getValue()).str(),
+                           k, v, cast<StringAttr>(target).getValue().str(),
+                           isa<gpu::GPUFuncOp>(op)});
+    }
+  });
   return kernels;
 }

@@ -32,9 +32,11 @@ mlir::OwningOpRef<mlir::ModuleOp> loadSpecs(llvm::SourceMgr &sourceMgr,
 /// when every target is known and listed once, else the message to print.
 std::string checkTargets(llvm::ArrayRef<std::string> targets);
 
-/// Records `targets` in the module and expands every spec down to the
-/// chunk-ready sequence level (delta-attach-targets, delta-expand-spec,
-/// delta-normalize-options, delta-prepare-chunking).
+/// Records `targets` in the module, expands every spec, lowers decode
+/// entries to GPU kernels and brings prefill entries to the chunk-ready
+/// sequence level (delta-attach-targets, delta-expand-spec,
+/// delta-lower-decode-to-gpu, delta-normalize-options,
+/// delta-prepare-chunking).
 mlir::LogicalResult expandSpecs(mlir::ModuleOp module,
                                 llvm::ArrayRef<std::string> targets);
 
@@ -46,6 +48,7 @@ struct PlannedKernel {
   std::string entry;    ///< "prefill" or "decode"
   int64_t k, v;
   std::string target;   ///< e.g. "sm_90a"
+  bool lowered;         ///< a GPU kernel exists (else not implemented yet)
 };
 
 /// The kernels an expanded module will produce, in module and target order.

@@ -1,22 +1,24 @@
 //===- deltac.cpp - the deltac generator driver -----------------*- C++ -*-===//
 //
-//   deltac SPEC.mlir --target=sm_90a[,sm_80,...] [-o DIR] [--print-ir]
+//   deltac SPEC.mlir --target=sm_90a[,sm_80,...] [-o DIR] [--name LIB]
+//                    [--print-ir]
 //
-// Verifies a spec file, expands it for the given targets, prints the kernels
-// the library will hold and, with -o, writes the expanded IR and the kernel
-// list into DIR. Every error exits non-zero with a message; errors in the
-// spec carry file:line:col.
+// Verifies a spec file, expands it for the given targets, lowers what has a
+// GPU lowering to PTX and, with -o, writes the kernel library into DIR.
+// Every error exits non-zero with a message; errors in the spec carry
+// file:line:col.
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/KernelLibrary.h"
 #include "codegen/SpecPipeline.h"
 #include "tools/DeltacRegistration.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -24,7 +26,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace llvm;
 
@@ -37,10 +38,14 @@ cl::list<std::string> targets("target", cl::CommaSeparated,
                                        "(comma separated)"),
                               cl::value_desc("sm_XX[,sm_YY]"),
                               cl::cat(category));
-cl::opt<std::string> outputDir("o", cl::desc("output directory"),
+cl::opt<std::string> outputDir("o", cl::desc("write the kernel library here"),
                                cl::value_desc("dir"), cl::cat(category));
+cl::opt<std::string> libraryName(
+    "name", cl::desc("library name (default: the spec file's stem)"),
+    cl::value_desc("name"), cl::cat(category));
 cl::opt<bool> printIR("print-ir",
-                      cl::desc("print the expanded IR to standard output"),
+                      cl::desc("print the IR after the deltac passes (before "
+                               "PTX emission) to standard output"),
                       cl::cat(category));
 
 int fail(const Twine &message) {
@@ -48,19 +53,10 @@ int fail(const Twine &message) {
   return 1;
 }
 
-/// Writes `text` to `dir/name`, replacing what was there.
-bool writeFile(StringRef dir, StringRef name, StringRef text) {
-  SmallString<256> path(dir);
-  sys::path::append(path, name);
-  std::string error;
-  auto file = mlir::openOutputFile(path, &error);
-  if (!file) {
-    errs() << "deltac: error: " << error << "\n";
-    return false;
-  }
-  file->os() << text;
-  file->keep();
-  return true;
+/// A library name becomes C and C++ identifiers and file names.
+bool isIdentifier(StringRef name) {
+  return !name.empty() && !llvm::isDigit(name.front()) &&
+         all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 } // namespace
 
@@ -77,6 +73,12 @@ int main(int argc, char **argv) {
   std::vector<std::string> targetList(targets.begin(), targets.end());
   if (std::string problem = deltac::checkTargets(targetList); !problem.empty())
     return fail(problem);
+  std::string lib = libraryName.empty()
+                        ? sys::path::stem(inputFile).str()
+                        : libraryName.getValue();
+  if (!isIdentifier(lib))
+    return fail("library name '" + lib +
+                "' is not an identifier; pass --name=<identifier>");
 
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
       MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
@@ -95,37 +97,41 @@ int main(int argc, char **argv) {
       deltac::loadSpecs(sourceMgr, context);
   if (!module || failed(deltac::expandSpecs(*module, targetList)))
     return 1; // the diagnostic handler has printed file:line:col messages
-
-  std::string ir;
-  raw_string_ostream irStream(ir);
-  module->print(irStream);
-
-  std::string plan;
-  raw_string_ostream planStream(plan);
-  auto kernels = deltac::planKernels(*module);
-  planStream << "# kernel, spec, entry, K, V, target\n";
-  for (const deltac::PlannedKernel &kernel : kernels)
-    planStream << kernel.function << "_" << kernel.target << ", "
-               << kernel.spec << ", " << kernel.entry << ", " << kernel.k
-               << ", " << kernel.v << ", " << kernel.target << "\n";
-
   if (printIR)
-    outs() << ir;
-  outs() << "deltac: " << inputFile << ": " << kernels.size()
-         << " kernels planned\n";
-  for (const deltac::PlannedKernel &kernel : kernels)
-    outs() << "  " << left_justify(kernel.function + "_" + kernel.target, 44)
-           << kernel.entry << "  K=" << kernel.k << " V=" << kernel.v << "\n";
+    module->print(outs());
+  auto planned = deltac::planKernels(*module);
+
+  auto kernels = deltac::lowerToPtx(*module);
+  if (failed(kernels))
+    return 1;
+
+  outs() << "deltac: " << inputFile << ": " << planned.size()
+         << " kernels planned, " << kernels->size() * targetList.size()
+         << " generated\n";
+  for (const deltac::PlannedKernel &k : planned) {
+    std::string status = "not generated yet (no " + k.entry + " lowering)";
+    if (k.lowered)
+      for (const deltac::EmittedKernel &e : *kernels)
+        if (e.name == k.function)
+          for (const auto &[target, ptx] : e.ptx)
+            if (target == k.target)
+              status = "PTX " + std::to_string(ptx.size()) + " bytes, " +
+                       std::to_string(e.threads) + " threads x " +
+                       std::to_string(e.gridX) + " blocks per head";
+    outs() << "  " << left_justify(k.function + "." + k.target, 42) << " "
+           << left_justify(k.entry, 8) << "K=" << k.k << " V=" << k.v << "  "
+           << status << "\n";
+  }
 
   if (!outputDir.empty()) {
-    if (std::error_code ec = sys::fs::create_directories(outputDir))
-      return fail("cannot create '" + outputDir + "': " + ec.message());
-    StringRef stem = sys::path::stem(inputFile);
-    if (!writeFile(outputDir, (stem + ".expanded.mlir").str(), ir) ||
-        !writeFile(outputDir, "kernels.txt", plan))
-      return 1;
-    outs() << "deltac: wrote " << outputDir << "/" << stem
-           << ".expanded.mlir and kernels.txt\n";
+    std::string error =
+        deltac::writeLibrary(outputDir, lib, sys::path::filename(inputFile),
+                             *kernels);
+    if (!error.empty())
+      return fail(error);
+    outs() << "deltac: wrote library '" << lib << "' to " << outputDir
+           << " (" << lib << ".h, " << lib << ".cpp, kernels/*.ptx, "
+           << "CMakeLists.txt)\n";
   }
   return 0;
 }

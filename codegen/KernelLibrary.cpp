@@ -1,0 +1,254 @@
+//===- KernelLibrary.cpp - from GPU kernels to a generated library -*- C++ -*-===//
+
+#include "codegen/KernelLibrary.h"
+#include "codegen/Templates.h"
+
+#include "passes/DecodeKernel.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace {
+std::string typeName(Type type) {
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF16())
+    return "f16";
+  return "f32";
+}
+
+/// Reads what the wrapper needs off a lowered kernel before the NVVM
+/// conversion replaces the gpu.func.
+deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
+  deltac::EmittedKernel k;
+  k.name = func.getName().str();
+  auto specRef = func->getAttrOfType<FlatSymbolRefAttr>(
+      delta::DeltaDialect::kSpecAttrName);
+  auto spec = module.lookupSymbol<delta::SpecOp>(specRef.getValue());
+  k.spec = spec.getSymName().str();
+  k.entry = delta::stringifyEntryKind(
+                func->getAttrOfType<delta::EntryKindAttr>(
+                        delta::DeltaDialect::kEntryAttrName)
+                    .getValue())
+                .str();
+  auto integer = [&](StringRef name) {
+    return func->getAttrOfType<IntegerAttr>(name).getInt();
+  };
+  k.maxT = integer(delta::DeltaDialect::kMaxTAttrName);
+  k.threads = integer(delta::DeltaDialect::kBlockThreadsAttrName);
+  k.gridX = integer(delta::DeltaDialect::kGridXAttrName);
+  // K and V: the kernel name carries them, the spec lists them; take them
+  // from the name's specialization suffix as written by delta-expand-spec.
+  for (auto [kd, vd] : spec.getDimPairs())
+    if (k.name == (spec.getSymName() + "_k" + Twine(kd) + "_v" + Twine(vd) +
+                   "_" + k.entry)
+                      .str()) {
+      k.k = kd;
+      k.v = vd;
+    }
+  k.ioType = typeName(spec.getIoType());
+  k.stateType = typeName(spec.getStateType());
+  k.gate = spec.getGate();
+  k.layout = spec.getLayout();
+  return k;
+}
+} // namespace
+
+FailureOr<std::vector<deltac::EmittedKernel>>
+deltac::lowerToPtx(ModuleOp module) {
+  std::vector<EmittedKernel> kernels;
+  std::vector<std::string> moduleNames;
+  for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
+    for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
+      kernels.push_back(describeKernel(module, func));
+      moduleNames.push_back(gpuModule.getName().str());
+    }
+  if (kernels.empty())
+    return kernels;
+
+  PassManager pm(module->getName());
+  OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
+  gpuPm.addPass(createSCFToControlFlowPass());
+  gpuPm.addPass(createConvertGpuOpsToNVVMOps());
+  gpuPm.addPass(createCanonicalizerPass());
+  gpuPm.addPass(createCSEPass());
+  gpuPm.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  if (failed(pm.run(module)))
+    return failure();
+
+  for (auto [kernel, moduleName] : llvm::zip(kernels, moduleNames)) {
+    auto binaryOp = module.lookupSymbol<gpu::BinaryOp>(moduleName);
+    for (Attribute object : binaryOp.getObjects()) {
+      auto obj = cast<gpu::ObjectAttr>(object);
+      auto target = cast<NVVM::NVVMTargetAttr>(obj.getTarget());
+      kernel.ptx.emplace_back(target.getChip().str(),
+                              obj.getObject().getValue().str());
+    }
+  }
+  return kernels;
+}
+
+namespace {
+bool writeText(StringRef path, StringRef text, std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return false;
+  }
+  os << text;
+  return true;
+}
+
+std::string dtypeEnum(StringRef type) {
+  if (type == "bf16")
+    return "DELTAC_BF16";
+  if (type == "f16")
+    return "DELTAC_F16";
+  return "DELTAC_F32";
+}
+
+std::string gateKind(delta::GateForm gate) {
+  switch (gate) {
+  case delta::GateForm::none: return "deltac_rt::GateKind::None";
+  case delta::GateForm::log:
+  case delta::GateForm::channel_log: return "deltac_rt::GateKind::Log";
+  case delta::GateForm::linear: return "deltac_rt::GateKind::Linear";
+  case delta::GateForm::raw:
+  case delta::GateForm::channel_raw: return "deltac_rt::GateKind::Raw";
+  }
+  return "deltac_rt::GateKind::None";
+}
+} // namespace
+
+std::string deltac::writeLibrary(StringRef dir, StringRef libName,
+                                 StringRef specFile,
+                                 const std::vector<EmittedKernel> &kernels) {
+  std::string error;
+  SmallString<256> kernelDir(dir);
+  llvm::sys::path::append(kernelDir, "kernels");
+  if (std::error_code ec = llvm::sys::fs::create_directories(kernelDir))
+    return "cannot create '" + kernelDir.str().str() + "': " + ec.message();
+  auto path = [&](StringRef name) {
+    SmallString<256> p(dir);
+    llvm::sys::path::append(p, name);
+    return p.str().str();
+  };
+
+  // Runtime files: copied verbatim.
+  for (const TemplateFile &file : templateFiles()) {
+    StringRef name(file.name);
+    if (!name.consume_front("runtime/"))
+      continue;
+    if (!writeText(path(name), file.text, error))
+      return error;
+  }
+
+  // PTX, one file per kernel per target.
+  std::vector<std::string> targets;
+  for (const EmittedKernel &k : kernels)
+    for (const auto &[target, ptx] : k.ptx) {
+      if (!llvm::is_contained(targets, target))
+        targets.push_back(target);
+      if (!writeText(path("kernels/" + k.name + "." + target + ".ptx"),
+                     ptx, error))
+        return error;
+    }
+
+  // Wrapper: one variant table and one entry point per (spec, entry).
+  std::string imageDecls, kernelDefs, cxxDecls, cDecls, definitions,
+      kernelList;
+  std::vector<std::string> specs;
+  for (const EmittedKernel &k : kernels)
+    if (!llvm::is_contained(specs, k.spec))
+      specs.push_back(k.spec);
+  for (const EmittedKernel &k : kernels) {
+    imageDecls += "extern const deltac_rt::KernelImages " + k.name +
+                  "_images;\n";
+    kernelDefs += "deltac_rt::Kernel " + k.name + "_kernel(" + k.name +
+                  "_images);\n";
+    kernelList += (kernelList.empty() ? "" : " ") + k.name;
+  }
+  for (const std::string &spec : specs) {
+    std::string variants;
+    int64_t count = 0;
+    for (const EmittedKernel &k : kernels) {
+      if (k.spec != spec || k.entry != "decode")
+        continue;
+      ++count;
+      variants += "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) +
+                  ", " + dtypeEnum(k.ioType) + ", " + dtypeEnum(k.stateType) +
+                  ", " + gateKind(k.gate) + ", " +
+                  (k.layout == delta::StateLayout::vk ? "true" : "false") +
+                  ", " + std::to_string(k.maxT) + ", " +
+                  std::to_string(k.gridX) + ", " + std::to_string(k.threads) +
+                  ", &" + k.name + "_kernel},\n";
+    }
+    if (count == 0)
+      continue;
+    std::string cName = libName.str() + "_" + spec + "_decode";
+    cxxDecls += "namespace " + spec + " {\n"
+                "/// Decode (T = 1..max_t tokens per row) for spec @" + spec +
+                "; dispatches on args.K and args.V.\n"
+                "deltac::Status decode(const deltac_decode_args &args, "
+                "void *stream);\n} // namespace " + spec + "\n";
+    cDecls += "/* spec @" + spec + ": returns DELTAC_OK or a code; see " +
+              libName.str() + "_last_error(). */\nint " + cName +
+              "(const deltac_decode_args *args, void *stream);\n";
+    definitions +=
+        "namespace {\nconst deltac_rt::DecodeVariant " + spec +
+        "_decode_variants[] = {\n" + variants + "};\n} // namespace\n\n" +
+        "deltac::Status " + libName.str() + "::" + spec +
+        "::decode(const deltac_decode_args &args, void *stream) {\n"
+        "  return deltac_rt::runDecode(" + spec + "_decode_variants, " +
+        std::to_string(count) + ", args, stream);\n}\n\n"
+        "extern \"C\" int " + cName +
+        "(const deltac_decode_args *args, void *stream) {\n"
+        "  if (!args)\n"
+        "    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "
+        "\"args must not be null\"});\n"
+        "  return deltac_rt::setLastError(" + libName.str() + "::" + spec +
+        "::decode(*args, stream));\n}\n\n";
+  }
+
+  std::string targetList;
+  for (const std::string &t : targets)
+    targetList += (targetList.empty() ? "" : " ") + t;
+  std::string guard = llvm::StringRef(libName).upper() + "_H";
+  llvm::StringMap<std::string> values;
+  values["LIB"] = libName.str();
+  values["VERSION"] = DELTAC_VERSION;
+  values["LLVM_VERSION"] = LLVM_VERSION_STRING;
+  values["SPEC_FILE"] = specFile.str();
+  values["GUARD"] = guard;
+  values["CXX_DECLS"] = cxxDecls;
+  values["C_DECLS"] = cDecls;
+  values["IMAGE_DECLS"] = imageDecls;
+  values["KERNELS"] = kernelDefs;
+  values["DEFINITIONS"] = definitions;
+  values["KERNEL_LIST"] = kernelList;
+  values["TARGET_LIST"] = targetList;
+  if (!writeText(path((libName + ".h").str()),
+                 substitute(getTemplate("library.h.in"), values), error) ||
+      !writeText(path((libName + ".cpp").str()),
+                 substitute(getTemplate("library.cpp.in"), values), error) ||
+      !writeText(path("CMakeLists.txt"),
+                 substitute(getTemplate("library.cmake.in"), values), error))
+    return error;
+  return "";
+}

@@ -1,0 +1,52 @@
+//===- KernelLibrary.h - from GPU kernels to a generated library -*- C++ -*-===//
+//
+// After the GPU lowerings, every kernel is a gpu.func in a gpu.module with
+// one #nvvm.target per SM. lowerToPtx runs the NVPTX pipeline and collects
+// each kernel's PTX per target with the metadata the host wrapper needs;
+// writeLibrary renders templates/ into a library folder that builds without
+// LLVM/MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_CODEGEN_KERNELLIBRARY_H
+#define DELTAC_CODEGEN_KERNELLIBRARY_H
+
+#include "dialect/DeltaOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace deltac {
+
+/// One generated kernel: what the wrapper must know to check and launch it.
+struct EmittedKernel {
+  std::string name;  ///< the kernel symbol, e.g. gdn_k128_v128_decode
+  std::string spec;  ///< the delta.spec it implements
+  std::string entry; ///< "decode" (prefill later)
+  int64_t k = 0, v = 0, maxT = 0, threads = 0, gridX = 0;
+  std::string ioType, stateType; ///< "bf16", "f16", "f32"
+  mlir::delta::GateForm gate = mlir::delta::GateForm::none;
+  mlir::delta::StateLayout layout = mlir::delta::StateLayout::vk;
+  std::vector<std::pair<std::string, std::string>> ptx; ///< target, text
+};
+
+/// Lowers every gpu.module of `module` to PTX (convert-gpu-to-nvvm, then
+/// gpu-module-to-binary{format=isa}) and returns the kernels, in module
+/// order. Reports failures through the context's diagnostic handler.
+mlir::FailureOr<std::vector<EmittedKernel>>
+lowerToPtx(mlir::ModuleOp module);
+
+/// Writes the library `libName` into `dir`: kernels/<kernel>.<target>.ptx,
+/// <lib>.h, <lib>.cpp, the runtime, CMakeLists.txt. The text depends only on
+/// its inputs (no timestamps, no absolute paths), so checked-in output can
+/// be compared with a fresh run. Returns an error message or "".
+std::string writeLibrary(llvm::StringRef dir, llvm::StringRef libName,
+                         llvm::StringRef specFile,
+                         const std::vector<EmittedKernel> &kernels);
+
+} // namespace deltac
+
+#endif // DELTAC_CODEGEN_KERNELLIBRARY_H

@@ -1,0 +1,413 @@
+// DecodeTest.cpp - decode kernels against the fp64 reference on the GPU.
+//
+// Every case draws fresh random inputs, rounds them to the dtypes the GPU
+// reads (so the reference sees exactly the same numbers), poisons every
+// output (0xFF bytes are NaN in bf16/f16/f32) and compares:
+//   o of real rows      relative error ||o - ref|| / ||ref|| <= tolerance
+//   o of padding rows   exactly zero
+//   pool slots written  relative error vs the reference final state
+//   every other slot    bit-for-bit unchanged
+//   step states         relative error vs the reference per-step states
+//   error flag          1 exactly when an index >= slots was passed
+// Usage: decode_test [--quick]   (--quick: fewer cases, for a second run with
+// DELTAC_FORCE_TARGET=sm_80 or under compute-sanitizer)
+#include "GpuTestUtil.h"
+
+#include "deltac_test_decode.h"
+#include "qwen3_next_gdn.h"
+#include "tests/reference/DeltaReference.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <numeric>
+
+using namespace gputest;
+namespace ref = deltac::ref;
+
+namespace {
+struct SpecUnderTest {
+  const char *name;
+  int (*decode)(const deltac_decode_args *, void *);
+  const char *(*lastError)();
+  ref::Rule rule;
+  ref::GateForm gate;
+  ref::BetaForm beta;
+  bool l2norm;
+  deltac_dtype io, state;
+  ref::Layout layout;
+  int64_t maxT;
+  std::vector<std::pair<int64_t, int64_t>> dims;
+};
+
+const std::vector<SpecUnderTest> &specs() {
+  using R = ref::Rule;
+  using G = ref::GateForm;
+  using Bf = ref::BetaForm;
+  static const std::vector<SpecUnderTest> all = {
+      {"qwen3_next", qwen3_next_gdn_qwen3_next_decode, qwen3_next_gdn_last_error,
+       R::Gated, G::Raw, Bf::Sigmoid, true, DELTAC_BF16, DELTAC_F32,
+       ref::Layout::Vk, 4, {{128, 128}}},
+      {"gdn_log", deltac_test_decode_gdn_log_decode, deltac_test_decode_last_error,
+       R::Gated, G::Log, Bf::Given, true, DELTAC_BF16, DELTAC_F32,
+       ref::Layout::Vk, 8, {{128, 128}, {64, 64}}},
+      {"gdn_raw_bf16", deltac_test_decode_gdn_raw_bf16_decode,
+       deltac_test_decode_last_error, R::Gated, G::Raw, Bf::Sigmoid, true,
+       DELTAC_BF16, DELTAC_BF16, ref::Layout::Vk, 4, {{128, 128}}},
+      {"gdn_linear", deltac_test_decode_gdn_linear_decode,
+       deltac_test_decode_last_error, R::Gated, G::Linear, Bf::Sigmoid2, false,
+       DELTAC_F16, DELTAC_F32, ref::Layout::Vk, 4, {{64, 128}, {128, 64}}},
+      {"deltanet", deltac_test_decode_deltanet_decode,
+       deltac_test_decode_last_error, R::Delta, G::None, Bf::Given, true,
+       DELTAC_BF16, DELTAC_F32, ref::Layout::Vk, 2, {{128, 128}}},
+  };
+  return all;
+}
+
+/// One decode call's shape and slot plan.
+struct Case {
+  std::string label;
+  int64_t B = 4, T = 1, H = 2, HV = 4, slots = 9;
+  std::vector<int32_t> inIdx;  // empty: no index buffer (row b uses slot b)
+  std::vector<int32_t> outIdx; // empty: no output index buffer
+  int64_t strideExtra = 0;     // extra elements per token in q, k, v, o
+  bool steps = false, keepPool = false;
+  uint64_t seed = 1;
+  bool poolCheckAll = true; // compare every slot (off for huge pools)
+};
+
+double tolO(const SpecUnderTest &s) {
+  // o is rounded once to the io type (bf16: 2^-9 relative); a bf16 state adds
+  // its own rounding of every state element.
+  return s.state == DELTAC_BF16 ? 8e-3 : 4e-3;
+}
+double tolState(const SpecUnderTest &s) {
+  return s.state == DELTAC_BF16 ? 8e-3 : 2e-5;
+}
+
+/// Runs one case and records its checks.
+void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
+             const Case &c) {
+  std::string name = fmt("%s k%lld v%lld %s", s.name, (long long)K,
+                         (long long)V, c.label.c_str());
+  ref::Problem p;
+  p.rule = s.rule;
+  p.B = c.B;
+  p.T = c.T;
+  p.H = c.H;
+  p.HV = c.HV;
+  p.K = K;
+  p.V = V;
+  p.layout = s.layout;
+  p.gate = s.gate;
+  p.beta = s.beta;
+  p.qkL2Norm = s.l2norm;
+  p.scale = 1.0 / std::sqrt(double(K));
+  ref::Inputs in = ref::randomInputs(p, c.seed);
+
+  // Round every input to what the GPU reads.
+  auto roundAll = [](std::vector<double> &x, deltac_dtype d) {
+    for (double &e : x)
+      e = roundTo(d, e);
+  };
+  roundAll(in.q, s.io);
+  roundAll(in.k, s.io);
+  roundAll(in.v, s.io);
+  roundAll(in.g, s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32);
+  roundAll(in.beta, s.io);
+  roundAll(in.aLog, DELTAC_F32);
+  roundAll(in.dtBias, DELTAC_F32);
+
+  // The pool: slots hold random states (huge pools: only the slots the call
+  // touches and the two ends; the rest keep the 0xFF poison). Row b starts
+  // from the slot it reads.
+  const int64_t stateElems = K * V * c.HV;
+  auto inSlot = [&](int64_t b) -> int64_t {
+    return c.inIdx.empty() ? b : c.inIdx[b];
+  };
+  auto outSlot = [&](int64_t b) -> int64_t {
+    return c.outIdx.empty() ? inSlot(b) : c.outIdx[b];
+  };
+  auto valid = [&](int64_t slot) { return slot >= 0 && slot < c.slots; };
+  std::vector<int64_t> filled;
+  for (int64_t slot = 0; slot < c.slots; ++slot) {
+    bool used = slot == 0 || slot == c.slots - 1;
+    for (int64_t b = 0; b < c.B; ++b)
+      used |= inSlot(b) == slot || outSlot(b) == slot;
+    if (c.poolCheckAll || used)
+      filled.push_back(slot);
+  }
+  std::map<int64_t, std::vector<uint8_t>> poolBytes; // slot -> bytes
+  ref::Problem slotProblem = p;
+  slotProblem.B = 1;
+  for (int64_t slot : filled) {
+    std::vector<double> st =
+        ref::randomInputs(slotProblem, c.seed * 7919 + slot).initialState;
+    poolBytes[slot] = encode(s.state, st);
+  }
+  in.initialState.assign(c.B * stateElems, 0.0);
+  for (int64_t b = 0; b < c.B; ++b)
+    if (valid(inSlot(b))) {
+      std::vector<double> st = decode(s.state, poolBytes[inSlot(b)]);
+      std::copy(st.begin(), st.end(), in.initialState.begin() + b * stateElems);
+    }
+
+  ref::Outputs want;
+  std::string err = ref::run(p, in, want, /*wantStepStates=*/true);
+  if (!err.empty()) {
+    results.add(name, false, "reference rejected the problem: " + err);
+    return;
+  }
+
+  // Device buffers; token-major with an optional stride.
+  const int64_t tokens = c.B * c.T;
+  const int64_t qStride = c.H * K + c.strideExtra,
+                vStride = c.HV * V + c.strideExtra;
+  auto stridedUpload = [&](const std::vector<double> &x, int64_t width,
+                           int64_t stride, deltac_dtype d) {
+    auto buf = std::make_unique<DeviceBuffer>(tokens * stride * bytesOf(d));
+    std::vector<uint8_t> bytes = encode(d, x);
+    for (int64_t t = 0; t < tokens; ++t)
+      buf->upload(&bytes[t * width * bytesOf(d)], width * bytesOf(d),
+                  t * stride * bytesOf(d));
+    return buf;
+  };
+  auto q = stridedUpload(in.q, c.H * K, qStride, s.io);
+  auto k = stridedUpload(in.k, c.H * K, qStride, s.io);
+  auto v = stridedUpload(in.v, c.HV * V, vStride, s.io);
+  DeviceBuffer o(tokens * vStride * bytesOf(s.io)); // poisoned
+  deltac_dtype gType = s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32;
+  std::unique_ptr<DeviceBuffer> g, aLog, dtBias;
+  if (s.gate != ref::GateForm::None)
+    g = stridedUpload(in.g, c.HV, c.HV, gType);
+  auto beta = stridedUpload(in.beta, c.HV, c.HV, s.io);
+  if (s.gate == ref::GateForm::Raw) {
+    aLog = stridedUpload(in.aLog, c.HV, c.HV, DELTAC_F32);
+    dtBias = stridedUpload(in.dtBias, c.HV, c.HV, DELTAC_F32);
+  }
+  const size_t slotBytes = stateElems * bytesOf(s.state);
+  DeviceBuffer poolBuf(c.slots * slotBytes); // 0xFF poison
+  for (const auto &[slot, bytes] : poolBytes)
+    poolBuf.upload(bytes.data(), slotBytes, slot * slotBytes);
+  std::unique_ptr<DeviceBuffer> inIdx, outIdx, steps;
+  if (!c.inIdx.empty()) {
+    inIdx = std::make_unique<DeviceBuffer>(c.B * 4);
+    inIdx->upload(c.inIdx.data(), c.B * 4);
+  }
+  if (!c.outIdx.empty()) {
+    outIdx = std::make_unique<DeviceBuffer>(c.B * 4);
+    outIdx->upload(c.outIdx.data(), c.B * 4);
+  }
+  if (c.steps)
+    steps = std::make_unique<DeviceBuffer>(tokens * slotBytes);
+  DeviceBuffer flag(4, 0);
+
+  deltac_decode_args a{};
+  a.K = K;
+  a.V = V;
+  a.B = c.B;
+  a.T = c.T;
+  a.H = c.H;
+  a.HV = c.HV;
+  a.io_dtype = s.io;
+  a.state_dtype = s.state;
+  a.q = q->ptr;
+  a.q_stride = c.strideExtra ? qStride : 0;
+  a.k = k->ptr;
+  a.k_stride = a.q_stride;
+  a.v = v->ptr;
+  a.v_stride = c.strideExtra ? vStride : 0;
+  a.o = o.ptr;
+  a.o_stride = a.v_stride;
+  a.g = g ? g->ptr : nullptr;
+  a.beta = beta->ptr;
+  a.A_log = aLog ? static_cast<const float *>(aLog->ptr) : nullptr;
+  a.dt_bias = dtBias ? static_cast<const float *>(dtBias->ptr) : nullptr;
+  a.state = poolBuf.ptr;
+  a.slots = c.slots;
+  a.initial_state_indices =
+      inIdx ? static_cast<const int32_t *>(inIdx->ptr) : nullptr;
+  a.output_state_indices =
+      outIdx ? static_cast<const int32_t *>(outIdx->ptr) : nullptr;
+  a.step_states = steps ? steps->ptr : nullptr;
+  a.keep_pool = c.keepPool;
+  a.error_flag = static_cast<int32_t *>(flag.ptr);
+  a.scale = float(p.scale);
+  int rc = s.decode(&a, nullptr);
+  sync();
+  if (rc != DELTAC_OK) {
+    results.add(name, false, fmt("status %d: %s", rc, s.lastError()));
+    return;
+  }
+
+  // o: real rows against the reference, padding rows exactly zero.
+  std::vector<double> oGot = decode(
+      s.io, o.read<uint8_t>(tokens * vStride * bytesOf(s.io)));
+  std::vector<double> oReal, oWant;
+  bool paddingZero = true, sawPadding = false;
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t t = 0; t < c.T; ++t)
+      for (int64_t i = 0; i < c.HV * V; ++i) {
+        double got = oGot[(b * c.T + t) * vStride + i];
+        if (valid(inSlot(b))) {
+          oReal.push_back(got);
+          oWant.push_back(want.o[(b * c.T + t) * c.HV * V + i]);
+        } else {
+          sawPadding = true;
+          paddingZero &= got == 0.0;
+        }
+      }
+  double oErr = oReal.empty() ? 0.0 : ref::relativeError(oReal, oWant);
+  bool ok = oErr <= tolO(s) && paddingZero;
+  std::string detail = fmt("o err %.2e", oErr);
+  if (sawPadding)
+    detail += paddingZero ? ", padding o = 0" : ", PADDING o != 0";
+
+  // Pool: written slots hold the final state, all others are unchanged.
+  std::vector<int64_t> written(c.slots, -1);
+  if (!c.keepPool)
+    for (int64_t b = 0; b < c.B; ++b)
+      if (valid(inSlot(b)) && valid(outSlot(b)))
+        written[outSlot(b)] = b;
+  double stateErr = 0.0;
+  bool untouched = true;
+  for (int64_t slot = 0; slot < c.slots; ++slot) {
+    bool isWritten = written[slot] >= 0;
+    if (!poolBytes.count(slot))
+      continue; // never touched by the call: poison, not downloaded
+    std::vector<uint8_t> got = poolBuf.read<uint8_t>(slotBytes, slot * slotBytes);
+    if (isWritten) {
+      std::vector<double> gotState = decode(s.state, got);
+      std::vector<double> wantState(
+          want.finalState.begin() + written[slot] * stateElems,
+          want.finalState.begin() + (written[slot] + 1) * stateElems);
+      stateErr = std::max(stateErr, ref::relativeError(gotState, wantState));
+    } else {
+      untouched &= std::memcmp(got.data(), poolBytes[slot].data(),
+                               slotBytes) == 0;
+    }
+  }
+  ok &= stateErr <= tolState(s) && untouched;
+  detail += fmt(", state err %.2e", stateErr);
+  if (!untouched)
+    detail += ", UNWRITTEN SLOT CHANGED";
+
+  if (c.steps) {
+    std::vector<double> stepsGot =
+        decode(s.state, steps->read<uint8_t>(tokens * slotBytes));
+    std::vector<double> real, wantSteps;
+    for (int64_t b = 0; b < c.B; ++b)
+      if (valid(inSlot(b)))
+        for (int64_t i = 0; i < c.T * stateElems; ++i) {
+          real.push_back(stepsGot[b * c.T * stateElems + i]);
+          wantSteps.push_back(want.stepStates[b * c.T * stateElems + i]);
+        }
+    double stepErr = ref::relativeError(real, wantSteps);
+    ok &= stepErr <= tolState(s);
+    detail += fmt(", steps err %.2e", stepErr);
+  }
+
+  bool expectFlag = false;
+  for (int64_t b = 0; b < c.B; ++b)
+    expectFlag |= inSlot(b) >= c.slots || outSlot(b) >= c.slots;
+  int32_t flagGot = flag.read<int32_t>(1)[0];
+  bool flagOk = flagGot == (expectFlag ? 1 : 0);
+  ok &= flagOk;
+  if (expectFlag || !flagOk)
+    detail += fmt(", error flag %d (want %d)", flagGot, expectFlag ? 1 : 0);
+  results.add(name, ok, detail);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  Results results;
+  uint64_t seed = 7;
+  for (const SpecUnderTest &s : specs()) {
+    for (auto [K, V] : s.dims) {
+      Case base;
+      base.seed = ++seed;
+      base.label = "T=1 B=4 H=2 HV=4 identity slots";
+      runCase(results, s, K, V, base);
+
+      Case multi = base;
+      multi.seed = ++seed;
+      multi.T = s.maxT;
+      multi.B = 3;
+      multi.H = 1;
+      multi.HV = 3;
+      multi.slots = 7;
+      multi.inIdx = {5, 0, 3};
+      multi.label = fmt("T=%lld (max_t) HV=3 H=1 pool indices", (long long)s.maxT);
+      runCase(results, s, K, V, multi);
+      if (quick)
+        continue;
+
+      Case padding = base;
+      padding.seed = ++seed;
+      padding.B = 5;
+      padding.slots = 6;
+      padding.inIdx = {4, -1, 1, 6, 2}; // -1 padding, 6 out of range
+      padding.T = std::min<int64_t>(2, s.maxT);
+      padding.label = "padding -1 and index >= slots";
+      runCase(results, s, K, V, padding);
+
+      Case split = base;
+      split.seed = ++seed;
+      split.B = 3;
+      split.slots = 8;
+      split.inIdx = {1, 2, 3};
+      split.outIdx = {6, 7, -1}; // -1: compute, keep state unwritten
+      split.label = "split pool (read 1,2,3 write 6,7,-)";
+      runCase(results, s, K, V, split);
+
+      Case steps = base;
+      steps.seed = ++seed;
+      steps.T = s.maxT;
+      steps.B = 2;
+      steps.inIdx = {3, 1};
+      steps.steps = true;
+      steps.keepPool = true;
+      steps.label = fmt("T=%lld step states, pool kept", (long long)s.maxT);
+      runCase(results, s, K, V, steps);
+
+      Case stepsWrite = steps;
+      stepsWrite.seed = ++seed;
+      stepsWrite.keepPool = false;
+      stepsWrite.label = fmt("T=%lld step states, pool written", (long long)s.maxT);
+      runCase(results, s, K, V, stepsWrite);
+
+      Case strided = base;
+      strided.seed = ++seed;
+      strided.strideExtra = 24; // a view of a wider fused projection
+      strided.T = std::min<int64_t>(2, s.maxT);
+      strided.label = "token strides (+24 elements)";
+      runCase(results, s, K, V, strided);
+    }
+  }
+  if (!quick) {
+    // 64-bit offsets: byte offsets pass 2^31 beyond 1024 slots of an fp32
+    // 128x128 HV=32 pool, element offsets beyond 4096 slots.
+    const SpecUnderTest &s = specs()[1]; // gdn_log, f32 state
+    for (int64_t slots : {1100, 4200}) {
+      Case big;
+      big.seed = ++seed;
+      big.B = 3;
+      big.H = 16;
+      big.HV = 32;
+      big.slots = slots;
+      big.inIdx = {int32_t(slots - 1), 5, int32_t(slots - 2)};
+      big.outIdx = {int32_t(slots - 3), int32_t(slots - 1), 7};
+      big.poolCheckAll = false;
+      big.label = fmt("large pool %lld slots (64-bit offsets)", (long long)slots);
+      runCase(results, s, 128, 128, big);
+    }
+  }
+  return results.finish("decode GPU tests");
+}

@@ -1,0 +1,24 @@
+// Decode specs the GPU tests run (generated into generated/deltac_test_decode):
+// every gate and beta form, both io types, both state types, GVA-ready
+// dims with K != V. The example library (examples/qwen3_next_gdn.mlir) is
+// tested too.
+
+// FLA's fused_recurrent_gated_delta_rule options: given g and beta, l2norm.
+delta.spec @gdn_log rule = gated dims = [128x128, 64x64] io = bf16 state = f32
+    layout = vk gate = log beta = given l2norm chunk = 64
+    entries = [decode] max_t = 8
+
+// Qwen3-Next's raw gate with A_log/dt_bias and sigmoid beta, bf16 state.
+delta.spec @gdn_raw_bf16 rule = gated dims = [128x128] io = bf16 state = bf16
+    layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+    entries = [decode] max_t = 4
+
+// Linear decay factor, 2*sigmoid beta, f16 activations, K != V, no l2norm.
+delta.spec @gdn_linear rule = gated dims = [64x128, 128x64] io = f16
+    state = f32 layout = vk gate = linear beta = sigmoid2 chunk = 64
+    entries = [decode] max_t = 4
+
+// Plain DeltaNet.
+delta.spec @deltanet rule = delta dims = [128x128] io = bf16 state = f32
+    layout = vk gate = none beta = given l2norm chunk = 64
+    entries = [decode] max_t = 2

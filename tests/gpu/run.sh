@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh build|test|bench|all - GPU tests and benchmarks of deltac.
+#
+# Runs on the GPU machine from the repository root. Needs the CUDA toolkit,
+# CMake and Ninja, not LLVM/MLIR: it builds the checked-in generated/
+# libraries. `bench` also needs torch and triton, and flash-linear-attention
+# on PYTHONPATH (FLA_DIR, default .fla/ in the checkout) for the anchor.
+# Details go to $OUT (or ./gpu-out), the short table is printed last.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+BUILD=${BUILD:-build-gpu}
+
+environment() {
+  local runtime="unknown"
+  if grep -qi gvisor /proc/version 2>/dev/null || dmesg 2>/dev/null | grep -qi gvisor; then
+    runtime="gVisor"
+  elif grep -qi firecracker /proc/cpuinfo /sys/class/dmi/id/* 2>/dev/null ||
+       dmesg 2>/dev/null | grep -qi firecracker; then
+    runtime="Firecracker"
+  fi
+  echo "runtime: $runtime; $(uname -r)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+  echo "$runtime" > "$OUT/runtime.txt"
+}
+
+build() {
+  cmake -S tests/gpu -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 ||
+    { cat "$OUT/configure.log"; return 1; }
+  cmake --build "$BUILD" -j 16 > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; return 1; }
+  echo "build: ok"
+}
+
+run_tests() {
+  local status=0
+  "$BUILD/decode_test" > "$OUT/decode_test.log" 2>&1 || status=1
+  tail -n 30 "$OUT/decode_test.log" | grep -E "^(FAIL|==|  FAILED)" || true
+  # The sm_80 PTX, forced onto this GPU (the driver compiles it).
+  DELTAC_FORCE_TARGET=sm_80 "$BUILD/decode_test" --quick > "$OUT/decode_test_sm80.log" 2>&1 || status=1
+  grep -E "^==" "$OUT/decode_test_sm80.log" | sed 's/^/sm_80 PTX: /'
+  if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$BUILD/decode_test" --quick \
+      > "$OUT/memcheck.log" 2>&1 || status=1
+    echo "memcheck: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+  else
+    echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
+  fi
+  return $status
+}
+
+run_bench() {
+  export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
+  python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
+    --out "$OUT"
+}
+
+environment
+case "${1:-all}" in
+  build) build ;;
+  test) build && run_tests ;;
+  bench) build && run_bench ;;
+  all) build && run_tests; s=$?; run_bench; exit $s ;;
+  *) echo "usage: $0 build|test|bench|all"; exit 2 ;;
+esac
