@@ -52,12 +52,28 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
   return params;
 }
 
-/// Lanes per row: as many as keep at least four 16-byte loads per lane (so
-/// each thread has loads in flight), a power of two dividing the row, and at
-/// least two so a warp covers at most 16 rows (V >= 16 then divides evenly).
+/// vk: lanes per row as many as keep at least four 16-byte loads per lane
+/// (loads in flight), a power of two dividing the row, and at least two so a
+/// warp covers at most 16 rows (then V >= 16 divides evenly); about 64 state
+/// registers per thread.
+/// kv: a tile of 32 value columns (16 when V is not a multiple of 32), the
+/// K rows split over lane groups and up to four warps, at most 64 state
+/// registers per thread.
 DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec) {
   DecodeTiling t;
+  t.layout = spec.layout;
   t.elemsPerLoad = 16 / (spec.stateType.getIntOrFloatBitWidth() / 8);
+  if (spec.layout == StateLayout::kv) {
+    int64_t tile = spec.v % 32 == 0 ? 32 : 16;
+    t.lanesPerRow = tile / t.elemsPerLoad;
+    t.loadsPerLane = 1;
+    int64_t groupsPerWarp = 32 / t.lanesPerRow;
+    t.warps = 4;
+    while (t.warps > 1 && spec.k % (groupsPerWarp * t.warps) != 0)
+      t.warps /= 2;
+    t.rowsPerThread = spec.k / (groupsPerWarp * t.warps);
+    return t;
+  }
   int64_t pieces = spec.k / t.elemsPerLoad; // 16-byte pieces per row
   t.lanesPerRow = 1;
   while (t.lanesPerRow < 16 && pieces % (t.lanesPerRow * 2) == 0 &&
@@ -65,7 +81,6 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec) {
     t.lanesPerRow *= 2;
   t.loadsPerLane = pieces / t.lanesPerRow;
   int64_t elemsPerLane = t.loadsPerLane * t.elemsPerLoad;
-  // About 64 state registers per thread: enough bytes in flight, no spills.
   int64_t maxRows = std::max<int64_t>(1, 64 / elemsPerLane);
   int64_t rowsPerPass = 32 / t.lanesPerRow;
   int64_t passes = spec.v / rowsPerPass; // warp-passes needed to cover V
@@ -82,11 +97,12 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec) {
 }
 
 namespace {
-/// Emits the vk decode kernel into a gpu.func.
-class DecodeEmitter {
+/// What both layouts share: constants, math, memory access, slot handling,
+/// gate and beta.
+class EmitterBase {
 public:
-  DecodeEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
-                const DecodeSpec &spec, const DecodeTiling &tiling)
+  EmitterBase(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+              const DecodeSpec &spec, const DecodeTiling &tiling)
       : b(b), func(func), s(spec), t(tiling) {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
@@ -94,16 +110,15 @@ public:
     ptr = LLVM::LLVMPointerType::get(b.getContext(), 1);
   }
 
-  void emit();
-
-private:
+protected:
   Value param(Param p) { return func.getArgument(p); }
   Value cI32(int64_t v) { return arith::ConstantIntOp::create(b, i32, v); }
   Value cI64(int64_t v) { return arith::ConstantIntOp::create(b, i64, v); }
   Value cF32(double v) {
     return arith::ConstantFloatOp::create(b, cast<FloatType>(f32),
-                                         APFloat((float)v));
+                                          APFloat((float)v));
   }
+  Value cTrue() { return arith::ConstantIntOp::create(b, 1, 1); }
   Value toI64(Value v) { return arith::ExtSIOp::create(b, i64, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
@@ -111,30 +126,51 @@ private:
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
   Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  Value notI1(Value x) { return arith::XOrIOp::create(b, x, cTrue()); }
+  Value andI1(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
 
-  /// exp(x) as ex2.approx(x log2 e): the instruction Triton uses too.
-  Value exp(Value x) {
-    Value scaled = fmul(x, cF32(1.4426950408889634));
-    return intrinsic("llvm.nvvm.ex2.approx.f32", scaled);
-  }
-  /// log(x) as lg2.approx(x) ln 2.
-  Value log(Value x) {
-    Value l2 = intrinsic("llvm.nvvm.lg2.approx.f", x);
-    return fmul(l2, cF32(0.6931471805599453));
-  }
   // NVVM's own intrinsics: convert-gpu-to-nvvm would otherwise turn the
   // generic llvm.intr.* forms into libdevice calls.
   Value intrinsic(StringRef name, ValueRange args) {
     return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name), args)
         .getResult(0);
   }
+  /// exp(x) as ex2.approx(x log2 e): the instruction Triton uses too.
+  Value exp(Value x) {
+    return intrinsic("llvm.nvvm.ex2.approx.f32",
+                     fmul(x, cF32(1.4426950408889634)));
+  }
+  /// log(x) as lg2.approx(x) ln 2.
+  Value log(Value x) {
+    return fmul(intrinsic("llvm.nvvm.lg2.approx.f", x),
+                cF32(0.6931471805599453));
+  }
   Value sqrt(Value x) { return intrinsic("llvm.nvvm.sqrt.rn.f", x); }
   Value fma(Value x, Value y, Value z) {
     return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
   }
+  Value sum(ArrayRef<Value> x, ArrayRef<Value> y) {
+    Value total = fmul(x[0], y[0]);
+    for (size_t e = 1; e < x.size(); ++e)
+      total = fma(x[e], y[e], total);
+    return total;
+  }
+  /// Butterfly sum over the lanes whose index differs in the bits of
+  /// [first, last] (powers of two): every such lane gets the total.
+  Value xorSum(Value x, int64_t first, int64_t last) {
+    for (int64_t offset = first; offset <= last; offset *= 2)
+      x = fadd(x, gpu::ShuffleOp::create(b, x, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+    return x;
+  }
 
   Value gep(Value base, Type element, Value index64) {
-    return LLVM::GEPOp::create(b, ptr, element, base, ValueRange{index64});
+    return LLVM::GEPOp::create(b, cast<LLVM::LLVMPointerType>(base.getType()),
+                               element, base, ValueRange{index64});
   }
   Value isNull(Value p) {
     Value null = LLVM::ZeroOp::create(b, ptr);
@@ -143,43 +179,54 @@ private:
   Value toF32(Value v) {
     return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v);
   }
+  Value blockId(gpu::Dimension d) {
+    return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));
+  }
 
-  /// Loads `count` consecutive elements at base[index] as f32 scalars, in
-  /// pieces of at most 16 bytes aligned to their size.
   SmallVector<Value> loadElems(Value base, Type element, Value index,
                                int64_t count);
-  /// Stores f32 scalars as `element`s at base[index], same pieces.
   void storeElems(Value base, Type element, Value index,
                   ArrayRef<Value> values);
 
-  /// Sums `x` over the `lanesPerRow` lanes that share a row (xor butterfly:
-  /// every lane of the group gets the total).
-  Value rowSum(Value x) {
-    for (int64_t offset = t.lanesPerRow / 2; offset >= 1; offset /= 2)
-      x = fadd(x, gpu::ShuffleOp::create(b, x, offset, 32,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
-    return x;
+  /// Ids, GVA head, slots and the error flag; leaves the builder inside the
+  /// branch taken by rows with a valid slot, after emitting `padding` in the
+  /// other branch.
+  void prologue(function_ref<void()> padding);
+  /// The decay factor and beta of token `tok` (fused gate and beta forms).
+  std::pair<Value, Value> gateAndBeta(Value tok);
+  /// Loads `count` q or k elements of token `tok` starting at `first`.
+  SmallVector<Value> loadQK(Value base, Value stride, Value tok, Value first,
+                            int64_t count) {
+    Value at = add(add(mul(tok, stride), mul(h, cI64(s.k))), first);
+    return loadElems(base, s.ioType, at, count);
   }
-
-  /// Element index (within a K-row) of element e of piece j held by lane li.
-  Value elemIndex(Value laneInRow, int64_t j) {
-    return add(cI64(j * t.lanesPerRow * t.elemsPerLoad),
-               mul(laneInRow, cI64(t.elemsPerLoad)));
+  /// Index of the first element of head hv's state in slot `slot`.
+  Value stateBase(Value slot) {
+    return mul(add(mul(slot, toI64(param(pHV))), hv), cI64(s.k * s.v));
   }
-
-  void emitPaddingRow(Value bb, Value T, ArrayRef<Value> rows, Value laneInRow);
+  /// Index of the first element of head hv's state after token `tok` in the
+  /// per-step buffer [B, T, HV, state].
+  Value stepBase(Value tok) {
+    return mul(add(mul(tok, toI64(param(pHV))), hv), cI64(s.k * s.v));
+  }
+  Value token(Value t) {
+    return toI64(add(mul(bb, param(pT)), t));
+  }
+  Value vIndex(Value tok, Value stride, Value column) {
+    return add(add(mul(tok, stride), mul(hv, cI64(s.v))), column);
+  }
 
   ImplicitLocOpBuilder &b;
   gpu::GPUFuncOp func;
   DecodeSpec s;
   DecodeTiling t;
   Type f32, i32, i64, ptr;
+  // Set by prologue().
+  Value tid, lane, warp, bx, bb, hv, h, inSlot, outSlot, writePool;
 };
-} // namespace
 
-SmallVector<Value> DecodeEmitter::loadElems(Value base, Type element,
-                                            Value index, int64_t count) {
+SmallVector<Value> EmitterBase::loadElems(Value base, Type element,
+                                          Value index, int64_t count) {
   int64_t bytes = element.getIntOrFloatBitWidth() / 8;
   int64_t perPiece = std::min<int64_t>(count, 16 / bytes);
   SmallVector<Value> out;
@@ -194,8 +241,8 @@ SmallVector<Value> DecodeEmitter::loadElems(Value base, Type element,
   return out;
 }
 
-void DecodeEmitter::storeElems(Value base, Type element, Value index,
-                               ArrayRef<Value> values) {
+void EmitterBase::storeElems(Value base, Type element, Value index,
+                             ArrayRef<Value> values) {
   int64_t bytes = element.getIntOrFloatBitWidth() / 8;
   int64_t count = values.size();
   int64_t perPiece = std::min<int64_t>(count, 16 / bytes);
@@ -213,53 +260,18 @@ void DecodeEmitter::storeElems(Value base, Type element, Value index,
   }
 }
 
-/// A padding row (negative or out-of-range slot): no state read or written,
-/// o = 0 for every token.
-void DecodeEmitter::emitPaddingRow(Value bb, Value T, ArrayRef<Value> rows,
-                                   Value laneInRow) {
-  Value isLeader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                         laneInRow, cI64(0));
-  auto loop = scf::ForOp::create(b, cI32(0), T, cI32(1));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value tok = toI64(add(mul(bb, T), loop.getInductionVar()));
-  Value hv = toI64(arith::IndexCastOp::create(
-      b, i32, gpu::BlockIdOp::create(b, gpu::Dimension::y)));
-  auto ifLeader = scf::IfOp::create(b, isLeader, /*withElse=*/false);
-  b.setInsertionPointToStart(ifLeader.thenBlock());
-  for (Value row : rows) {
-    Value at = add(add(mul(tok, param(pOStride)), mul(hv, cI64(s.v))), row);
-    storeElems(param(pO), s.ioType, at, {cF32(0.0)});
-  }
-}
-
-void DecodeEmitter::emit() {
-  Value T = param(pT), HV = param(pHV), H = param(pH);
-  Value tid = arith::IndexCastOp::create(
+void EmitterBase::prologue(function_ref<void()> padding) {
+  tid = arith::IndexCastOp::create(
       b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
-  Value lane = arith::RemUIOp::create(b, tid, cI32(32));
-  Value warp = arith::DivUIOp::create(b, tid, cI32(32));
-  Value group = arith::DivUIOp::create(b, lane, cI32(t.lanesPerRow));
-  Value laneInRow =
-      toI64(arith::RemUIOp::create(b, lane, cI32(t.lanesPerRow)));
-  auto blockId = [&](gpu::Dimension d) {
-    return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d))
-        .getResult();
-  };
-  Value bx = blockId(gpu::Dimension::x), hv32 = blockId(gpu::Dimension::y),
-        bb = blockId(gpu::Dimension::z);
-  Value hv = toI64(hv32);
+  lane = arith::RemUIOp::create(b, tid, cI32(32));
+  warp = arith::DivUIOp::create(b, tid, cI32(32));
+  bx = blockId(gpu::Dimension::x);
+  Value hv32 = blockId(gpu::Dimension::y);
+  bb = blockId(gpu::Dimension::z);
+  hv = toI64(hv32);
   // GVA: value head hv reads q/k head hv / (HV / H).
-  Value h = toI64(arith::DivUIOp::create(
-      b, hv32, arith::DivUIOp::create(b, HV, H)));
-
-  int64_t rowsPerPass = 32 / t.lanesPerRow;
-  Value rowBase = toI64(add(add(mul(bx, cI32(t.rowsPerBlock())),
-                                mul(warp, cI32(rowsPerPass))),
-                            group));
-  SmallVector<Value> rows;
-  for (int64_t r = 0; r < t.rowsPerThread; ++r)
-    rows.push_back(add(rowBase, cI64(r * t.warps * rowsPerPass)));
+  h = toI64(arith::DivUIOp::create(
+      b, hv32, arith::DivUIOp::create(b, param(pHV), param(pH))));
 
   // Slots: in_idx[b] (or b), out_idx[b] (or the slot read).
   Value bb64 = toI64(bb);
@@ -273,161 +285,190 @@ void DecodeEmitter::emit() {
     scf::YieldOp::create(b, toI64(LLVM::LoadOp::create(b, i32, at, 4)));
     return ifNull.getResult(0);
   };
-  Value inSlot = loadSlot(param(pInIdx), bb64);
-  Value outSlot = loadSlot(param(pOutIdx), inSlot);
+  inSlot = loadSlot(param(pInIdx), bb64);
+  outSlot = loadSlot(param(pOutIdx), inSlot);
   Value slots = param(pSlots);
-  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, p, x, y).getResult();
-  };
   Value inTooLarge = cmp(arith::CmpIPredicate::sge, inSlot, slots);
   Value outTooLarge = cmp(arith::CmpIPredicate::sge, outSlot, slots);
-  Value inValid = arith::AndIOp::create(
-      b, cmp(arith::CmpIPredicate::sge, inSlot, cI64(0)),
-      arith::XOrIOp::create(b, inTooLarge,
-                            arith::ConstantIntOp::create(b, 1, 1)));
+  Value inValid = andI1(cmp(arith::CmpIPredicate::sge, inSlot, cI64(0)),
+                        notI1(inTooLarge));
   Value keepPool = cmp(arith::CmpIPredicate::ne,
                        arith::AndIOp::create(b, param(pFlags),
                                              cI32(kKeepPool)),
                        cI32(0));
-  Value outInRange = arith::AndIOp::create(
-      b, cmp(arith::CmpIPredicate::sge, outSlot, cI64(0)),
-      arith::XOrIOp::create(b, outTooLarge,
-                            arith::ConstantIntOp::create(b, 1, 1)));
-  Value writePool = arith::AndIOp::create(
-      b, outInRange,
-      arith::XOrIOp::create(b, keepPool,
-                            arith::ConstantIntOp::create(b, 1, 1)));
+  Value outInRange = andI1(cmp(arith::CmpIPredicate::sge, outSlot, cI64(0)),
+                           notI1(outTooLarge));
+  writePool = andI1(outInRange, notI1(keepPool));
 
   // An index past the pool is padding and raises the device error flag.
   {
-    Value bad = arith::AndIOp::create(
-        b, arith::OrIOp::create(b, inTooLarge, outTooLarge),
-        arith::XOrIOp::create(b, isNull(param(pErrorFlag)),
-                              arith::ConstantIntOp::create(b, 1, 1)));
+    Value bad = andI1(arith::OrIOp::create(b, inTooLarge, outTooLarge),
+                      notI1(isNull(param(pErrorFlag))));
     auto ifBad = scf::IfOp::create(b, bad, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifBad.thenBlock());
     LLVM::StoreOp::create(b, cI32(1), param(pErrorFlag), 4);
   }
 
+  // Padding (negative or out-of-range slot): no state read or written,
+  // o = 0 for every token.
   auto ifValid = scf::IfOp::create(b, inValid, /*withElse=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifValid.elseBlock());
-    emitPaddingRow(bb, T, rows, laneInRow);
+    padding();
   }
   b.setInsertionPointToStart(ifValid.thenBlock());
+}
+
+std::pair<Value, Value> EmitterBase::gateAndBeta(Value tok) {
+  Value ghIndex = add(mul(tok, toI64(param(pHV))), hv);
+  Value decay = cF32(1.0);
+  switch (s.gate) {
+  case GateForm::none:
+    break;
+  case GateForm::log:
+    decay = exp(loadElems(param(pG), f32, ghIndex, 1)[0]);
+    break;
+  case GateForm::linear:
+    decay = loadElems(param(pG), f32, ghIndex, 1)[0];
+    break;
+  case GateForm::raw: {
+    // g = -exp(A_log) softplus(a + dt_bias), softplus threshold 20.
+    Value a = loadElems(param(pG), s.ioType, ghIndex, 1)[0];
+    Value x = fadd(a, loadElems(param(pDtBias), f32, hv, 1)[0]);
+    Value soft = log(fadd(cF32(1.0), exp(x)));
+    Value big =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+    soft = arith::SelectOp::create(b, big, x, soft);
+    Value g = fmul(fsub(cF32(0.0),
+                        exp(loadElems(param(pALog), f32, hv, 1)[0])),
+                   soft);
+    decay = exp(g);
+    break;
+  }
+  case GateForm::channel_log:
+  case GateForm::channel_raw:
+    llvm_unreachable("per-channel decode is rejected before emission");
+  }
+  Value beta = loadElems(param(pBeta), s.ioType, ghIndex, 1)[0];
+  if (s.beta != BetaForm::given) {
+    beta = fdiv(cF32(1.0), fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+    if (s.beta == BetaForm::sigmoid2)
+      beta = fmul(beta, cF32(2.0));
+  }
+  return {decay, beta};
+}
+
+//===----------------------------------------------------------------------===//
+// vk: rows of S^T ([V, K], K contiguous)
+//===----------------------------------------------------------------------===//
+
+/// Per value row r and token t:
+///   d = decay, pk = S_r . k, pq = S_r . q   (one pass, both dots)
+///   u = beta (v_r - d pk),  o_r = scale (d pq + u (k . q)),  S_r = d S_r + u k
+/// which is the reference's decay-then-update order (o reads the new state).
+class VkEmitter : EmitterBase {
+public:
+  using EmitterBase::EmitterBase;
+  void emit();
+
+private:
+  Value rowSum(Value x) { return xorSum(x, 1, t.lanesPerRow / 2); }
+  /// Element index (within a K-row) of piece j of lane laneInRow: lanes of a
+  /// row read adjacent 16-byte pieces, so each load instruction is coalesced.
+  Value elemIndex(int64_t j) {
+    return add(cI64(j * t.lanesPerRow * t.elemsPerLoad),
+               mul(laneInRow, cI64(t.elemsPerLoad)));
+  }
+  SmallVector<Value> loadVector(Value base, Value stride, Value tok) {
+    SmallVector<Value> x;
+    for (int64_t j = 0; j < t.loadsPerLane; ++j)
+      llvm::append_range(
+          x, loadQK(base, stride, tok, elemIndex(j), t.elemsPerLoad));
+    return x;
+  }
+  Value laneInRow;
+  SmallVector<Value> rows;
+};
+
+void VkEmitter::emit() {
+  int64_t rowsPerPass = 32 / t.lanesPerRow;
+  auto setupRows = [&]() {
+    Value group = arith::DivUIOp::create(b, lane, cI32(t.lanesPerRow));
+    laneInRow = toI64(arith::RemUIOp::create(b, lane, cI32(t.lanesPerRow)));
+    Value rowBase = toI64(add(add(mul(bx, cI32(t.valuesPerBlock())),
+                                  mul(warp, cI32(rowsPerPass))),
+                              group));
+    for (int64_t r = 0; r < t.rowsPerThread; ++r)
+      rows.push_back(add(rowBase, cI64(r * t.warps * rowsPerPass)));
+  };
+  prologue([&] {
+    setupRows();
+    Value leader = cmp(arith::CmpIPredicate::eq, laneInRow, cI64(0));
+    auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value tok = token(loop.getInductionVar());
+    auto ifLeader = scf::IfOp::create(b, leader, false);
+    b.setInsertionPointToStart(ifLeader.thenBlock());
+    for (Value row : rows)
+      storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), row),
+                 {cF32(0.0)});
+  });
+  rows.clear();
+  setupRows();
 
   int64_t perLane = t.loadsPerLane * t.elemsPerLoad;
-  Value headStride = cI64(s.k * s.v);
-  auto stateRowIndex = [&](Value slot, Value row) {
-    return add(mul(add(mul(slot, toI64(HV)), hv), headStride),
-               mul(row, cI64(s.k)));
+  auto rowIndex = [&](Value base, Value row, int64_t j) {
+    return add(add(base, mul(row, cI64(s.k))), elemIndex(j));
   };
   // Load the whole register tile before any arithmetic: all loads in flight.
   SmallVector<Value> state;
-  for (Value row : rows) {
-    Value rowAt = stateRowIndex(inSlot, row);
+  Value inBase = stateBase(inSlot);
+  for (Value row : rows)
     for (int64_t j = 0; j < t.loadsPerLane; ++j)
       llvm::append_range(state, loadElems(param(pState), s.stateType,
-                                          add(rowAt, elemIndex(laneInRow, j)),
+                                          rowIndex(inBase, row, j),
                                           t.elemsPerLoad));
-  }
 
-  auto loop = scf::ForOp::create(b, cI32(0), T, cI32(1), state);
+  auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1), state);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> S(loop.getRegionIterArgs());
-    Value tInt = loop.getInductionVar();
-    Value tok = toI64(add(mul(bb, T), tInt));
-
-    // q and k pieces at the same element indices as the state pieces.
-    auto loadVector = [&](Value base, Value stride) {
-      SmallVector<Value> x;
-      Value at = add(mul(tok, stride), mul(h, cI64(s.k)));
-      for (int64_t j = 0; j < t.loadsPerLane; ++j)
-        llvm::append_range(x, loadElems(base, s.ioType,
-                                        add(at, elemIndex(laneInRow, j)),
-                                        t.elemsPerLoad));
-      return x;
-    };
-    SmallVector<Value> q = loadVector(param(pQ), param(pQStride));
-    SmallVector<Value> k = loadVector(param(pK), param(pKStride));
-    auto dot = [&](ArrayRef<Value> x, ArrayRef<Value> y) {
-      Value sum = fmul(x[0], y[0]);
-      for (size_t e = 1; e < x.size(); ++e)
-        sum = fma(x[e], y[e], sum);
-      return sum;
-    };
+    Value tok = token(loop.getInductionVar());
+    SmallVector<Value> q = loadVector(param(pQ), param(pQStride), tok);
+    SmallVector<Value> k = loadVector(param(pK), param(pKStride), tok);
     if (s.qkL2Norm) {
-      // x / sqrt(sum x^2 + 1e-6): the row group holds all K elements.
+      // x / sqrt(sum x^2 + 1e-6): the lanes of a row hold all K elements.
       for (SmallVector<Value> *x : {&q, &k}) {
-        Value inv = fdiv(cF32(1.0), sqrt(fadd(rowSum(dot(*x, *x)),
-                                              cF32(1e-6))));
+        Value inv =
+            fdiv(cF32(1.0), sqrt(fadd(rowSum(sum(*x, *x)), cF32(1e-6))));
         for (Value &e : *x)
           e = fmul(e, inv);
       }
     }
-    Value kq = rowSum(dot(k, q));
-
-    Value ghIndex = add(mul(tok, toI64(HV)), hv);
-    Value decay = cF32(1.0);
-    switch (s.gate) {
-    case GateForm::none:
-      break;
-    case GateForm::log:
-      decay = exp(loadElems(param(pG), f32, ghIndex, 1)[0]);
-      break;
-    case GateForm::linear:
-      decay = loadElems(param(pG), f32, ghIndex, 1)[0];
-      break;
-    case GateForm::raw: {
-      // g = -exp(A_log) softplus(a + dt_bias), softplus threshold 20.
-      Value a = loadElems(param(pG), s.ioType, ghIndex, 1)[0];
-      Value x = fadd(a, loadElems(param(pDtBias), f32, hv, 1)[0]);
-      Value soft = log(fadd(cF32(1.0), exp(x)));
-      Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x,
-                                        cF32(20.0));
-      soft = arith::SelectOp::create(b, big, x, soft);
-      Value g = fmul(fsub(cF32(0.0),
-                          exp(loadElems(param(pALog), f32, hv, 1)[0])),
-                     soft);
-      decay = exp(g);
-      break;
-    }
-    case GateForm::channel_log:
-    case GateForm::channel_raw:
-      llvm_unreachable("per-channel decode is rejected before emission");
-    }
-    Value beta = loadElems(param(pBeta), s.ioType, ghIndex, 1)[0];
-    if (s.beta != BetaForm::given) {
-      beta = fdiv(cF32(1.0), fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
-      if (s.beta == BetaForm::sigmoid2)
-        beta = fmul(beta, cF32(2.0));
-    }
-
-    Value isLeader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                           laneInRow, cI64(0));
-    Value scale = param(pScale);
-    Value stepPresent = arith::XOrIOp::create(
-        b, isNull(param(pStepStates)), arith::ConstantIntOp::create(b, 1, 1));
+    Value kq = rowSum(sum(k, q));
+    auto [decay, beta] = gateAndBeta(tok);
+    Value leader = cmp(arith::CmpIPredicate::eq, laneInRow, cI64(0));
+    Value stepPresent = notI1(isNull(param(pStepStates)));
     SmallVector<Value> next;
     for (auto [r, row] : llvm::enumerate(rows)) {
       ArrayRef<Value> Sr = ArrayRef<Value>(S).slice(r * perLane, perLane);
-      Value pk = rowSum(dot(Sr, k));
-      Value pq = rowSum(dot(Sr, q));
-      Value vAt = add(add(mul(tok, param(pVStride)), mul(hv, cI64(s.v))), row);
-      Value vr = loadElems(param(pV), s.ioType, vAt, 1)[0];
+      Value pk = rowSum(sum(Sr, k));
+      Value pq = rowSum(sum(Sr, q));
+      Value vr =
+          loadElems(param(pV), s.ioType, vIndex(tok, param(pVStride), row),
+                    1)[0];
       Value u = fmul(beta, fsub(vr, fmul(decay, pk)));
-      Value o = fmul(scale, fma(u, kq, fmul(decay, pq)));
+      Value o = fmul(param(pScale), fma(u, kq, fmul(decay, pq)));
       {
-        auto ifLeader = scf::IfOp::create(b, isLeader, false);
+        auto ifLeader = scf::IfOp::create(b, leader, false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifLeader.thenBlock());
-        Value oAt =
-            add(add(mul(tok, param(pOStride)), mul(hv, cI64(s.v))), row);
-        storeElems(param(pO), s.ioType, oAt, {o});
+        storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), row),
+                   {o});
       }
       for (int64_t e = 0; e < perLane; ++e)
         next.push_back(fma(u, k[e], fmul(decay, Sr[e])));
@@ -435,12 +476,10 @@ void DecodeEmitter::emit() {
       auto ifStep = scf::IfOp::create(b, stepPresent, false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifStep.thenBlock());
-      Value stepRow = add(mul(add(mul(tok, toI64(HV)), hv), headStride),
-                          mul(row, cI64(s.k)));
       ArrayRef<Value> nr = ArrayRef<Value>(next).slice(r * perLane, perLane);
       for (int64_t j = 0; j < t.loadsPerLane; ++j)
         storeElems(param(pStepStates), s.stateType,
-                   add(stepRow, elemIndex(laneInRow, j)),
+                   rowIndex(stepBase(tok), row, j),
                    nr.slice(j * t.elemsPerLoad, t.elemsPerLoad));
     }
     scf::YieldOp::create(b, next);
@@ -450,15 +489,202 @@ void DecodeEmitter::emit() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifWrite.thenBlock());
   SmallVector<Value> final(loop.getResults());
-  for (auto [r, row] : llvm::enumerate(rows)) {
-    Value rowAt = stateRowIndex(outSlot, row);
+  Value outBase = stateBase(outSlot);
+  for (auto [r, row] : llvm::enumerate(rows))
     for (int64_t j = 0; j < t.loadsPerLane; ++j)
-      storeElems(param(pState), s.stateType,
-                 add(rowAt, elemIndex(laneInRow, j)),
+      storeElems(param(pState), s.stateType, rowIndex(outBase, row, j),
                  ArrayRef<Value>(final).slice(
                      r * perLane + j * t.elemsPerLoad, t.elemsPerLoad));
-  }
 }
+
+//===----------------------------------------------------------------------===//
+// kv: rows of S ([K, V], V contiguous)
+//===----------------------------------------------------------------------===//
+
+/// A thread holds `rowsPerThread` key rows of a tile of value columns. Per
+/// token, the dots over K (S^T k and S^T q per column, and for the L2 norm
+/// |q|^2, |k|^2, k . q) are partial sums over a thread's rows, reduced over
+/// the lane groups of a warp with shuffles and across warps through shared
+/// memory (double-buffered by token parity, so one barrier per token).
+/// Normalisation is applied after the reduction: the dots of the raw vectors
+/// scale by 1/|k| and 1/|q|.
+class KvEmitter : EmitterBase {
+public:
+  using EmitterBase::EmitterBase;
+  void emit(Value sharedBase);
+
+private:
+  Value column0, kGroup, laneInGroup;
+  SmallVector<Value> keyRows;
+};
+
+void KvEmitter::emit(Value shared) {
+  int64_t tile = t.valuesPerBlock();
+  int64_t epl = t.elemsPerLoad;
+  int64_t groupsPerWarp = 32 / t.lanesPerRow;
+  int64_t groups = groupsPerWarp * t.warps;
+  auto setup = [&]() {
+    laneInGroup = arith::RemUIOp::create(b, lane, cI32(t.lanesPerRow));
+    Value groupInWarp = arith::DivUIOp::create(b, lane, cI32(t.lanesPerRow));
+    kGroup = add(mul(warp, cI32(groupsPerWarp)), groupInWarp);
+    column0 = toI64(add(mul(bx, cI32(tile)), mul(laneInGroup, cI32(epl))));
+    keyRows.clear();
+    for (int64_t r = 0; r < t.rowsPerThread; ++r)
+      keyRows.push_back(toI64(add(kGroup, cI32(r * groups))));
+  };
+  prologue([&] {
+    setup();
+    Value leader = cmp(arith::CmpIPredicate::eq, kGroup, cI32(0));
+    auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value tok = token(loop.getInductionVar());
+    auto ifLeader = scf::IfOp::create(b, leader, false);
+    b.setInsertionPointToStart(ifLeader.thenBlock());
+    storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), column0),
+               SmallVector<Value>(epl, cF32(0.0)));
+  });
+  setup();
+
+  auto pieceIndex = [&](Value base, Value keyRow) {
+    return add(add(base, mul(keyRow, cI64(s.v))), column0);
+  };
+  SmallVector<Value> state;
+  Value inBase = stateBase(inSlot);
+  for (Value row : keyRows)
+    llvm::append_range(state, loadElems(param(pState), s.stateType,
+                                        pieceIndex(inBase, row), epl));
+
+  // Partial sums exchanged per token: S^T k and S^T q for each column, then
+  // |k|^2, |q|^2 and k . q.
+  int64_t perThread = 2 * epl + 3;
+  Type smemPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1), state);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> S(loop.getRegionIterArgs());
+    Value tInt = loop.getInductionVar();
+    Value tok = token(tInt);
+    SmallVector<Value> q, k;
+    for (Value row : keyRows) {
+      q.push_back(loadQK(param(pQ), param(pQStride), tok, row, 1)[0]);
+      k.push_back(loadQK(param(pK), param(pKStride), tok, row, 1)[0]);
+    }
+    SmallVector<Value> partial;
+    for (int64_t c = 0; c < epl; ++c) {
+      SmallVector<Value> column;
+      for (int64_t r = 0; r < t.rowsPerThread; ++r)
+        column.push_back(S[r * epl + c]);
+      partial.push_back(sum(column, k));
+    }
+    for (int64_t c = 0; c < epl; ++c) {
+      SmallVector<Value> column;
+      for (int64_t r = 0; r < t.rowsPerThread; ++r)
+        column.push_back(S[r * epl + c]);
+      partial.push_back(sum(column, q));
+    }
+    partial.push_back(sum(k, k));
+    partial.push_back(sum(q, q));
+    partial.push_back(sum(k, q));
+    // Over the lane groups of the warp (lanes with the same columns).
+    for (Value &x : partial)
+      x = xorSum(x, t.lanesPerRow, 16);
+    // Across warps: warp w's group-0 lanes write, everyone sums all warps.
+    Value parity = arith::RemUIOp::create(b, tInt, cI32(2));
+    Value bufferBase = toI64(mul(parity, cI32(t.warps * t.lanesPerRow *
+                                              perThread)));
+    auto slotIndex = [&](Value w, int64_t e) {
+      return add(bufferBase,
+                 toI64(add(mul(add(mul(w, cI32(t.lanesPerRow)), laneInGroup),
+                               cI32(perThread)),
+                           cI32(e))));
+    };
+    if (t.warps > 1) {
+      Value groupLeader = cmp(arith::CmpIPredicate::ult, lane,
+                              cI32(t.lanesPerRow));
+      {
+        auto ifLeader = scf::IfOp::create(b, groupLeader, false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifLeader.thenBlock());
+        for (int64_t e = 0; e < perThread; ++e)
+          LLVM::StoreOp::create(
+              b, partial[e],
+              LLVM::GEPOp::create(b, smemPtr, f32, shared,
+                                  ValueRange{slotIndex(warp, e)}),
+              4);
+      }
+      gpu::BarrierOp::create(b);
+      for (int64_t e = 0; e < perThread; ++e) {
+        Value total;
+        for (int64_t w = 0; w < t.warps; ++w) {
+          Value x = LLVM::LoadOp::create(
+              b, f32,
+              LLVM::GEPOp::create(b, smemPtr, f32, shared,
+                                  ValueRange{slotIndex(cI32(w), e)}),
+              4);
+          total = total ? fadd(total, x) : x;
+        }
+        partial[e] = total;
+      }
+    }
+    Value invK = cF32(1.0), invQ = cF32(1.0);
+    if (s.qkL2Norm) {
+      invK = fdiv(cF32(1.0), sqrt(fadd(partial[2 * epl], cF32(1e-6))));
+      invQ = fdiv(cF32(1.0), sqrt(fadd(partial[2 * epl + 1], cF32(1e-6))));
+    }
+    Value kq = fmul(partial[2 * epl + 2], fmul(invK, invQ));
+    auto [decay, beta] = gateAndBeta(tok);
+    SmallVector<Value> vals =
+        loadElems(param(pV), s.ioType, vIndex(tok, param(pVStride), column0),
+                  epl);
+    SmallVector<Value> u, o;
+    Value scaleQ = fmul(param(pScale), invQ);
+    for (int64_t c = 0; c < epl; ++c) {
+      Value pk = fmul(partial[c], invK), pq = partial[epl + c];
+      u.push_back(fmul(beta, fsub(vals[c], fmul(decay, pk))));
+      // scale (d S^T q_n + u (k_n . q_n)) with q_n = q / |q|.
+      o.push_back(fma(param(pScale), fmul(u.back(), kq),
+                      fmul(scaleQ, fmul(decay, pq))));
+    }
+    {
+      auto ifLeader = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq,
+                                                  kGroup, cI32(0)),
+                                        false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifLeader.thenBlock());
+      storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), column0),
+                 o);
+    }
+    SmallVector<Value> next;
+    for (int64_t r = 0; r < t.rowsPerThread; ++r) {
+      Value kn = fmul(k[r], invK);
+      for (int64_t c = 0; c < epl; ++c)
+        next.push_back(fma(kn, u[c], fmul(decay, S[r * epl + c])));
+    }
+    auto ifStep = scf::IfOp::create(b, notI1(isNull(param(pStepStates))),
+                                    false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifStep.thenBlock());
+      for (auto [r, row] : llvm::enumerate(keyRows))
+        storeElems(param(pStepStates), s.stateType,
+                   pieceIndex(stepBase(tok), row),
+                   ArrayRef<Value>(next).slice(r * epl, epl));
+    }
+    scf::YieldOp::create(b, next);
+  }
+
+  auto ifWrite = scf::IfOp::create(b, writePool, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifWrite.thenBlock());
+  SmallVector<Value> final(loop.getResults());
+  Value outBase = stateBase(outSlot);
+  for (auto [r, row] : llvm::enumerate(keyRows))
+    storeElems(param(pState), s.stateType, pieceIndex(outBase, row),
+               ArrayRef<Value>(final).slice(r * epl, epl));
+}
+} // namespace
 
 gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                                               gpu::GPUModuleOp module,
@@ -475,25 +701,42 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
     case ParamKind::F32: inputs.push_back(builder.getF32Type()); break;
     }
   }
+  DecodeTiling tiling = chooseDecodeTiling(spec);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
+  // kv reduces across warps through shared memory: two token buffers of
+  // (2 * elemsPerLoad + 3) floats per lane group leader of each warp.
+  std::string sharedName = (name + "_partials").str();
+  if (spec.layout == StateLayout::kv) {
+    int64_t floats = 2 * tiling.warps * tiling.lanesPerRow *
+                     (2 * tiling.elemsPerLoad + 3);
+    LLVM::GlobalOp::create(
+        builder, loc, LLVM::LLVMArrayType::get(builder.getF32Type(), floats),
+        /*isConstant=*/false, LLVM::Linkage::Internal, sharedName,
+        /*value=*/Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+  }
   auto func = gpu::GPUFuncOp::create(builder, loc, name,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 builder.getUnitAttr());
-  DecodeTiling tiling = chooseDecodeTiling(spec);
   func->setAttr(DeltaDialect::kBlockThreadsAttrName,
                 builder.getI64IntegerAttr(tiling.threads()));
   func->setAttr(DeltaDialect::kRowsPerBlockAttrName,
-                builder.getI64IntegerAttr(tiling.rowsPerBlock()));
+                builder.getI64IntegerAttr(tiling.valuesPerBlock()));
   func->setAttr(DeltaDialect::kGridXAttrName,
-                builder.getI64IntegerAttr(spec.v / tiling.rowsPerBlock()));
+                builder.getI64IntegerAttr(spec.v / tiling.valuesPerBlock()));
   func.setKnownBlockSizeAttr(
       builder.getDenseI32ArrayAttr({(int32_t)tiling.threads(), 1, 1}));
 
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
-  DecodeEmitter(b, func, spec, tiling).emit();
+  if (spec.layout == StateLayout::kv) {
+    Value shared = LLVM::AddressOfOp::create(
+        b, LLVM::LLVMPointerType::get(ctx, 3), sharedName);
+    KvEmitter(b, func, spec, tiling).emit(shared);
+  } else {
+    VkEmitter(b, func, spec, tiling).emit();
+  }
   b.setInsertionPointToEnd(&func.getBody().front());
   gpu::ReturnOp::create(b);
   return func;

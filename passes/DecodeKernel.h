@@ -44,19 +44,30 @@ llvm::ArrayRef<KernelParam> decodeKernelParams();
 /// Bit values of the `flags` parameter.
 enum DecodeFlags : int32_t { kKeepPool = 1 };
 
-/// How a decode kernel maps the state onto threads, from K, V and the state
-/// type. For `vk` a row is one state row of K contiguous elements; `lanes`
-/// lanes share a row, each holding `loads` 16-byte pieces of it.
+/// How a decode kernel maps the state onto threads, from K, V, the state
+/// type and layout. Every thread moves 16-byte pieces of state rows (the
+/// contiguous axis: K for `vk`, V for `kv`).
+///   vk: `lanesPerRow` lanes share one [K] row, each with `loadsPerLane`
+///       pieces of it; a thread keeps `rowsPerThread` value rows. Dots over K
+///       reduce with warp shuffles among the lanes of a row.
+///   kv: `lanesPerRow` lanes cover a tile of V columns with one piece each;
+///       the other lanes and warps split K, a thread keeping `rowsPerThread`
+///       key rows. Dots over K reduce with shuffles, then across warps
+///       through shared memory.
 struct DecodeTiling {
+  StateLayout layout;
   int64_t elemsPerLoad;  ///< state elements in 16 bytes (4 f32, 8 bf16)
-  int64_t lanesPerRow;   ///< lanes that share one row (a power of two)
-  int64_t loadsPerLane;  ///< 16-byte loads per lane per row
+  int64_t lanesPerRow;   ///< lanes along the contiguous axis (power of two)
+  int64_t loadsPerLane;  ///< 16-byte pieces per lane per row
   int64_t rowsPerThread; ///< rows a thread keeps in registers
   int64_t warps;         ///< warps per block
-  int64_t rowsPerBlock() const {
-    return warps * (32 / lanesPerRow) * rowsPerThread;
-  }
   int64_t threads() const { return warps * 32; }
+  /// Value rows (vk) or value columns (kv) one block owns.
+  int64_t valuesPerBlock() const {
+    return layout == StateLayout::vk
+               ? warps * (32 / lanesPerRow) * rowsPerThread
+               : lanesPerRow * elemsPerLoad;
+  }
 };
 
 /// The options a decode kernel is specialised for.
@@ -75,8 +86,8 @@ DecodeTiling chooseDecodeTiling(const DecodeSpec &spec);
 
 /// Builds the kernel `name` into `module` (a gpu.module). The gpu.func carries
 /// its launch shape as attributes: `delta.block_threads`,
-/// `delta.rows_per_block`, `delta.grid_x` (blocks along V; grid y = HV,
-/// z = B).
+/// `delta.rows_per_block` (values per block), `delta.grid_x` (blocks along
+/// V; grid y = HV, z = B).
 gpu::GPUFuncOp buildDecodeKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
                                  const DecodeSpec &spec);

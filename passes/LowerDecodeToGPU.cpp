@@ -48,9 +48,6 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets) {
                   rec.getLayout(),       q.getElementType(),
                   state.getElementType(), q.getDimSize(3),
                   v.getDimSize(3),       maxT.getInt()};
-  if (spec.layout != StateLayout::vk)
-    return rec.emitError("decode with the 'kv' state layout is not "
-                         "implemented yet");
 
   OpBuilder builder(func);
   auto module = gpu::GPUModuleOp::create(

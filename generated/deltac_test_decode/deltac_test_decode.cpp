@@ -12,6 +12,11 @@ extern const deltac_rt::KernelImages gdn_raw_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_linear_k64_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_linear_k128_v64_decode_images;
 extern const deltac_rt::KernelImages deltanet_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_log_kv_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_log_kv_k64_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_raw_kv_bf16_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_raw_kv_bf16_k128_v48_decode_images;
+extern const deltac_rt::KernelImages deltanet_kv_k64_v64_decode_images;
 
 
 namespace {
@@ -21,6 +26,11 @@ deltac_rt::Kernel gdn_raw_bf16_k128_v128_decode_kernel(gdn_raw_bf16_k128_v128_de
 deltac_rt::Kernel gdn_linear_k64_v128_decode_kernel(gdn_linear_k64_v128_decode_images);
 deltac_rt::Kernel gdn_linear_k128_v64_decode_kernel(gdn_linear_k128_v64_decode_images);
 deltac_rt::Kernel deltanet_k128_v128_decode_kernel(deltanet_k128_v128_decode_images);
+deltac_rt::Kernel gdn_log_kv_k128_v128_decode_kernel(gdn_log_kv_k128_v128_decode_images);
+deltac_rt::Kernel gdn_log_kv_k64_v128_decode_kernel(gdn_log_kv_k64_v128_decode_images);
+deltac_rt::Kernel gdn_raw_kv_bf16_k128_v128_decode_kernel(gdn_raw_kv_bf16_k128_v128_decode_images);
+deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_kernel(gdn_raw_kv_bf16_k128_v48_decode_images);
+deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(deltanet_kv_k64_v64_decode_images);
 
 } // namespace
 
@@ -88,6 +98,56 @@ extern "C" int deltac_test_decode_deltanet_decode(const deltac_decode_args *args
   if (!args)
     return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
   return deltac_rt::setLastError(deltac_test_decode::deltanet::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant gdn_log_kv_decode_variants[] = {
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, &gdn_log_kv_k128_v128_decode_kernel},
+    {64, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, &gdn_log_kv_k64_v128_decode_kernel},
+};
+} // namespace
+
+deltac::Status deltac_test_decode::gdn_log_kv::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(gdn_log_kv_decode_variants, 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_gdn_log_kv_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::gdn_log_kv::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant gdn_raw_kv_bf16_decode_variants[] = {
+    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 4, 128, &gdn_raw_kv_bf16_k128_v128_decode_kernel},
+    {128, 48, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 3, 128, &gdn_raw_kv_bf16_k128_v48_decode_kernel},
+};
+} // namespace
+
+deltac::Status deltac_test_decode::gdn_raw_kv_bf16::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(gdn_raw_kv_bf16_decode_variants, 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_gdn_raw_kv_bf16_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::gdn_raw_kv_bf16::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant deltanet_kv_decode_variants[] = {
+    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 2, 2, 128, &deltanet_kv_k64_v64_decode_kernel},
+};
+} // namespace
+
+deltac::Status deltac_test_decode::deltanet_kv::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(deltanet_kv_decode_variants, 1, args, stream);
+}
+
+extern "C" int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::deltanet_kv::decode(*args, stream));
 }
 
 

@@ -29,6 +29,18 @@ namespace deltanet {
 /// Decode (T = 1..max_t tokens per row) for spec @deltanet; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace deltanet
+namespace gdn_log_kv {
+/// Decode (T = 1..max_t tokens per row) for spec @gdn_log_kv; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace gdn_log_kv
+namespace gdn_raw_kv_bf16 {
+/// Decode (T = 1..max_t tokens per row) for spec @gdn_raw_kv_bf16; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace gdn_raw_kv_bf16
+namespace deltanet_kv {
+/// Decode (T = 1..max_t tokens per row) for spec @deltanet_kv; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace deltanet_kv
 
 } // namespace deltac_test_decode
 
@@ -43,6 +55,12 @@ int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *args, void 
 int deltac_test_decode_gdn_linear_decode(const deltac_decode_args *args, void *stream);
 /* spec @deltanet: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
 int deltac_test_decode_deltanet_decode(const deltac_decode_args *args, void *stream);
+/* spec @gdn_log_kv: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_gdn_log_kv_decode(const deltac_decode_args *args, void *stream);
+/* spec @gdn_raw_kv_bf16: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_gdn_raw_kv_bf16_decode(const deltac_decode_args *args, void *stream);
+/* spec @deltanet_kv: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *args, void *stream);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *deltac_test_decode_last_error(void);

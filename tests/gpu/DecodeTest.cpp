@@ -65,6 +65,15 @@ const std::vector<SpecUnderTest> &specs() {
       {"deltanet", deltac_test_decode_deltanet_decode,
        deltac_test_decode_last_error, R::Delta, G::None, Bf::Given, true,
        DELTAC_BF16, DELTAC_F32, ref::Layout::Vk, 2, {{128, 128}}},
+      {"gdn_log_kv", deltac_test_decode_gdn_log_kv_decode,
+       deltac_test_decode_last_error, R::Gated, G::Log, Bf::Given, true,
+       DELTAC_BF16, DELTAC_F32, ref::Layout::Kv, 8, {{128, 128}, {64, 128}}},
+      {"gdn_raw_kv_bf16", deltac_test_decode_gdn_raw_kv_bf16_decode,
+       deltac_test_decode_last_error, R::Gated, G::Raw, Bf::Sigmoid2, false,
+       DELTAC_BF16, DELTAC_BF16, ref::Layout::Kv, 4, {{128, 128}, {128, 48}}},
+      {"deltanet_kv", deltac_test_decode_deltanet_kv_decode,
+       deltac_test_decode_last_error, R::Delta, G::None, Bf::Sigmoid, true,
+       DELTAC_F16, DELTAC_F32, ref::Layout::Kv, 2, {{64, 64}}},
   };
   return all;
 }

@@ -22,3 +22,16 @@ delta.spec @gdn_linear rule = gated dims = [64x128, 128x64] io = f16
 delta.spec @deltanet rule = delta dims = [128x128] io = bf16 state = f32
     layout = vk gate = none beta = given l2norm chunk = 64
     entries = [decode] max_t = 2
+
+// The kv layout ([K, V] states, FLA's default), same options as above.
+delta.spec @gdn_log_kv rule = gated dims = [128x128, 64x128] io = bf16
+    state = f32 layout = kv gate = log beta = given l2norm chunk = 64
+    entries = [decode] max_t = 8
+
+delta.spec @gdn_raw_kv_bf16 rule = gated dims = [128x128, 128x48] io = bf16
+    state = bf16 layout = kv gate = raw beta = sigmoid2 chunk = 64
+    entries = [decode] max_t = 4
+
+delta.spec @deltanet_kv rule = delta dims = [64x64] io = f16 state = f32
+    layout = kv gate = none beta = sigmoid l2norm chunk = 64
+    entries = [decode] max_t = 2

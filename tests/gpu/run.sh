@@ -16,8 +16,7 @@ environment() {
   local runtime="unknown"
   if grep -qi gvisor /proc/version 2>/dev/null || dmesg 2>/dev/null | grep -qi gvisor; then
     runtime="gVisor"
-  elif grep -qi firecracker /proc/cpuinfo /sys/class/dmi/id/* 2>/dev/null ||
-       dmesg 2>/dev/null | grep -qi firecracker; then
+  elif uname -r | grep -q -- "-fc-" || dmesg 2>/dev/null | grep -qi firecracker; then
     runtime="Firecracker"
   fi
   echo "runtime: $runtime; $(uname -r)"
@@ -51,7 +50,7 @@ run_tests() {
 
 run_bench() {
   export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
-  python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
+  PYTHONPATH="$PYTHONPATH:${FLA_DIR:-$PWD/.fla}" python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
     --out "$OUT"
 }
 

@@ -1,0 +1,129 @@
+"""Decode benchmark: deltac against FLA's Triton fused_recurrent_gated_delta_rule.
+
+Same inputs (fla_harness.decode_inputs), same options (given g and beta,
+in-kernel q/k l2norm, fp32 state), same timing (fla_harness.graph_ms: one call
+per CUDA graph, do_bench median with L2 flushed; and 32 calls on 32 distinct
+state pools in one graph). deltac runs in both state layouts: kv ([K, V],
+FLA's) and vk ([V, K], serving pools). Also reports the error of both against
+the fp64 reference on the same inputs.
+Usage: bench_decode.py --lib libdeltac_test_decode.so --out DIR
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+os.environ.setdefault("FLA_FLASH_QLA", "0")
+import torch
+
+import fla_harness as H
+from deltac_ctypes import Library
+from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
+
+SPEC = {"kv": "gdn_log_kv", "vk": "gdn_log"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--batches", default="1,4,16,64,256,512")
+    args = ap.parse_args()
+    lib = Library(args.lib, "deltac_test_decode")
+    rows = []
+    dev = torch.cuda.get_device_name()
+
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+    b = torch.empty_like(a)
+    copy_tbps = 2 * n / H.as_called_ms(lambda: b.copy_(a)) / 1e9
+    del a, b
+    torch.cuda.empty_cache()
+    print(f"device: {dev}; copy ceiling {copy_tbps:.2f} TB/s", flush=True)
+
+    # Accuracy against fp64 on the same inputs (B=16, T=4).
+    q, k, v, g, beta, h0 = H.decode_inputs(16, T=4, seed=3)
+    Bq, T = q.shape[0], q.shape[1]
+    cu = [i * T for i in range(Bq + 1)]
+    flat = lambda x: x.reshape(1, Bq * T, *x.shape[2:])
+    scale = q.shape[-1] ** -0.5
+    ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta), h0, scale, cu)
+    fo, fh = fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
+                                              output_final_state=True, use_qk_l2norm_in_kernel=True)
+    acc = [("fla", H.rel(flat(fo), ro), H.rel(fh, rh))]
+    for layout in ("kv", "vk"):
+        pool = h0.clone() if layout == "kv" else h0.transpose(-1, -2).contiguous()
+        o = torch.full_like(v, float("nan"))
+        lib.decode(SPEC[layout], q, k, v, o, pool, g=g, beta=beta)
+        final = pool if layout == "kv" else pool.transpose(-1, -2)
+        acc.append((f"deltac_{layout}", H.rel(flat(o), ro), H.rel(final, rh)))
+    for name, eo, es in acc:
+        rows.append(f"accuracy,{name},o={eo:.2e},state={es:.2e}")
+        print(rows[-1], flush=True)
+
+    table = []
+    for T in (1, 4):
+        for B in [int(x) for x in args.batches.split(",")]:
+            q, k, v, g, beta, h0 = H.decode_inputs(B, T=T)
+            state_bytes = h0.numel() * 4
+            res = {}
+
+            def fla():
+                return fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
+                                                        output_final_state=True,
+                                                        use_qk_l2norm_in_kernel=True)
+            res["fla"] = H.graph_ms(fla) * 1e3
+            o = torch.empty_like(v)
+            for layout in ("kv", "vk"):
+                pool = h0.clone() if layout == "kv" else h0.transpose(-1, -2).contiguous()
+                res[layout] = H.graph_ms(
+                    lambda: lib.decode(SPEC[layout], q, k, v, o, pool, g=g, beta=beta)) * 1e3
+                del pool
+            # 32 calls on 32 distinct pools in one graph (per-call time).
+            many = 32 if B <= 64 else 0
+            if many:
+                pools = [h0.transpose(-1, -2).contiguous() for _ in range(many)]
+
+                def calls():
+                    for p in pools:
+                        lib.decode(SPEC["vk"], q, k, v, o, p, g=g, beta=beta)
+                res["vk32"] = H.graph_ms(calls, calls_per_graph=1) * 1e3 / many
+                hs = [h0.clone() for _ in range(many)]
+
+                def fla_calls():
+                    for hh in hs:
+                        fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=hh,
+                                                         output_final_state=True,
+                                                         use_qk_l2norm_in_kernel=True)
+                res["fla32"] = H.graph_ms(fla_calls, calls_per_graph=1) * 1e3 / many
+                del pools, hs
+            bw = {key: 2 * state_bytes / (us * 1e-6) / 1e12 for key, us in res.items()
+                  if key in ("fla", "kv", "vk")}
+            line = (f"decode,T={T},B={B},fla_us={res['fla']:.2f},kv_us={res['kv']:.2f},"
+                    f"vk_us={res['vk']:.2f},fla_TBps={bw['fla']:.2f},kv_TBps={bw['kv']:.2f},"
+                    f"vk_TBps={bw['vk']:.2f},best_pct_copy={100 * max(bw['kv'], bw['vk']) / copy_tbps:.0f},"
+                    f"speedup={res['fla'] / min(res['kv'], res['vk']):.2f}")
+            if "vk32" in res:
+                line += f",vk32_us={res['vk32']:.2f},fla32_us={res['fla32']:.2f}"
+            rows.append(line)
+            print(line, flush=True)
+            table.append((T, B, res, bw))
+            del q, k, v, g, beta, h0, o
+            torch.cuda.empty_cache()
+
+    with open(os.path.join(args.out, "bench_decode.csv"), "w") as fh:
+        fh.write(f"device,{dev}\ncopy_TBps,{copy_tbps:.2f}\n" + "\n".join(rows) + "\n")
+    print(f"\n{dev}: decode, H16/HV32 K=V=128 fp32 state, one call per graph (us); copy {copy_tbps:.2f} TB/s")
+    print("  T    B |    FLA |  deltac kv |  deltac vk | best/FLA | state TB/s (% copy) | 32-call vk / FLA")
+    for T, B, res, bw in table:
+        best = min(res["kv"], res["vk"])
+        tb = max(bw["kv"], bw["vk"])
+        extra = f"{res['vk32']:6.2f} / {res['fla32']:6.2f}" if "vk32" in res else "-"
+        print(f"  {T}  {B:4d} | {res['fla']:6.1f} | {res['kv']:10.1f} | {res['vk']:10.1f} | "
+              f"{res['fla'] / best:7.2f}x | {tb:5.2f} ({100 * tb / copy_tbps:3.0f}%) | {extra}")
+    for name, eo, es in acc:
+        print(f"  error vs fp64 {name:10s} o {eo:.2e} state {es:.2e}")
+
+
+if __name__ == "__main__":
+    main()
