@@ -140,6 +140,10 @@ static LogicalResult verifySequenceOperands(Operation *op,
       return failure();
 
   std::optional<int64_t> h = sizes.get("H"), hv = sizes.get("HV");
+  // Heads, K and V are never empty (the fuzzer found H = 0 dividing HV).
+  for (StringRef what : {"H", "HV", "K", "V"})
+    if (std::optional<int64_t> size = sizes.get(what); size && *size == 0)
+      return op->emitOpError() << what << " must be positive, got 0";
   if (h && hv && *hv % *h != 0)
     return op->emitOpError() << "value heads HV = " << *hv
                              << " must be a multiple of the query heads H = "

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelLibrary.h"
+#include "codegen/PtxasReport.h"
 #include "codegen/SpecPipeline.h"
 #include "tools/DeltacRegistration.h"
 
@@ -73,12 +74,20 @@ int main(int argc, char **argv) {
   std::vector<std::string> targetList(targets.begin(), targets.end());
   if (std::string problem = deltac::checkTargets(targetList); !problem.empty())
     return fail(problem);
-  std::string lib = libraryName.empty()
-                        ? sys::path::stem(inputFile).str()
-                        : libraryName.getValue();
-  if (!isIdentifier(lib))
+  // The default name is the file's stem made an identifier; a name given
+  // explicitly must already be one.
+  std::string lib = libraryName.getValue();
+  if (lib.empty()) {
+    lib = sys::path::stem(inputFile).str();
+    for (char &c : lib)
+      if (!isAlnum(c) && c != '_')
+        c = '_';
+    if (lib.empty() || isDigit(lib.front()))
+      lib = "_" + lib;
+  } else if (!isIdentifier(lib)) {
     return fail("library name '" + lib +
                 "' is not an identifier; pass --name=<identifier>");
+  }
 
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
       MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
@@ -105,6 +114,7 @@ int main(int argc, char **argv) {
   if (failed(kernels))
     return 1;
 
+  std::optional<std::string> ptxas = deltac::findPtxas();
   outs() << "deltac: " << inputFile << ": " << planned.size()
          << " kernels planned, " << kernels->size() * targetList.size()
          << " generated\n";
@@ -115,9 +125,12 @@ int main(int argc, char **argv) {
         if (e.name == k.function)
           for (const auto &[target, ptx] : e.ptx)
             if (target == k.target)
-              status = "PTX " + std::to_string(ptx.size()) + " bytes, " +
+              status = "PTX " + std::to_string(ptx.size()) + " B, " +
                        std::to_string(e.threads) + " threads x " +
-                       std::to_string(e.gridX) + " blocks per head";
+                       std::to_string(e.gridX) + " blocks/head" +
+                       (ptxas ? "; " + deltac::ptxasReport(*ptxas, ptx,
+                                                           target)
+                              : std::string());
     outs() << "  " << left_justify(k.function + "." + k.target, 42) << " "
            << left_justify(k.entry, 8) << "K=" << k.k << " V=" << k.v << "  "
            << status << "\n";

@@ -283,3 +283,18 @@ func.func @chunked_gamma(%q: tensor<1x4x2x64xf32>, %k: tensor<1x4x2x64xf32>,
       scale(%scale : f32) -> tensor<1x4x2x64xf32>, tensor<1x2x64x64xf32>
   return
 }
+
+// -----
+
+// Found by the fuzzer: H = 0 divided HV.
+func.func @zero_heads(%q: tensor<1x4x0x64xbf16>, %k: tensor<1x4x0x64xbf16>,
+                      %v: tensor<1x4x2x64xbf16>, %g: tensor<1x4x2xf32>,
+                      %b: tensor<1x4x2xbf16>, %scale: f32) {
+  // expected-error @+1 {{H must be positive, got 0}}
+  %o, %s = delta.recurrence gated layout = kv gate = log beta = given
+      q(%q : tensor<1x4x0x64xbf16>) k(%k : tensor<1x4x0x64xbf16>)
+      v(%v : tensor<1x4x2x64xbf16>) g(%g : tensor<1x4x2xf32>)
+      beta(%b : tensor<1x4x2xbf16>) scale(%scale : f32)
+      -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}

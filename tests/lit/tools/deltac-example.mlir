@@ -1,25 +1,33 @@
 // RUN: rm -rf %t && deltac %deltac_src/examples/qwen3_next_gdn.mlir --target=sm_90a,sm_80 -o %t | FileCheck %s
-// RUN: FileCheck %s --check-prefix=LIST < %t/kernels.txt
-// RUN: FileCheck %s --check-prefix=IR < %t/qwen3_next_gdn.expanded.mlir
+// RUN: ls %t %t/kernels | FileCheck %s --check-prefix=FILES
+// RUN: FileCheck %s --check-prefix=HEADER < %t/qwen3_next_gdn.h
 // RUN: deltac %deltac_src/examples/qwen3_next_gdn.mlir --target=sm_100a --print-ir | FileCheck %s --check-prefix=PRINT
 
-// The README's main job on the shipped example: verify, expand, list.
-// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 4 kernels planned
-// CHECK-NEXT: qwen3_next_k128_v128_prefill_sm_90a {{ *}}prefill  K=128 V=128
-// CHECK-NEXT: qwen3_next_k128_v128_prefill_sm_80 {{ *}}prefill  K=128 V=128
-// CHECK-NEXT: qwen3_next_k128_v128_decode_sm_90a {{ *}}decode  K=128 V=128
-// CHECK-NEXT: qwen3_next_k128_v128_decode_sm_80 {{ *}}decode  K=128 V=128
-// CHECK-NEXT: deltac: wrote {{.*}}/qwen3_next_gdn.expanded.mlir and kernels.txt
+// The README's main job on the shipped example: verify, expand, lower what
+// has a lowering, write the library.
+// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 4 kernels planned, 2 generated
+// CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_90a {{ *}}prefill K=128 V=128  not generated yet (no prefill lowering)
+// CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_80 {{ *}}prefill K=128 V=128  not generated yet
+// CHECK-NEXT: qwen3_next_k128_v128_decode.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x 2 blocks/head
+// CHECK-NEXT: qwen3_next_k128_v128_decode.sm_80 {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B
+// CHECK-NEXT: deltac: wrote library 'qwen3_next_gdn' to
 
-// LIST: # kernel, spec, entry, K, V, target
-// LIST-NEXT: qwen3_next_k128_v128_prefill_sm_90a, qwen3_next, prefill, 128, 128, sm_90a
+// FILES-DAG: CMakeLists.txt
+// FILES-DAG: deltac_api.h
+// FILES-DAG: deltac_decode.cpp
+// FILES-DAG: deltac_runtime.cpp
+// FILES-DAG: qwen3_next_gdn.cpp
+// FILES-DAG: qwen3_next_gdn.h
+// FILES-DAG: qwen3_next_k128_v128_decode.sm_80.ptx
+// FILES-DAG: qwen3_next_k128_v128_decode.sm_90a.ptx
 
-// IR: module attributes {delta.targets = ["sm_90a", "sm_80"]}
-// IR: func.func @qwen3_next_k128_v128_prefill
-// IR: delta.chunk_cumsum
-// IR: delta.chunked_recurrence gated layout = vk chunk = 64
-// IR: func.func @qwen3_next_k128_v128_decode
-// IR: delta.recurrence gated layout = vk gate = log beta = given
+// HEADER: namespace qwen3_next_gdn {
+// HEADER: namespace qwen3_next {
+// HEADER: deltac::Status decode(const deltac_decode_args &args, void *stream);
+// HEADER: int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, void *stream);
+// HEADER: const char *qwen3_next_gdn_last_error(void);
 
-// PRINT: module attributes {delta.targets = ["sm_100a"]}
-// PRINT: 2 kernels planned
+// PRINT: module attributes {delta.targets = ["sm_100a"], gpu.container_module}
+// PRINT: delta.chunked_recurrence gated layout = vk chunk = 64
+// PRINT: gpu.module @qwen3_next_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
+// PRINT: 2 kernels planned, 1 generated

@@ -1,0 +1,64 @@
+// RUN: deltac-opt %s --delta-expand-spec --delta-lower-decode-to-gpu -split-input-file | FileCheck %s
+
+// One gpu.module per decode function, with one #nvvm.target per SM of
+// delta.targets; the kernel keeps the fixed ABI of passes/DecodeKernel.h and
+// its launch shape. Prefill functions stay at the sequence level.
+
+// CHECK-LABEL: module attributes {delta.targets = ["sm_80", "sm_90a"], gpu.container_module}
+// CHECK: func.func @gdn_k128_v128_prefill
+// CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @gdn_k128_v128_decode(
+// CHECK-SAME: %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>,
+// CHECK-SAME: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32, %{{.*}}: i32)
+// CHECK-SAME: kernel
+// CHECK-SAME: delta.block_threads = 128 : i64
+// CHECK-SAME: delta.entry = #delta<entry decode>
+// CHECK-SAME: delta.grid_x = 2 : i64
+// CHECK-SAME: delta.max_t = 4 : i64
+// CHECK-SAME: delta.rows_per_block = 64 : i64
+// CHECK-SAME: delta.spec = @gdn
+// State pieces are 16-byte loads, all issued before the token loop.
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: scf.for
+// Raw gate fused: exp via ex2.approx, softplus threshold 20.
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// Row dots reduced across the 8 lanes of a row.
+// CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: scf.yield
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK-NOT: func.func @gdn_k128_v128_decode
+module attributes {delta.targets = ["sm_80", "sm_90a"]} {
+  delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
+      layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+      entries = [prefill, decode] max_t = 4
+}
+
+// -----
+
+// kv layout: a bf16 state is read in 16-byte pieces of 8 elements; dots over
+// K end with a reduction across warps in shared memory.
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
+// CHECK: gpu.module @kvs_k128_v64_decode_gpu
+// CHECK: llvm.mlir.global internal @kvs_k128_v64_decode_partials() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<{{[0-9]+}} x f32>
+// CHECK: gpu.func @kvs_k128_v64_decode(
+// CHECK-SAME: delta.grid_x = 2 : i64
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @kvs rule = gated dims = [128x64] io = bf16 state = bf16
+      layout = kv gate = log beta = given chunk = 64 entries = [decode]
+      max_t = 2
+}
+
+// -----
+
+// KDA decode is not lowered yet: a clear error, not a crash.
+module attributes {delta.targets = ["sm_90a"]} {
+  // CHECK-NOT: gpu.module
+  delta.spec @kimi rule = kda dims = [128x128] io = bf16 state = f32
+      layout = kv gate = channel_log beta = given chunk = 64
+      entries = [prefill]
+}
