@@ -52,9 +52,9 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
   return params;
 }
 
-/// vk: lanes per row as many as keep at least four 16-byte loads per lane
-/// (loads in flight), a power of two dividing the row, and at least two so a
-/// warp covers at most 16 rows (then V >= 16 divides evenly); about 64 state
+/// vk: lanes per row as many as keep at least 16 elements per lane (64 bytes
+/// of f32 in flight), a power of two dividing the row, and at least two so a
+/// warp covers at most 16 rows (then V >= 16 divides evenly); about 32 state
 /// registers per thread.
 /// kv: a tile of 32 value columns (16 when V is not a multiple of 32), the
 /// K rows split over lane groups and up to four warps, at most 64 state
@@ -77,11 +77,14 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec) {
   int64_t pieces = spec.k / t.elemsPerLoad; // 16-byte pieces per row
   t.lanesPerRow = 1;
   while (t.lanesPerRow < 16 && pieces % (t.lanesPerRow * 2) == 0 &&
-         (pieces / (t.lanesPerRow * 2) >= 4 || t.lanesPerRow < 2))
+         ((pieces / (t.lanesPerRow * 2)) * t.elemsPerLoad >= 16 ||
+          t.lanesPerRow < 2))
     t.lanesPerRow *= 2;
   t.loadsPerLane = pieces / t.lanesPerRow;
   int64_t elemsPerLane = t.loadsPerLane * t.elemsPerLoad;
-  int64_t maxRows = std::max<int64_t>(1, 64 / elemsPerLane);
+  // 32 state registers per thread leave room for the prefetched inputs of
+  // the next token without capping occupancy below 4 blocks per SM.
+  int64_t maxRows = std::max<int64_t>(1, 32 / elemsPerLane);
   int64_t rowsPerPass = 32 / t.lanesPerRow;
   int64_t passes = spec.v / rowsPerPass; // warp-passes needed to cover V
   t.warps = 4;
@@ -192,8 +195,20 @@ protected:
   /// branch taken by rows with a valid slot, after emitting `padding` in the
   /// other branch.
   void prologue(function_ref<void()> padding);
-  /// The decay factor and beta of token `tok` (fused gate and beta forms).
-  std::pair<Value, Value> gateAndBeta(Value tok);
+  /// The raw gate input (null without a gate) and beta input of a token.
+  std::pair<Value, Value> loadGateBeta(Value tok);
+  /// Loads what the gate needs per head (raw form: A_log and dt_bias).
+  void loadHeadParams();
+  /// The decay factor and beta from the raw inputs (fused gate and beta).
+  std::pair<Value, Value> gateAndBeta(Value g, Value beta);
+  /// The token loop: `state` is carried, `loadInputs(tok)` loads a token's
+  /// inputs, `body(t, state, inputs)` returns the next state.
+  SmallVector<Value> tokenLoop(
+      ArrayRef<Value> state,
+      function_ref<SmallVector<Value>(Value)> loadInputs,
+      function_ref<SmallVector<Value>(Value, ArrayRef<Value>,
+                                      ArrayRef<Value>)>
+          body);
   /// Loads `count` q or k elements of token `tok` starting at `first`.
   SmallVector<Value> loadQK(Value base, Value stride, Value tok, Value first,
                             int64_t count) {
@@ -223,6 +238,8 @@ protected:
   Type f32, i32, i64, ptr;
   // Set by prologue().
   Value tid, lane, warp, bx, bb, hv, h, inSlot, outSlot, writePool;
+  // Set by loadHeadParams() for raw gates.
+  Value negA, dtBias;
 };
 
 SmallVector<Value> EmitterBase::loadElems(Value base, Type element,
@@ -321,43 +338,88 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   b.setInsertionPointToStart(ifValid.thenBlock());
 }
 
-std::pair<Value, Value> EmitterBase::gateAndBeta(Value tok) {
+std::pair<Value, Value> EmitterBase::loadGateBeta(Value tok) {
   Value ghIndex = add(mul(tok, toI64(param(pHV))), hv);
+  Value g;
+  if (s.gate != GateForm::none)
+    g = loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
+                  ghIndex, 1)[0];
+  return {g, loadElems(param(pBeta), s.ioType, ghIndex, 1)[0]};
+}
+
+void EmitterBase::loadHeadParams() {
+  if (s.gate != GateForm::raw)
+    return;
+  // -exp(A_log) and dt_bias of head hv, once per kernel.
+  negA = fsub(cF32(0.0), exp(loadElems(param(pALog), f32, hv, 1)[0]));
+  dtBias = loadElems(param(pDtBias), f32, hv, 1)[0];
+}
+
+std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
   Value decay = cF32(1.0);
   switch (s.gate) {
   case GateForm::none:
     break;
   case GateForm::log:
-    decay = exp(loadElems(param(pG), f32, ghIndex, 1)[0]);
+    decay = exp(g);
     break;
   case GateForm::linear:
-    decay = loadElems(param(pG), f32, ghIndex, 1)[0];
+    decay = g;
     break;
   case GateForm::raw: {
     // g = -exp(A_log) softplus(a + dt_bias), softplus threshold 20.
-    Value a = loadElems(param(pG), s.ioType, ghIndex, 1)[0];
-    Value x = fadd(a, loadElems(param(pDtBias), f32, hv, 1)[0]);
+    Value x = fadd(g, dtBias);
     Value soft = log(fadd(cF32(1.0), exp(x)));
     Value big =
         arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
     soft = arith::SelectOp::create(b, big, x, soft);
-    Value g = fmul(fsub(cF32(0.0),
-                        exp(loadElems(param(pALog), f32, hv, 1)[0])),
-                   soft);
-    decay = exp(g);
+    decay = exp(fmul(negA, soft));
     break;
   }
   case GateForm::channel_log:
   case GateForm::channel_raw:
     llvm_unreachable("per-channel decode is rejected before emission");
   }
-  Value beta = loadElems(param(pBeta), s.ioType, ghIndex, 1)[0];
+  Value beta = betaIn;
   if (s.beta != BetaForm::given) {
     beta = fdiv(cF32(1.0), fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
     if (s.beta == BetaForm::sigmoid2)
       beta = fmul(beta, cF32(2.0));
   }
   return {decay, beta};
+}
+
+SmallVector<Value> EmitterBase::tokenLoop(
+    ArrayRef<Value> state, function_ref<SmallVector<Value>(Value)> loadInputs,
+    function_ref<SmallVector<Value>(Value, ArrayRef<Value>, ArrayRef<Value>)>
+        body) {
+  // Every load of a token is issued together, ahead of its stores; with
+  // max_t > 1 the next token's loads are issued before this token's math
+  // (its index clamped to T - 1), so DRAM latency overlaps the arithmetic.
+  bool prefetch = s.maxT > 1;
+  SmallVector<Value> init(state);
+  size_t numState = state.size();
+  if (prefetch)
+    llvm::append_range(init, loadInputs(token(cI32(0))));
+  auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1), init);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  SmallVector<Value> args(loop.getRegionIterArgs());
+  SmallVector<Value> inputs, next;
+  if (prefetch) {
+    inputs.assign(args.begin() + numState, args.end());
+    Value last = arith::SubIOp::create(b, param(pT), cI32(1));
+    Value following = arith::MinSIOp::create(b, add(t, cI32(1)), last);
+    next = loadInputs(token(following));
+  } else {
+    inputs = loadInputs(token(t));
+  }
+  SmallVector<Value> yielded =
+      body(t, ArrayRef<Value>(args).take_front(numState), inputs);
+  llvm::append_range(yielded, next);
+  scf::YieldOp::create(b, yielded);
+  return SmallVector<Value>(loop.getResults().take_front(numState));
 }
 
 //===----------------------------------------------------------------------===//
@@ -432,14 +494,29 @@ void VkEmitter::emit() {
                                           rowIndex(inBase, row, j),
                                           t.elemsPerLoad));
 
-  auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1), state);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> S(loop.getRegionIterArgs());
-    Value tok = token(loop.getInductionVar());
-    SmallVector<Value> q = loadVector(param(pQ), param(pQStride), tok);
-    SmallVector<Value> k = loadVector(param(pK), param(pKStride), tok);
+  loadHeadParams();
+  // Inputs of a token: q and k pieces, v of each row, g, beta.
+  int64_t nQK = t.loadsPerLane * t.elemsPerLoad;
+  auto loadInputs = [&](Value tok) {
+    SmallVector<Value> in = loadVector(param(pQ), param(pQStride), tok);
+    llvm::append_range(in, loadVector(param(pK), param(pKStride), tok));
+    for (Value row : rows)
+      in.push_back(loadElems(param(pV), s.ioType,
+                             vIndex(tok, param(pVStride), row), 1)[0]);
+    auto [g, beta] = loadGateBeta(tok);
+    in.push_back(beta);
+    if (g)
+      in.push_back(g);
+    return in;
+  };
+  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
+    Value tok = token(tInt);
+    SmallVector<Value> q(in.take_front(nQK)),
+        k(in.slice(nQK, nQK));
+    ArrayRef<Value> vRows = in.slice(2 * nQK, rows.size());
+    Value betaIn = in[2 * nQK + rows.size()];
+    Value gIn = s.gate != GateForm::none ? in[2 * nQK + rows.size() + 1]
+                                         : Value();
     if (s.qkL2Norm) {
       // x / sqrt(sum x^2 + 1e-6): the lanes of a row hold all K elements.
       for (SmallVector<Value> *x : {&q, &k}) {
@@ -450,18 +527,15 @@ void VkEmitter::emit() {
       }
     }
     Value kq = rowSum(sum(k, q));
-    auto [decay, beta] = gateAndBeta(tok);
+    auto [decay, beta] = gateAndBeta(gIn, betaIn);
     Value leader = cmp(arith::CmpIPredicate::eq, laneInRow, cI64(0));
     Value stepPresent = notI1(isNull(param(pStepStates)));
     SmallVector<Value> next;
     for (auto [r, row] : llvm::enumerate(rows)) {
-      ArrayRef<Value> Sr = ArrayRef<Value>(S).slice(r * perLane, perLane);
+      ArrayRef<Value> Sr = S.slice(r * perLane, perLane);
       Value pk = rowSum(sum(Sr, k));
       Value pq = rowSum(sum(Sr, q));
-      Value vr =
-          loadElems(param(pV), s.ioType, vIndex(tok, param(pVStride), row),
-                    1)[0];
-      Value u = fmul(beta, fsub(vr, fmul(decay, pk)));
+      Value u = fmul(beta, fsub(vRows[r], fmul(decay, pk)));
       Value o = fmul(param(pScale), fma(u, kq, fmul(decay, pq)));
       {
         auto ifLeader = scf::IfOp::create(b, leader, false);
@@ -482,13 +556,13 @@ void VkEmitter::emit() {
                    rowIndex(stepBase(tok), row, j),
                    nr.slice(j * t.elemsPerLoad, t.elemsPerLoad));
     }
-    scf::YieldOp::create(b, next);
-  }
+    return next;
+  };
+  SmallVector<Value> final = tokenLoop(state, loadInputs, body);
 
   auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifWrite.thenBlock());
-  SmallVector<Value> final(loop.getResults());
   Value outBase = stateBase(outSlot);
   for (auto [r, row] : llvm::enumerate(rows))
     for (int64_t j = 0; j < t.loadsPerLane; ++j)
@@ -559,18 +633,31 @@ void KvEmitter::emit(Value shared) {
   // |k|^2, |q|^2 and k . q.
   int64_t perThread = 2 * epl + 3;
   Type smemPtr = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1), state);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    SmallVector<Value> S(loop.getRegionIterArgs());
-    Value tInt = loop.getInductionVar();
+  loadHeadParams();
+  // Inputs of a token: q and k of each key row, v of the tile's columns,
+  // g, beta.
+  int64_t nRows = t.rowsPerThread;
+  auto loadInputs = [&](Value tok) {
+    SmallVector<Value> in;
+    for (Value row : keyRows)
+      in.push_back(loadQK(param(pQ), param(pQStride), tok, row, 1)[0]);
+    for (Value row : keyRows)
+      in.push_back(loadQK(param(pK), param(pKStride), tok, row, 1)[0]);
+    llvm::append_range(in, loadElems(param(pV), s.ioType,
+                                     vIndex(tok, param(pVStride), column0),
+                                     epl));
+    auto [g, beta] = loadGateBeta(tok);
+    in.push_back(beta);
+    if (g)
+      in.push_back(g);
+    return in;
+  };
+  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
     Value tok = token(tInt);
-    SmallVector<Value> q, k;
-    for (Value row : keyRows) {
-      q.push_back(loadQK(param(pQ), param(pQStride), tok, row, 1)[0]);
-      k.push_back(loadQK(param(pK), param(pKStride), tok, row, 1)[0]);
-    }
+    ArrayRef<Value> q = in.take_front(nRows), k = in.slice(nRows, nRows);
+    ArrayRef<Value> vals = in.slice(2 * nRows, epl);
+    Value betaIn = in[2 * nRows + epl];
+    Value gIn = s.gate != GateForm::none ? in[2 * nRows + epl + 1] : Value();
     SmallVector<Value> partial;
     for (int64_t c = 0; c < epl; ++c) {
       SmallVector<Value> column;
@@ -634,10 +721,7 @@ void KvEmitter::emit(Value shared) {
       invQ = fdiv(cF32(1.0), sqrt(fadd(partial[2 * epl + 1], cF32(1e-6))));
     }
     Value kq = fmul(partial[2 * epl + 2], fmul(invK, invQ));
-    auto [decay, beta] = gateAndBeta(tok);
-    SmallVector<Value> vals =
-        loadElems(param(pV), s.ioType, vIndex(tok, param(pVStride), column0),
-                  epl);
+    auto [decay, beta] = gateAndBeta(gIn, betaIn);
     SmallVector<Value> u, o;
     Value scaleQ = fmul(param(pScale), invQ);
     for (int64_t c = 0; c < epl; ++c) {
@@ -672,13 +756,13 @@ void KvEmitter::emit(Value shared) {
                    pieceIndex(stepBase(tok), row),
                    ArrayRef<Value>(next).slice(r * epl, epl));
     }
-    scf::YieldOp::create(b, next);
-  }
+    return next;
+  };
+  SmallVector<Value> final = tokenLoop(state, loadInputs, body);
 
   auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifWrite.thenBlock());
-  SmallVector<Value> final(loop.getResults());
   Value outBase = stateBase(outSlot);
   for (auto [r, row] : llvm::enumerate(keyRows))
     storeElems(param(pState), s.stateType, pieceIndex(outBase, row),
@@ -725,6 +809,12 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                 builder.getI64IntegerAttr(tiling.valuesPerBlock()));
   func->setAttr(DeltaDialect::kGridXAttrName,
                 builder.getI64IntegerAttr(spec.v / tiling.valuesPerBlock()));
+  // The buffers of one call never overlap (the host API documents it): let
+  // loads move across stores and use the read-only path.
+  for (auto [i, p] : llvm::enumerate(decodeKernelParams()))
+    if (p.kind == ParamKind::Pointer)
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      builder.getUnitAttr());
   func.setKnownBlockSizeAttr(
       builder.getDenseI32ArrayAttr({(int32_t)tiling.threads(), 1, 1}));
 

@@ -36,7 +36,7 @@ deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(deltanet_kv_k64_v64_decode_i
 
 namespace {
 const deltac_rt::DecodeVariant gdn_log_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 2, 128, &gdn_log_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 4, 128, &gdn_log_k128_v128_decode_kernel},
     {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, &gdn_log_k64_v64_decode_kernel},
 };
 } // namespace
@@ -53,7 +53,7 @@ extern "C" int deltac_test_decode_gdn_log_decode(const deltac_decode_args *args,
 
 namespace {
 const deltac_rt::DecodeVariant gdn_raw_bf16_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 4, 2, 128, &gdn_raw_bf16_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 4, 4, 128, &gdn_raw_bf16_k128_v128_decode_kernel},
 };
 } // namespace
 
@@ -69,8 +69,8 @@ extern "C" int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *
 
 namespace {
 const deltac_rt::DecodeVariant gdn_linear_decode_variants[] = {
-    {64, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 1, 128, &gdn_linear_k64_v128_decode_kernel},
-    {128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 1, 128, &gdn_linear_k128_v64_decode_kernel},
+    {64, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, &gdn_linear_k64_v128_decode_kernel},
+    {128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, &gdn_linear_k128_v64_decode_kernel},
 };
 } // namespace
 
@@ -86,7 +86,7 @@ extern "C" int deltac_test_decode_gdn_linear_decode(const deltac_decode_args *ar
 
 namespace {
 const deltac_rt::DecodeVariant deltanet_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, true, 2, 2, 128, &deltanet_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, true, 2, 4, 128, &deltanet_k128_v128_decode_kernel},
 };
 } // namespace
 

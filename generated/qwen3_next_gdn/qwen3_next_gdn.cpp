@@ -16,7 +16,7 @@ deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_k128_v128_decode
 
 namespace {
 const deltac_rt::DecodeVariant qwen3_next_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 4, 2, 128, &qwen3_next_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 4, 4, 128, &qwen3_next_k128_v128_decode_kernel},
 };
 } // namespace
 

@@ -8,14 +8,14 @@
 // CHECK: func.func @gdn_k128_v128_prefill
 // CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gdn_k128_v128_decode(
-// CHECK-SAME: %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>,
+// CHECK-SAME: %{{.*}}: !llvm.ptr<1> {llvm.noalias}, %{{.*}}: !llvm.ptr<1> {llvm.noalias},
 // CHECK-SAME: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32, %{{.*}}: i32)
 // CHECK-SAME: kernel
 // CHECK-SAME: delta.block_threads = 128 : i64
 // CHECK-SAME: delta.entry = #delta<entry decode>
-// CHECK-SAME: delta.grid_x = 2 : i64
+// CHECK-SAME: delta.grid_x = 4 : i64
 // CHECK-SAME: delta.max_t = 4 : i64
-// CHECK-SAME: delta.rows_per_block = 64 : i64
+// CHECK-SAME: delta.rows_per_block = 32 : i64
 // CHECK-SAME: delta.spec = @gdn
 // State pieces are 16-byte loads, all issued before the token loop.
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>

@@ -8,7 +8,7 @@
 // CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 4 kernels planned, 2 generated
 // CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_90a {{ *}}prefill K=128 V=128  not generated yet (no prefill lowering)
 // CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_80 {{ *}}prefill K=128 V=128  not generated yet
-// CHECK-NEXT: qwen3_next_k128_v128_decode.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x 2 blocks/head
+// CHECK-NEXT: qwen3_next_k128_v128_decode.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x {{[0-9]+}} blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_decode.sm_80 {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B
 // CHECK-NEXT: deltac: wrote library 'qwen3_next_gdn' to
 
