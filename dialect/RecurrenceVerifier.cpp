@@ -155,7 +155,7 @@ static LogicalResult verifySequenceOperands(Operation *op,
                                   "got B = "
                                << *batch;
     int64_t entries = cu.getDimSize(0);
-    if (!ShapedType::isDynamic(entries) && n && entries != *n + 1)
+    if (!ShapedType::isDynamic(entries) && n && entries - 1 != *n)
       return op->emitOpError() << "'cu_seqlens' has " << entries
                                << " entries for N = " << *n
                                << " sequences; expected N + 1";

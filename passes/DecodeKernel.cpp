@@ -30,7 +30,8 @@ namespace {
 enum Param {
   pQ, pK, pV, pG, pBeta, pALog, pDtBias, pO, pState, pInIdx, pOutIdx,
   pStepStates, pErrorFlag, pT, pH, pHV, pSlots, pQStride, pKStride, pVStride,
-  pOStride, pScale, pFlags, kNumParams
+  pOStride, pScale, pFlags, pStepSlots, pNumAccepted, pStepSlotsStride,
+  kNumParams
 };
 } // namespace
 
@@ -47,7 +48,9 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
       {"slots", ParamKind::I64},           {"q_stride", ParamKind::I64},
       {"k_stride", ParamKind::I64},        {"v_stride", ParamKind::I64},
       {"o_stride", ParamKind::I64},        {"scale", ParamKind::F32},
-      {"flags", ParamKind::I32}};
+      {"flags", ParamKind::I32},           {"step_slots", ParamKind::Pointer},
+      {"num_accepted", ParamKind::Pointer},
+      {"step_slots_stride", ParamKind::I64}};
   static_assert(sizeof(params) / sizeof(params[0]) == kNumParams);
   return params;
 }
@@ -201,6 +204,12 @@ protected:
   void loadHeadParams();
   /// The decay factor and beta from the raw inputs (fused gate and beta).
   std::pair<Value, Value> gateAndBeta(Value g, Value beta);
+  /// Writes the state after token `tInt` where the call asks for it: the
+  /// per-step buffer and/or the pool slot step_slots[b, t] (an index past the
+  /// pool is skipped and raises the error flag). `storeTile(dst, base)`
+  /// stores the thread's part of the head state starting at element `base`.
+  void storeStep(Value tInt, Value tok,
+                 function_ref<void(Value, Value)> storeTile);
   /// The token loop: `state` is carried, `loadInputs(tok)` loads a token's
   /// inputs, `body(t, state, inputs)` returns the next state.
   SmallVector<Value> tokenLoop(
@@ -304,6 +313,22 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   };
   inSlot = loadSlot(param(pInIdx), bb64);
   outSlot = loadSlot(param(pOutIdx), inSlot);
+  // vLLM's 2-D slots: the state is read from step_slots[b, accepted - 1]
+  // (accepted = num_accepted[b], or 1) and written per token instead.
+  Value usesStepSlots = notI1(isNull(param(pStepSlots)));
+  {
+    auto ifSteps = scf::IfOp::create(b, i64, usesStepSlots, true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifSteps.thenBlock());
+    Value column = loadSlot(param(pNumAccepted), cI64(1));
+    column = arith::SubIOp::create(b, column, cI64(1));
+    Value at = gep(param(pStepSlots), i32,
+                   add(mul(bb64, param(pStepSlotsStride)), column));
+    scf::YieldOp::create(b, toI64(LLVM::LoadOp::create(b, i32, at, 4)));
+    b.setInsertionPointToStart(ifSteps.elseBlock());
+    scf::YieldOp::create(b, inSlot);
+    inSlot = ifSteps.getResult(0);
+  }
   Value slots = param(pSlots);
   Value inTooLarge = cmp(arith::CmpIPredicate::sge, inSlot, slots);
   Value outTooLarge = cmp(arith::CmpIPredicate::sge, outSlot, slots);
@@ -315,7 +340,8 @@ void EmitterBase::prologue(function_ref<void()> padding) {
                        cI32(0));
   Value outInRange = andI1(cmp(arith::CmpIPredicate::sge, outSlot, cI64(0)),
                            notI1(outTooLarge));
-  writePool = andI1(outInRange, notI1(keepPool));
+  writePool = andI1(andI1(outInRange, notI1(keepPool)),
+                    notI1(usesStepSlots));
 
   // An index past the pool is padding and raises the device error flag.
   {
@@ -387,6 +413,36 @@ std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
       beta = fmul(beta, cF32(2.0));
   }
   return {decay, beta};
+}
+
+void EmitterBase::storeStep(Value tInt, Value tok,
+                            function_ref<void(Value, Value)> storeTile) {
+  {
+    auto ifBuffer =
+        scf::IfOp::create(b, notI1(isNull(param(pStepStates))), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifBuffer.thenBlock());
+    storeTile(param(pStepStates), stepBase(tok));
+  }
+  auto ifSlots = scf::IfOp::create(b, notI1(isNull(param(pStepSlots))), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifSlots.thenBlock());
+  Value at = gep(param(pStepSlots), i32,
+                 add(mul(toI64(bb), param(pStepSlotsStride)), toI64(tInt)));
+  Value slot = toI64(LLVM::LoadOp::create(b, i32, at, 4));
+  Value tooLarge = cmp(arith::CmpIPredicate::sge, slot, param(pSlots));
+  Value valid =
+      andI1(cmp(arith::CmpIPredicate::sge, slot, cI64(0)), notI1(tooLarge));
+  {
+    auto ifValid = scf::IfOp::create(b, valid, false);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifValid.thenBlock());
+    storeTile(param(pState), stateBase(slot));
+  }
+  auto ifBad = scf::IfOp::create(
+      b, andI1(tooLarge, notI1(isNull(param(pErrorFlag)))), false);
+  b.setInsertionPointToStart(ifBad.thenBlock());
+  LLVM::StoreOp::create(b, cI32(1), param(pErrorFlag), 4);
 }
 
 SmallVector<Value> EmitterBase::tokenLoop(
@@ -485,6 +541,14 @@ void VkEmitter::emit() {
   auto rowIndex = [&](Value base, Value row, int64_t j) {
     return add(add(base, mul(row, cI64(s.k))), elemIndex(j));
   };
+  // The thread's rows of a head state starting at element `base` of `dst`.
+  auto storeTile = [&](Value dst, Value base, ArrayRef<Value> tile) {
+    for (auto [r, row] : llvm::enumerate(rows))
+      for (int64_t j = 0; j < t.loadsPerLane; ++j)
+        storeElems(dst, s.stateType, rowIndex(base, row, j),
+                   tile.slice(r * perLane + j * t.elemsPerLoad,
+                              t.elemsPerLoad));
+  };
   // Load the whole register tile before any arithmetic: all loads in flight.
   SmallVector<Value> state;
   Value inBase = stateBase(inSlot);
@@ -529,7 +593,6 @@ void VkEmitter::emit() {
     Value kq = rowSum(sum(k, q));
     auto [decay, beta] = gateAndBeta(gIn, betaIn);
     Value leader = cmp(arith::CmpIPredicate::eq, laneInRow, cI64(0));
-    Value stepPresent = notI1(isNull(param(pStepStates)));
     SmallVector<Value> next;
     for (auto [r, row] : llvm::enumerate(rows)) {
       ArrayRef<Value> Sr = S.slice(r * perLane, perLane);
@@ -546,16 +609,11 @@ void VkEmitter::emit() {
       }
       for (int64_t e = 0; e < perLane; ++e)
         next.push_back(fma(u, k[e], fmul(decay, Sr[e])));
-      // Per-step states (speculative decoding): [B, T, HV, state].
-      auto ifStep = scf::IfOp::create(b, stepPresent, false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifStep.thenBlock());
-      ArrayRef<Value> nr = ArrayRef<Value>(next).slice(r * perLane, perLane);
-      for (int64_t j = 0; j < t.loadsPerLane; ++j)
-        storeElems(param(pStepStates), s.stateType,
-                   rowIndex(stepBase(tok), row, j),
-                   nr.slice(j * t.elemsPerLoad, t.elemsPerLoad));
     }
+    // Per-step states (speculative decoding).
+    storeStep(tInt, tok, [&](Value dst, Value base) {
+      storeTile(dst, base, next);
+    });
     return next;
   };
   SmallVector<Value> final = tokenLoop(state, loadInputs, body);
@@ -563,12 +621,7 @@ void VkEmitter::emit() {
   auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifWrite.thenBlock());
-  Value outBase = stateBase(outSlot);
-  for (auto [r, row] : llvm::enumerate(rows))
-    for (int64_t j = 0; j < t.loadsPerLane; ++j)
-      storeElems(param(pState), s.stateType, rowIndex(outBase, row, j),
-                 ArrayRef<Value>(final).slice(
-                     r * perLane + j * t.elemsPerLoad, t.elemsPerLoad));
+  storeTile(param(pState), stateBase(outSlot), final);
 }
 
 //===----------------------------------------------------------------------===//
@@ -622,6 +675,12 @@ void KvEmitter::emit(Value shared) {
 
   auto pieceIndex = [&](Value base, Value keyRow) {
     return add(add(base, mul(keyRow, cI64(s.v))), column0);
+  };
+  // The thread's pieces of a head state starting at element `base` of `dst`.
+  auto storeTile = [&](Value dst, Value base, ArrayRef<Value> tile) {
+    for (auto [r, row] : llvm::enumerate(keyRows))
+      storeElems(dst, s.stateType, pieceIndex(base, row),
+                 tile.slice(r * epl, epl));
   };
   SmallVector<Value> state;
   Value inBase = stateBase(inSlot);
@@ -746,16 +805,9 @@ void KvEmitter::emit(Value shared) {
       for (int64_t c = 0; c < epl; ++c)
         next.push_back(fma(kn, u[c], fmul(decay, S[r * epl + c])));
     }
-    auto ifStep = scf::IfOp::create(b, notI1(isNull(param(pStepStates))),
-                                    false);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifStep.thenBlock());
-      for (auto [r, row] : llvm::enumerate(keyRows))
-        storeElems(param(pStepStates), s.stateType,
-                   pieceIndex(stepBase(tok), row),
-                   ArrayRef<Value>(next).slice(r * epl, epl));
-    }
+    storeStep(tInt, tok, [&](Value dst, Value base) {
+      storeTile(dst, base, next);
+    });
     return next;
   };
   SmallVector<Value> final = tokenLoop(state, loadInputs, body);
@@ -763,10 +815,7 @@ void KvEmitter::emit(Value shared) {
   auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifWrite.thenBlock());
-  Value outBase = stateBase(outSlot);
-  for (auto [r, row] : llvm::enumerate(keyRows))
-    storeElems(param(pState), s.stateType, pieceIndex(outBase, row),
-               ArrayRef<Value>(final).slice(r * epl, epl));
+  storeTile(param(pState), stateBase(outSlot), final);
 }
 } // namespace
 

@@ -39,6 +39,10 @@ struct KernelParam {
 ///     and sets *error_flag = 1.
 ///   step_states: [B, T, HV, state] per-step states, or null
 ///   flags: bit 0 = leave the pool unchanged (only step states are written)
+///   step_slots, num_accepted, step_slots_stride: vLLM's speculative decoding
+///     (or null): row b reads slot step_slots[b * stride + num_accepted[b]
+///     - 1] (num_accepted null: column 0) and writes the state after token t
+///     to slot step_slots[b * stride + t] instead of a final write.
 llvm::ArrayRef<KernelParam> decodeKernelParams();
 
 /// Bit values of the `flags` parameter.

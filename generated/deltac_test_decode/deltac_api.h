@@ -57,6 +57,13 @@ typedef struct deltac_decode_args {
   float scale;
   int32_t debug_checks; /* nonzero: copy indices to the host and check them
                            (synchronises: not for CUDA graphs) */
+  /* vLLM's speculative decoding, or null: slots [B, state_indices_2d_stride]
+   * (stride 0 = T). Row b reads slot [b, num_accepted_tokens[b] - 1] (column
+   * 0 when num_accepted_tokens is null) and writes the state after token t
+   * to slot [b, t]; a negative slot is skipped. Excludes the 1-D indices. */
+  const int32_t *state_indices_2d;
+  int64_t state_indices_2d_stride;
+  const int32_t *num_accepted_tokens;
 } deltac_decode_args;
 
 #ifdef __cplusplus

@@ -47,24 +47,39 @@ std::string tokenStride(const char *name, int64_t given, int64_t minimum,
   return "";
 }
 
-deltac::Status checkIndices(const deltac_decode_args &a, void *stream) {
-  for (const int32_t *indices :
-       {a.initial_state_indices, a.output_state_indices}) {
-    if (!indices)
+/// Debug mode: copies the device-resident indices to the host and checks
+/// every one (slots below `slots`, accepted counts in [1, T]).
+deltac::Status checkIndices(const deltac_decode_args &a, int64_t slotStride,
+                            void *stream) {
+  struct Indices {
+    const char *name;
+    const int32_t *data;
+    int64_t count;
+  };
+  const Indices all[] = {
+      {"initial_state_indices", a.initial_state_indices, a.B},
+      {"output_state_indices", a.output_state_indices, a.B},
+      {"state_indices_2d", a.state_indices_2d, a.B * slotStride},
+      {"num_accepted_tokens", a.num_accepted_tokens, a.B}};
+  for (const Indices &ix : all) {
+    if (!ix.data)
       continue;
-    std::vector<int32_t> host(a.B);
+    std::vector<int32_t> host(ix.count);
     std::string error;
-    if (!copyToHost(host.data(), indices, a.B * sizeof(int32_t), stream,
+    if (!copyToHost(host.data(), ix.data, ix.count * sizeof(int32_t), stream,
                     &error))
       return {DELTAC_CUDA_ERROR, error};
-    const char *name = indices == a.initial_state_indices
-                           ? "initial_state_indices"
-                           : "output_state_indices";
-    for (int64_t b = 0; b < a.B; ++b)
-      if (host[b] >= a.slots)
-        return invalid(std::string(name) + "[" + std::to_string(b) +
-                       "] = " + std::to_string(host[b]) +
-                       " is not below slots = " + std::to_string(a.slots));
+    bool accepted = ix.data == a.num_accepted_tokens;
+    for (int64_t i = 0; i < ix.count; ++i) {
+      bool bad = accepted ? host[i] < 1 || host[i] > a.T : host[i] >= a.slots;
+      if (bad)
+        return invalid(std::string(ix.name) + "[" + std::to_string(i) +
+                       "] = " + std::to_string(host[i]) +
+                       (accepted ? " must lie in [1, T = " +
+                                       std::to_string(a.T) + "]"
+                                 : " is not below slots = " +
+                                       std::to_string(a.slots)));
+    }
   }
   return {};
 }
@@ -126,6 +141,20 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
                    " must not be null (the spec's gate is raw)");
   if (a.step_states && !aligned16(a.step_states))
     return invalid("step_states must be 16-byte aligned");
+  int64_t slotStride = a.state_indices_2d_stride == 0
+                           ? a.T
+                           : a.state_indices_2d_stride;
+  if (a.state_indices_2d) {
+    if (a.initial_state_indices || a.output_state_indices)
+      return invalid("state_indices_2d excludes initial_state_indices and "
+                     "output_state_indices");
+    if (slotStride < a.T)
+      return invalid("state_indices_2d_stride = " +
+                     std::to_string(a.state_indices_2d_stride) +
+                     " is smaller than T = " + std::to_string(a.T));
+  } else if (a.num_accepted_tokens) {
+    return invalid("num_accepted_tokens needs state_indices_2d");
+  }
   if (a.keep_pool && !a.step_states)
     return invalid("keep_pool needs step_states (otherwise the call would "
                    "compute nothing it keeps)");
@@ -140,7 +169,7 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
     if (!e.empty())
       return invalid(e);
   if (a.debug_checks)
-    if (deltac::Status s = checkIndices(a, stream); !s.ok())
+    if (deltac::Status s = checkIndices(a, slotStride, stream); !s.ok())
       return s;
 
   // Parameter order: passes/DecodeKernel.h, decodeKernelParams().
@@ -153,10 +182,13 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   int64_t slots = a.slots;
   float scale = a.scale;
   int32_t flags = a.keep_pool ? 1 : 0;
-  void *params[] = {&q,    &k,     &vp,    &g,     &beta,  &aLog,
-                    &dtBias, &o,   &state, &inIdx, &outIdx, &steps,
-                    &flag, &T,     &H,     &HV,    &slots, &qs,
-                    &ks,   &vs,    &os,    &scale, &flags};
+  const void *stepSlots = a.state_indices_2d,
+             *accepted = a.num_accepted_tokens;
+  void *params[] = {&q,    &k,     &vp,    &g,       &beta,  &aLog,
+                    &dtBias, &o,   &state, &inIdx,   &outIdx, &steps,
+                    &flag, &T,     &H,     &HV,      &slots, &qs,
+                    &ks,   &vs,    &os,    &scale,   &flags, &stepSlots,
+                    &accepted, &slotStride};
   std::string error;
   if (!v.kernel->launch(v.gridX, (unsigned)a.HV, (unsigned)a.B, v.threads,
                         stream, params, &error))

@@ -31,6 +31,9 @@ class DecodeArgs(ctypes.Structure):
         ("error_flag", ctypes.c_void_p),
         ("scale", ctypes.c_float),
         ("debug_checks", ctypes.c_int32),
+        ("state_indices_2d", ctypes.c_void_p),
+        ("state_indices_2d_stride", ctypes.c_int64),
+        ("num_accepted_tokens", ctypes.c_void_p),
     ]
 
 

@@ -84,6 +84,9 @@ struct Case {
   int64_t B = 4, T = 1, H = 2, HV = 4, slots = 9;
   std::vector<int32_t> inIdx;  // empty: no index buffer (row b uses slot b)
   std::vector<int32_t> outIdx; // empty: no output index buffer
+  std::vector<int32_t> slots2d;  // vLLM [B, T] slots (empty: not used)
+  std::vector<int32_t> accepted; // vLLM num_accepted_tokens [B] (or empty)
+  bool debugChecks = false;      // host-side index checks (must pass)
   int64_t strideExtra = 0;     // extra elements per token in q, k, v, o
   bool steps = false, keepPool = false;
   uint64_t seed = 1;
@@ -137,6 +140,8 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   // from the slot it reads.
   const int64_t stateElems = K * V * c.HV;
   auto inSlot = [&](int64_t b) -> int64_t {
+    if (!c.slots2d.empty())
+      return c.slots2d[b * c.T + (c.accepted.empty() ? 0 : c.accepted[b] - 1)];
     return c.inIdx.empty() ? b : c.inIdx[b];
   };
   auto outSlot = [&](int64_t b) -> int64_t {
@@ -148,6 +153,8 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
     bool used = slot == 0 || slot == c.slots - 1;
     for (int64_t b = 0; b < c.B; ++b)
       used |= inSlot(b) == slot || outSlot(b) == slot;
+    for (int32_t s2 : c.slots2d)
+      used |= s2 == slot;
     if (c.poolCheckAll || used)
       filled.push_back(slot);
   }
@@ -214,6 +221,15 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   }
   if (c.steps)
     steps = std::make_unique<DeviceBuffer>(tokens * slotBytes);
+  std::unique_ptr<DeviceBuffer> slots2d, accepted;
+  if (!c.slots2d.empty()) {
+    slots2d = std::make_unique<DeviceBuffer>(c.slots2d.size() * 4);
+    slots2d->upload(c.slots2d.data(), c.slots2d.size() * 4);
+  }
+  if (!c.accepted.empty()) {
+    accepted = std::make_unique<DeviceBuffer>(c.B * 4);
+    accepted->upload(c.accepted.data(), c.B * 4);
+  }
   DeviceBuffer flag(4, 0);
 
   deltac_decode_args a{};
@@ -247,6 +263,11 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   a.keep_pool = c.keepPool;
   a.error_flag = static_cast<int32_t *>(flag.ptr);
   a.scale = float(p.scale);
+  a.state_indices_2d =
+      slots2d ? static_cast<const int32_t *>(slots2d->ptr) : nullptr;
+  a.num_accepted_tokens =
+      accepted ? static_cast<const int32_t *>(accepted->ptr) : nullptr;
+  a.debug_checks = c.debugChecks;
   int rc = s.decode(&a, nullptr);
   sync();
   if (rc != DELTAC_OK) {
@@ -277,24 +298,36 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   if (sawPadding)
     detail += paddingZero ? ", padding o = 0" : ", PADDING o != 0";
 
-  // Pool: written slots hold the final state, all others are unchanged.
+  // Pool: written slots hold the final state (vLLM 2-D slots: the state
+  // after the token of that slot), all others are unchanged. `written`
+  // holds the offset of the expected state in want.finalState or, as
+  // -2 - offset, in want.stepStates.
   std::vector<int64_t> written(c.slots, -1);
-  if (!c.keepPool)
+  if (!c.slots2d.empty()) {
+    for (int64_t b = 0; b < c.B; ++b)
+      if (valid(inSlot(b)))
+        for (int64_t t = 0; t < c.T; ++t)
+          if (valid(c.slots2d[b * c.T + t]))
+            written[c.slots2d[b * c.T + t]] = -2 - (b * c.T + t) * stateElems;
+  } else if (!c.keepPool) {
     for (int64_t b = 0; b < c.B; ++b)
       if (valid(inSlot(b)) && valid(outSlot(b)))
-        written[outSlot(b)] = b;
+        written[outSlot(b)] = b * stateElems;
+  }
   double stateErr = 0.0;
   bool untouched = true;
   for (int64_t slot = 0; slot < c.slots; ++slot) {
-    bool isWritten = written[slot] >= 0;
+    bool isWritten = written[slot] != -1;
     if (!poolBytes.count(slot))
       continue; // never touched by the call: poison, not downloaded
     std::vector<uint8_t> got = poolBuf.read<uint8_t>(slotBytes, slot * slotBytes);
     if (isWritten) {
       std::vector<double> gotState = decode(s.state, got);
-      std::vector<double> wantState(
-          want.finalState.begin() + written[slot] * stateElems,
-          want.finalState.begin() + (written[slot] + 1) * stateElems);
+      const std::vector<double> &from =
+          written[slot] >= 0 ? want.finalState : want.stepStates;
+      int64_t offset = written[slot] >= 0 ? written[slot] : -2 - written[slot];
+      std::vector<double> wantState(from.begin() + offset,
+                                    from.begin() + offset + stateElems);
       stateErr = std::max(stateErr, ref::relativeError(gotState, wantState));
     } else {
       untouched &= std::memcmp(got.data(), poolBytes[slot].data(),
@@ -322,8 +355,16 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   }
 
   bool expectFlag = false;
-  for (int64_t b = 0; b < c.B; ++b)
-    expectFlag |= inSlot(b) >= c.slots || outSlot(b) >= c.slots;
+  for (int64_t b = 0; b < c.B; ++b) {
+    if (c.slots2d.empty()) {
+      expectFlag |= inSlot(b) >= c.slots || outSlot(b) >= c.slots;
+    } else {
+      expectFlag |= inSlot(b) >= c.slots;
+      if (valid(inSlot(b)))
+        for (int64_t t = 0; t < c.T; ++t)
+          expectFlag |= c.slots2d[b * c.T + t] >= c.slots;
+    }
+  }
   int32_t flagGot = flag.read<int32_t>(1)[0];
   bool flagOk = flagGot == (expectFlag ? 1 : 0);
   ok &= flagOk;
@@ -391,6 +432,30 @@ int main(int argc, char **argv) {
       stepsWrite.keepPool = false;
       stepsWrite.label = fmt("T=%lld step states, pool written", (long long)s.maxT);
       runCase(results, s, K, V, stepsWrite);
+
+      // vLLM speculative decoding: [B, T] slots, num_accepted_tokens picks
+      // the slot to read, each token's state goes to its own slot.
+      Case vllm = base;
+      vllm.seed = ++seed;
+      vllm.B = 3;
+      vllm.T = std::min<int64_t>(3, s.maxT);
+      vllm.slots = 12;
+      vllm.slots2d.clear();
+      for (int64_t b = 0; b < vllm.B; ++b)
+        for (int64_t t = 0; t < vllm.T; ++t)
+          vllm.slots2d.push_back(int32_t(1 + b * 3 + t));
+      if (vllm.T > 1)
+        vllm.slots2d[1 * vllm.T + 1] = -1; // a step whose state is dropped
+      vllm.accepted = {int32_t(vllm.T), 1, int32_t(std::min<int64_t>(2, vllm.T))};
+      vllm.label = fmt("vLLM 2-D slots T=%lld, num_accepted", (long long)vllm.T);
+      runCase(results, s, K, V, vllm);
+
+      Case debug = padding;
+      debug.seed = ++seed;
+      debug.inIdx = {4, -1, 1, 3, 2}; // valid: the debug checks pass
+      debug.debugChecks = true;
+      debug.label = "debug_checks on valid indices";
+      runCase(results, s, K, V, debug);
 
       Case strided = base;
       strided.seed = ++seed;
