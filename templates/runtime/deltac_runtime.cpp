@@ -26,6 +26,8 @@ using Fn_cuLaunchKernel = CUresult (*)(void *, unsigned, unsigned, unsigned,
 using Fn_cuMemcpyDtoHAsync = CUresult (*)(void *, unsigned long long, size_t,
                                           void *);
 using Fn_cuStreamSynchronize = CUresult (*)(void *);
+using Fn_cuThreadExchangeStreamCaptureMode = CUresult (*)(int *);
+constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
 
 constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
@@ -43,6 +45,8 @@ struct Driver {
   Fn_cuLaunchKernel cuLaunchKernel = nullptr;
   Fn_cuMemcpyDtoHAsync cuMemcpyDtoHAsync = nullptr;
   Fn_cuStreamSynchronize cuStreamSynchronize = nullptr;
+  Fn_cuThreadExchangeStreamCaptureMode cuThreadExchangeStreamCaptureMode =
+      nullptr;
 };
 
 template <typename T> bool bind(void *handle, const char *name, T &fn,
@@ -74,7 +78,9 @@ const Driver &driver() {
         !bind(handle, "cuLibraryGetKernel", d.cuLibraryGetKernel, d.error) ||
         !bind(handle, "cuLaunchKernel", d.cuLaunchKernel, d.error) ||
         !bind(handle, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync, d.error) ||
-        !bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, d.error))
+        !bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, d.error) ||
+        !bind(handle, "cuThreadExchangeStreamCaptureMode",
+              d.cuThreadExchangeStreamCaptureMode, d.error))
       return d;
     CUresult rc = d.cuInit(0);
     if (rc != 0) {
@@ -164,17 +170,24 @@ bool Kernel::load(std::string *error) {
     chosen = ptx->target;
   }
   void *lib = nullptr, *kern = nullptr;
+  // A first call may happen while the caller captures a CUDA graph; loading
+  // is not a stream operation, so allow it in this thread for the moment
+  // (as cuBLAS and Triton do) and restore the caller's mode.
+  int mode = kCaptureModeRelaxed;
+  d.cuThreadExchangeStreamCaptureMode(&mode);
   CUresult rc = d.cuLibraryLoadData(&lib, image, nullptr, nullptr, 0,
                                     nullptr, nullptr, 0);
+  CUresult rcKernel = rc == 0 ? d.cuLibraryGetKernel(&kern, lib, images.name)
+                              : 0;
+  d.cuThreadExchangeStreamCaptureMode(&mode);
   if (rc != 0) {
     *error = describe(rc, (std::string("loading kernel ") + images.name +
                            " (" + chosen + ")").c_str());
     return false;
   }
-  rc = d.cuLibraryGetKernel(&kern, lib, images.name);
-  if (rc != 0) {
-    *error = describe(rc, (std::string("finding kernel ") + images.name)
-                              .c_str());
+  if (rcKernel != 0) {
+    *error = describe(rcKernel,
+                      (std::string("finding kernel ") + images.name).c_str());
     return false;
   }
   library = lib;

@@ -35,6 +35,8 @@ run_tests() {
   local status=0
   "$BUILD/decode_test" > "$OUT/decode_test.log" 2>&1 || status=1
   tail -n 30 "$OUT/decode_test.log" | grep -E "^(FAIL|==|  FAILED)" || true
+  "$BUILD/capture_test" > "$OUT/capture_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/capture_test.log"
   # The sm_80 PTX, forced onto this GPU (the driver compiles it).
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/decode_test" --quick > "$OUT/decode_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/decode_test_sm80.log" | sed 's/^/sm_80 PTX: /'
