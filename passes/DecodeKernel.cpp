@@ -158,11 +158,25 @@ protected:
   Value fma(Value x, Value y, Value z) {
     return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
   }
+  /// Dot product in four interleaved partial sums: the dependent chain is
+  /// a quarter as long, which is what limits a token's latency.
   Value sum(ArrayRef<Value> x, ArrayRef<Value> y) {
-    Value total = fmul(x[0], y[0]);
-    for (size_t e = 1; e < x.size(); ++e)
-      total = fma(x[e], y[e], total);
-    return total;
+    SmallVector<Value, 4> partial;
+    for (size_t e = 0; e < x.size(); ++e) {
+      if (partial.size() < 4)
+        partial.push_back(fmul(x[e], y[e]));
+      else
+        partial[e % 4] = fma(x[e], y[e], partial[e % 4]);
+    }
+    while (partial.size() > 1) {
+      SmallVector<Value, 4> halves;
+      for (size_t i = 0; i + 1 < partial.size(); i += 2)
+        halves.push_back(fadd(partial[i], partial[i + 1]));
+      if (partial.size() % 2)
+        halves.push_back(partial.back());
+      partial = halves;
+    }
+    return partial.front();
   }
   /// Butterfly sum over the lanes whose index differs in the bits of
   /// [first, last] (powers of two): every such lane gets the total.
@@ -210,14 +224,21 @@ protected:
   /// stores the thread's part of the head state starting at element `base`.
   void storeStep(Value tInt, Value tok,
                  function_ref<void(Value, Value)> storeTile);
+  using TokenBody = function_ref<SmallVector<Value>(
+      Value t, ArrayRef<Value> state, ArrayRef<Value> inputs, bool steps)>;
   /// The token loop: `state` is carried, `loadInputs(tok)` loads a token's
-  /// inputs, `body(t, state, inputs)` returns the next state.
-  SmallVector<Value> tokenLoop(
-      ArrayRef<Value> state,
-      function_ref<SmallVector<Value>(Value)> loadInputs,
-      function_ref<SmallVector<Value>(Value, ArrayRef<Value>,
-                                      ArrayRef<Value>)>
-          body);
+  /// inputs, `body(t, state, inputs, steps)` returns the next state and
+  /// writes per-step states when `steps`. The loop is emitted twice, with
+  /// and without per-step stores, chosen once per call: no per-token
+  /// branch in the common case.
+  SmallVector<Value> tokenLoops(ArrayRef<Value> state,
+                                function_ref<SmallVector<Value>(Value)>
+                                    loadInputs,
+                                TokenBody body);
+  SmallVector<Value> tokenLoop(ArrayRef<Value> state,
+                               function_ref<SmallVector<Value>(Value)>
+                                   loadInputs,
+                               TokenBody body, bool steps);
   /// Loads `count` q or k elements of token `tok` starting at `first`.
   SmallVector<Value> loadQK(Value base, Value stride, Value tok, Value first,
                             int64_t count) {
@@ -445,10 +466,24 @@ void EmitterBase::storeStep(Value tInt, Value tok,
   LLVM::StoreOp::create(b, cI32(1), param(pErrorFlag), 4);
 }
 
+SmallVector<Value> EmitterBase::tokenLoops(
+    ArrayRef<Value> state, function_ref<SmallVector<Value>(Value)> loadInputs,
+    TokenBody body) {
+  Value steps = arith::OrIOp::create(b, notI1(isNull(param(pStepStates))),
+                                     notI1(isNull(param(pStepSlots))));
+  SmallVector<Type> types(state.size(), f32);
+  auto ifSteps = scf::IfOp::create(b, types, steps, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifSteps.thenBlock());
+  scf::YieldOp::create(b, tokenLoop(state, loadInputs, body, true));
+  b.setInsertionPointToStart(ifSteps.elseBlock());
+  scf::YieldOp::create(b, tokenLoop(state, loadInputs, body, false));
+  return SmallVector<Value>(ifSteps.getResults());
+}
+
 SmallVector<Value> EmitterBase::tokenLoop(
     ArrayRef<Value> state, function_ref<SmallVector<Value>(Value)> loadInputs,
-    function_ref<SmallVector<Value>(Value, ArrayRef<Value>, ArrayRef<Value>)>
-        body) {
+    TokenBody body, bool steps) {
   // Every load of a token is issued together, ahead of its stores; with
   // max_t > 1 the next token's loads are issued before this token's math
   // (its index clamped to T - 1), so DRAM latency overlaps the arithmetic.
@@ -472,7 +507,7 @@ SmallVector<Value> EmitterBase::tokenLoop(
     inputs = loadInputs(token(t));
   }
   SmallVector<Value> yielded =
-      body(t, ArrayRef<Value>(args).take_front(numState), inputs);
+      body(t, ArrayRef<Value>(args).take_front(numState), inputs, steps);
   llvm::append_range(yielded, next);
   scf::YieldOp::create(b, yielded);
   return SmallVector<Value>(loop.getResults().take_front(numState));
@@ -573,7 +608,8 @@ void VkEmitter::emit() {
       in.push_back(g);
     return in;
   };
-  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
+  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in,
+                  bool steps) {
     Value tok = token(tInt);
     SmallVector<Value> q(in.take_front(nQK)),
         k(in.slice(nQK, nQK));
@@ -592,7 +628,6 @@ void VkEmitter::emit() {
     }
     Value kq = rowSum(sum(k, q));
     auto [decay, beta] = gateAndBeta(gIn, betaIn);
-    Value leader = cmp(arith::CmpIPredicate::eq, laneInRow, cI64(0));
     SmallVector<Value> next;
     for (auto [r, row] : llvm::enumerate(rows)) {
       ArrayRef<Value> Sr = S.slice(r * perLane, perLane);
@@ -600,23 +635,21 @@ void VkEmitter::emit() {
       Value pq = rowSum(sum(Sr, q));
       Value u = fmul(beta, fsub(vRows[r], fmul(decay, pk)));
       Value o = fmul(param(pScale), fma(u, kq, fmul(decay, pq)));
-      {
-        auto ifLeader = scf::IfOp::create(b, leader, false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifLeader.thenBlock());
-        storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), row),
-                   {o});
-      }
+      // Every lane of the row stores: the butterfly gives all of them the
+      // same bits (each step adds the same two values), the stores to one
+      // address merge, and no branch splits the token's code.
+      storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), row), {o});
       for (int64_t e = 0; e < perLane; ++e)
         next.push_back(fma(u, k[e], fmul(decay, Sr[e])));
     }
     // Per-step states (speculative decoding).
-    storeStep(tInt, tok, [&](Value dst, Value base) {
-      storeTile(dst, base, next);
-    });
+    if (steps)
+      storeStep(tInt, tok, [&](Value dst, Value base) {
+        storeTile(dst, base, next);
+      });
     return next;
   };
-  SmallVector<Value> final = tokenLoop(state, loadInputs, body);
+  SmallVector<Value> final = tokenLoops(state, loadInputs, body);
 
   auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);
@@ -711,7 +744,8 @@ void KvEmitter::emit(Value shared) {
       in.push_back(g);
     return in;
   };
-  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
+  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in,
+                  bool steps) {
     Value tok = token(tInt);
     ArrayRef<Value> q = in.take_front(nRows), k = in.slice(nRows, nRows);
     ArrayRef<Value> vals = in.slice(2 * nRows, epl);
@@ -805,12 +839,13 @@ void KvEmitter::emit(Value shared) {
       for (int64_t c = 0; c < epl; ++c)
         next.push_back(fma(kn, u[c], fmul(decay, S[r * epl + c])));
     }
-    storeStep(tInt, tok, [&](Value dst, Value base) {
-      storeTile(dst, base, next);
-    });
+    if (steps)
+      storeStep(tInt, tok, [&](Value dst, Value base) {
+        storeTile(dst, base, next);
+      });
     return next;
   };
-  SmallVector<Value> final = tokenLoop(state, loadInputs, body);
+  SmallVector<Value> final = tokenLoops(state, loadInputs, body);
 
   auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);

@@ -86,7 +86,8 @@ struct Case {
   std::vector<int32_t> outIdx; // empty: no output index buffer
   std::vector<int32_t> slots2d;  // vLLM [B, T] slots (empty: not used)
   std::vector<int32_t> accepted; // vLLM num_accepted_tokens [B] (or empty)
-  bool debugChecks = false;      // host-side index checks (must pass)
+  bool debugChecks = false;      // host-side index checks
+  std::string rejectWith;        // expected host rejection (nothing written)
   int64_t strideExtra = 0;     // extra elements per token in q, k, v, o
   bool steps = false, keepPool = false;
   uint64_t seed = 1;
@@ -270,6 +271,23 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   a.debug_checks = c.debugChecks;
   int rc = s.decode(&a, nullptr);
   sync();
+  if (!c.rejectWith.empty()) {
+    std::string message = s.lastError();
+    bool named = rc == DELTAC_INVALID_ARGUMENT &&
+                 message.find(c.rejectWith) != std::string::npos;
+    std::vector<uint8_t> oBytes = o.read<uint8_t>(o.bytes);
+    bool oUntouched = std::all_of(oBytes.begin(), oBytes.end(),
+                                  [](uint8_t x) { return x == 0xFF; });
+    bool poolUntouched = true;
+    for (const auto &[slot, bytes] : poolBytes)
+      poolUntouched &= poolBuf.read<uint8_t>(slotBytes, slot * slotBytes) ==
+                       bytes;
+    results.add(name, named && oUntouched && poolUntouched,
+                fmt("status %d \"%s\"%s%s", rc, message.c_str(),
+                    oUntouched ? "" : ", O WRITTEN",
+                    poolUntouched ? "" : ", POOL WRITTEN"));
+    return;
+  }
   if (rc != DELTAC_OK) {
     results.add(name, false, fmt("status %d: %s", rc, s.lastError()));
     return;
@@ -456,6 +474,13 @@ int main(int argc, char **argv) {
       debug.debugChecks = true;
       debug.label = "debug_checks on valid indices";
       runCase(results, s, K, V, debug);
+
+      Case rejected = padding;
+      rejected.seed = ++seed;
+      rejected.debugChecks = true; // index 6 >= slots: rejected on the host
+      rejected.rejectWith = "initial_state_indices[3] = 6 is not below slots = 6";
+      rejected.label = "debug_checks reject an index >= slots";
+      runCase(results, s, K, V, rejected);
 
       Case strided = base;
       strided.seed = ++seed;
