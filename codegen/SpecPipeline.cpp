@@ -52,14 +52,20 @@ std::string deltac::checkTargets(ArrayRef<std::string> targets) {
 }
 
 LogicalResult deltac::expandSpecs(ModuleOp module,
-                                  ArrayRef<std::string> targets) {
+                                  ArrayRef<std::string> targets,
+                                  StringRef decodeTuning) {
   PassManager pm(module->getName());
   pm.addPass(delta::createDeltaAttachTargets(
       delta::DeltaAttachTargetsOptions{llvm::to_vector(targets)}));
   pm.addPass(delta::createDeltaExpandSpec());
   // Decode fuses the options into its kernel, so it lowers first, from the
   // recurrence as the spec wrote it.
-  pm.addPass(delta::createDeltaLowerDecodeToGPU());
+  std::unique_ptr<Pass> decode = delta::createDeltaLowerDecodeToGPU();
+  if (failed(decode->initializeOptions(decodeTuning, [&](const Twine &msg) {
+        return module.emitError("--decode-tuning: ") << msg;
+      })))
+    return failure();
+  pm.addPass(std::move(decode));
   pm.addPass(delta::createDeltaNormalizeOptions());
   pm.addNestedPass<func::FuncOp>(delta::createDeltaPrepareChunking());
   return pm.run(module);

@@ -37,8 +37,11 @@ std::string checkTargets(llvm::ArrayRef<std::string> targets);
 /// sequence level (delta-attach-targets, delta-expand-spec,
 /// delta-lower-decode-to-gpu, delta-normalize-options,
 /// delta-prepare-chunking).
+/// `decodeTuning` holds options of delta-lower-decode-to-gpu, e.g.
+/// "rows-per-thread=4 prefetch=false" (empty: the defaults).
 mlir::LogicalResult expandSpecs(mlir::ModuleOp module,
-                                llvm::ArrayRef<std::string> targets);
+                                llvm::ArrayRef<std::string> targets,
+                                llvm::StringRef decodeTuning = "");
 
 /// One kernel the library will hold: a function of the expanded module
 /// compiled for one target.

@@ -62,7 +62,8 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
 /// kv: a tile of 32 value columns (16 when V is not a multiple of 32), the
 /// K rows split over lane groups and up to four warps, at most 64 state
 /// registers per thread.
-DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec) {
+DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
+                                             const DecodeTuning &tuning) {
   DecodeTiling t;
   t.layout = spec.layout;
   t.elemsPerLoad = 16 / (spec.stateType.getIntOrFloatBitWidth() / 8);
@@ -75,6 +76,14 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec) {
     while (t.warps > 1 && spec.k % (groupsPerWarp * t.warps) != 0)
       t.warps /= 2;
     t.rowsPerThread = spec.k / (groupsPerWarp * t.warps);
+    if (tuning.rowsPerThread > 0 && tuning.rowsPerThread < t.rowsPerThread &&
+        t.rowsPerThread % tuning.rowsPerThread == 0) {
+      // Fewer rows per thread: more warps, up to 32 per block.
+      while (t.rowsPerThread > tuning.rowsPerThread && t.warps < 32) {
+        t.rowsPerThread /= 2;
+        t.warps *= 2;
+      }
+    }
     return t;
   }
   int64_t pieces = spec.k / t.elemsPerLoad; // 16-byte pieces per row
@@ -87,7 +96,9 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec) {
   int64_t elemsPerLane = t.loadsPerLane * t.elemsPerLoad;
   // 32 state registers per thread leave room for the prefetched inputs of
   // the next token without capping occupancy below 4 blocks per SM.
-  int64_t maxRows = std::max<int64_t>(1, 32 / elemsPerLane);
+  int64_t maxRows = tuning.rowsPerThread > 0
+                        ? tuning.rowsPerThread
+                        : std::max<int64_t>(1, 32 / elemsPerLane);
   int64_t rowsPerPass = 32 / t.lanesPerRow;
   int64_t passes = spec.v / rowsPerPass; // warp-passes needed to cover V
   t.warps = 4;
@@ -108,8 +119,9 @@ namespace {
 class EmitterBase {
 public:
   EmitterBase(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
-              const DecodeSpec &spec, const DecodeTiling &tiling)
-      : b(b), func(func), s(spec), t(tiling) {
+              const DecodeSpec &spec, const DecodeTiling &tiling,
+              const DecodeTuning &tuning)
+      : b(b), func(func), s(spec), t(tiling), tune(tuning) {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
@@ -161,15 +173,16 @@ protected:
   /// Dot product in four interleaved partial sums: the dependent chain is
   /// a quarter as long, which is what limits a token's latency.
   Value sum(ArrayRef<Value> x, ArrayRef<Value> y) {
-    SmallVector<Value, 4> partial;
+    SmallVector<Value, 8> partial;
     for (size_t e = 0; e < x.size(); ++e) {
-      if (partial.size() < 4)
+      size_t n = std::max<int64_t>(1, tune.dotPartials);
+      if (partial.size() < n)
         partial.push_back(fmul(x[e], y[e]));
       else
-        partial[e % 4] = fma(x[e], y[e], partial[e % 4]);
+        partial[e % n] = fma(x[e], y[e], partial[e % n]);
     }
     while (partial.size() > 1) {
-      SmallVector<Value, 4> halves;
+      SmallVector<Value, 8> halves;
       for (size_t i = 0; i + 1 < partial.size(); i += 2)
         halves.push_back(fadd(partial[i], partial[i + 1]));
       if (partial.size() % 2)
@@ -265,6 +278,7 @@ protected:
   gpu::GPUFuncOp func;
   DecodeSpec s;
   DecodeTiling t;
+  DecodeTuning tune;
   Type f32, i32, i64, ptr;
   // Set by prologue().
   Value tid, lane, warp, bx, bb, hv, h, inSlot, outSlot, writePool;
@@ -469,6 +483,8 @@ void EmitterBase::storeStep(Value tInt, Value tok,
 SmallVector<Value> EmitterBase::tokenLoops(
     ArrayRef<Value> state, function_ref<SmallVector<Value>(Value)> loadInputs,
     TokenBody body) {
+  if (!tune.unswitchSteps)
+    return tokenLoop(state, loadInputs, body, true);
   Value steps = arith::OrIOp::create(b, notI1(isNull(param(pStepStates))),
                                      notI1(isNull(param(pStepSlots))));
   SmallVector<Type> types(state.size(), f32);
@@ -487,7 +503,7 @@ SmallVector<Value> EmitterBase::tokenLoop(
   // Every load of a token is issued together, ahead of its stores; with
   // max_t > 1 the next token's loads are issued before this token's math
   // (its index clamped to T - 1), so DRAM latency overlaps the arithmetic.
-  bool prefetch = s.maxT > 1;
+  bool prefetch = s.maxT > 1 && tune.prefetch;
   SmallVector<Value> init(state);
   size_t numState = state.size();
   if (prefetch)
@@ -857,7 +873,8 @@ void KvEmitter::emit(Value shared) {
 gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                                               gpu::GPUModuleOp module,
                                               StringRef name,
-                                              const DecodeSpec &spec) {
+                                              const DecodeSpec &spec,
+                                              const DecodeTuning &tuning) {
   MLIRContext *ctx = builder.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx, 1);
   SmallVector<Type> inputs;
@@ -869,7 +886,7 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
     case ParamKind::F32: inputs.push_back(builder.getF32Type()); break;
     }
   }
-  DecodeTiling tiling = chooseDecodeTiling(spec);
+  DecodeTiling tiling = chooseDecodeTiling(spec, tuning);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
   // kv reduces across warps through shared memory: two token buffers of
@@ -907,9 +924,9 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
   if (spec.layout == StateLayout::kv) {
     Value shared = LLVM::AddressOfOp::create(
         b, LLVM::LLVMPointerType::get(ctx, 3), sharedName);
-    KvEmitter(b, func, spec, tiling).emit(shared);
+    KvEmitter(b, func, spec, tiling, tuning).emit(shared);
   } else {
-    VkEmitter(b, func, spec, tiling).emit();
+    VkEmitter(b, func, spec, tiling, tuning).emit();
   }
   b.setInsertionPointToEnd(&func.getBody().front());
   gpu::ReturnOp::create(b);

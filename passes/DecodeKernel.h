@@ -85,8 +85,20 @@ struct DecodeSpec {
   int64_t k, v, maxT;
 };
 
+/// Code-shape choices of the decode kernels. The defaults come from the
+/// reasoning in DecodeKernel.cpp; the pass options of
+/// delta-lower-decode-to-gpu (and deltac --decode-tuning) override them, to
+/// measure alternatives without editing the compiler.
+struct DecodeTuning {
+  int64_t rowsPerThread = 0; ///< state rows per thread; 0 = chosen
+  bool prefetch = true;      ///< load token t + 1 while computing token t
+  bool unswitchSteps = true; ///< separate loops with / without step stores
+  int64_t dotPartials = 4;   ///< independent partial sums per dot product
+};
+
 /// Chooses the tiling of `spec` (see DecodeKernel.cpp for the reasoning).
-DecodeTiling chooseDecodeTiling(const DecodeSpec &spec);
+DecodeTiling chooseDecodeTiling(const DecodeSpec &spec,
+                                const DecodeTuning &tuning = {});
 
 /// Builds the kernel `name` into `module` (a gpu.module). The gpu.func carries
 /// its launch shape as attributes: `delta.block_threads`,
@@ -94,7 +106,8 @@ DecodeTiling chooseDecodeTiling(const DecodeSpec &spec);
 /// V; grid y = HV, z = B).
 gpu::GPUFuncOp buildDecodeKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
-                                 const DecodeSpec &spec);
+                                 const DecodeSpec &spec,
+                                 const DecodeTuning &tuning = {});
 
 } // namespace mlir::delta
 

@@ -29,7 +29,8 @@ ArrayAttr nvvmTargets(ModuleOp module) {
   return ArrayAttr::get(ctx, targets);
 }
 
-LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets) {
+LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
+                          const DecodeTuning &tuning) {
   auto recurrences = llvm::to_vector(func.getOps<RecurrenceOp>());
   if (recurrences.size() != 1)
     return func.emitError("a decode function holds exactly one "
@@ -54,7 +55,7 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets) {
       builder, func.getLoc(), (func.getSymName() + "_gpu").str(), targets);
   gpu::GPUFuncOp kernel =
       buildDecodeKernel(builder, func.getLoc(), module, func.getSymName(),
-                        spec);
+                        spec, tuning);
   for (StringRef attr : {DeltaDialect::kSpecAttrName,
                          DeltaDialect::kEntryAttrName,
                          DeltaDialect::kMaxTAttrName})
@@ -64,7 +65,10 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets) {
 }
 
 struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
+  using Base::Base;
+
   void runOnOperation() override {
+    DecodeTuning tuning{rowsPerThread, prefetch, unswitchSteps, dotPartials};
     ModuleOp module = getOperation();
     ArrayAttr targets = nvvmTargets(module);
     SmallVector<func::FuncOp> decodes;
@@ -79,7 +83,7 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(&getContext()));
     for (func::FuncOp func : decodes)
-      if (failed(lowerDecode(func, targets)))
+      if (failed(lowerDecode(func, targets, tuning)))
         return signalPassFailure();
   }
 };

@@ -56,6 +56,16 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
     `delta.targets` as `#nvvm.target`s. Runs before
     `delta-normalize-options`, on the recurrence as the spec wrote it.
   }];
+  let options = [
+    Option<"rowsPerThread", "rows-per-thread", "int64_t", /*default=*/"0",
+           "state rows per thread (0: chosen from K, V and the state type)">,
+    Option<"prefetch", "prefetch", "bool", /*default=*/"true",
+           "load the next token's inputs while computing the current one">,
+    Option<"unswitchSteps", "unswitch-steps", "bool", /*default=*/"true",
+           "emit the token loop with and without per-step stores">,
+    Option<"dotPartials", "dot-partials", "int64_t", /*default=*/"4",
+           "independent partial sums per dot product">
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

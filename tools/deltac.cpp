@@ -44,6 +44,12 @@ cl::opt<std::string> outputDir("o", cl::desc("write the kernel library here"),
 cl::opt<std::string> libraryName(
     "name", cl::desc("library name (default: the spec file's stem)"),
     cl::value_desc("name"), cl::cat(category));
+cl::opt<std::string> decodeTuning(
+    "decode-tuning",
+    cl::desc("override decode code-shape choices (options of "
+             "delta-lower-decode-to-gpu, e.g. \"rows-per-thread=4 "
+             "prefetch=false\")"),
+    cl::value_desc("options"), cl::cat(category));
 cl::opt<bool> printIR("print-ir",
                       cl::desc("print the IR after the deltac passes (before "
                                "PTX emission) to standard output"),
@@ -104,7 +110,8 @@ int main(int argc, char **argv) {
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       deltac::loadSpecs(sourceMgr, context);
-  if (!module || failed(deltac::expandSpecs(*module, targetList)))
+  if (!module ||
+      failed(deltac::expandSpecs(*module, targetList, decodeTuning)))
     return 1; // the diagnostic handler has printed file:line:col messages
   if (printIR)
     module->print(outs());

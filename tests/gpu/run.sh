@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|bench|all - GPU tests and benchmarks of deltac.
+# tests/gpu/run.sh build|test|bench|all|variants - GPU tests and benchmarks.
 #
 # Runs on the GPU machine from the repository root. Needs the CUDA toolkit,
 # CMake and Ninja, not LLVM/MLIR: it builds the checked-in generated/
@@ -56,11 +56,26 @@ run_bench() {
     --out "$OUT"
 }
 
+# Tuning experiments: VARIANTS (default .variants/) holds libraries made by
+# `deltac --decode-tuning=... --name=<name> -o VARIANTS/<name>` and a LIST
+# of "name options" lines; each is built and timed against the others.
+run_variants() {
+  local dir=${VARIANTS:-$PWD/.variants}
+  while read -r name _; do
+    cmake -S "$dir/$name" -B "$dir/build/$name" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      > "$OUT/variant_$name.log" 2>&1 && cmake --build "$dir/build/$name" -j 16 \
+      >> "$OUT/variant_$name.log" 2>&1 || { echo "variant $name: build failed"; return 1; }
+  done < "$dir/LIST"
+  PYTHONPATH="${PYTHONPATH:-}:${FLA_DIR:-$PWD/.fla}" python3 tests/bench/bench_variants.py "$dir" |
+    tee "$OUT/variants.txt"
+}
+
 environment
 case "${1:-all}" in
+  variants) run_variants ;;
   build) build ;;
   test) build && run_tests ;;
   bench) build && run_bench ;;
   all) build && run_tests; s=$?; run_bench; exit $s ;;
-  *) echo "usage: $0 build|test|bench|all"; exit 2 ;;
+  *) echo "usage: $0 build|test|bench|all|variants"; exit 2 ;;
 esac

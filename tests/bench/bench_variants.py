@@ -1,0 +1,39 @@
+"""Times decode code-shape variants (deltac --decode-tuning) against each other.
+
+Each variant library holds gdn_log (vk) and gdn_log_kv (kv), K = V = 128,
+FLA's decode options; timing is fla_harness.graph_ms (one call per graph).
+Usage: bench_variants.py DIR   (DIR/LIST: "name options..." per line, and
+DIR/build/<name>/lib<name>.so built by run.sh)
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import torch
+
+import fla_harness as H
+from deltac_ctypes import Library
+
+
+def main():
+    root = sys.argv[1]
+    variants = [line.split(" ", 1) for line in open(os.path.join(root, "LIST")).read().splitlines()]
+    shapes = [(1, 1), (1, 256), (4, 1), (4, 64), (4, 256)]
+    print(f"{torch.cuda.get_device_name()}: one call per graph, us (vk / kv)")
+    print("variant  " + " | ".join(f"T={t} B={b:<3d}" for t, b in shapes) + " | options")
+    for v in variants:
+        name, opts = v[0], (v[1] if len(v) > 1 else "")
+        lib = Library(os.path.join(root, "build", name, f"lib{name}.so"), name)
+        cells = []
+        for T, B in shapes:
+            q, k, vv, g, beta, h0 = H.decode_inputs(B, T=T)
+            o = torch.empty_like(vv)
+            res = []
+            for spec, pool in (("gdn_log", h0.transpose(-1, -2).contiguous()), ("gdn_log_kv", h0.clone())):
+                res.append(H.graph_ms(lambda: lib.decode(spec, q, k, vv, o, pool, g=g, beta=beta)) * 1e3)
+            cells.append(f"{res[0]:5.1f}/{res[1]:5.1f}")
+        print(f"{name:8s} " + " | ".join(cells) + f" | {opts}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
