@@ -49,12 +49,15 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.maxT = integer(delta::DeltaDialect::kMaxTAttrName);
   k.threads = integer(delta::DeltaDialect::kBlockThreadsAttrName);
   k.gridX = integer(delta::DeltaDialect::kGridXAttrName);
+  k.minBlocksPerSM = integer(delta::DeltaDialect::kMinBlocksPerSMAttrName);
   // K and V: the kernel name carries them, the spec lists them; take them
-  // from the name's specialization suffix as written by delta-expand-spec.
+  // from the name's specialization part as written by delta-expand-spec
+  // (variants append a suffix).
   for (auto [kd, vd] : spec.getDimPairs())
-    if (k.name == (spec.getSymName() + "_k" + Twine(kd) + "_v" + Twine(vd) +
-                   "_" + k.entry)
-                      .str()) {
+    if (StringRef(k.name).starts_with(
+            (spec.getSymName() + "_k" + Twine(kd) + "_v" + Twine(vd) + "_" +
+             k.entry)
+                .str())) {
       k.k = kd;
       k.v = vd;
     }
@@ -197,7 +200,8 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
                   (k.layout == delta::StateLayout::vk ? "true" : "false") +
                   ", " + std::to_string(k.maxT) + ", " +
                   std::to_string(k.gridX) + ", " + std::to_string(k.threads) +
-                  ", &" + k.name + "_kernel},\n";
+                  ", " + std::to_string(k.minBlocksPerSM) + ", &" + k.name +
+                  "_kernel},\n";
     }
     if (count == 0)
       continue;

@@ -27,6 +27,7 @@ struct EmittedKernel {
   std::string spec;  ///< the delta.spec it implements
   std::string entry; ///< "decode" (prefill later)
   int64_t k = 0, v = 0, maxT = 0, threads = 0, gridX = 0;
+  int64_t minBlocksPerSM = 0; ///< dispatch: used from this many blocks/SM
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
   mlir::delta::GateForm gate = mlir::delta::GateForm::none;
   mlir::delta::StateLayout layout = mlir::delta::StateLayout::vk;

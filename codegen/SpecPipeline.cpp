@@ -95,7 +95,7 @@ SmallVector<deltac::PlannedKernel> deltac::planKernels(ModuleOp module) {
                               Twine(v) + "_" +
                               delta::stringifyEntryKind(entry.getValue()))
                                  .str();
-      if (expected != name)
+      if (!name.starts_with(expected))
         continue;
       for (Attribute target : targets)
         kernels.push_back({spec.getValue().str(), name.str(),

@@ -129,11 +129,14 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kChunkSizeAttrName || name == kMaxTAttrName ||
       name == kBlockThreadsAttrName || name == kRowsPerBlockAttrName ||
-      name == kGridXAttrName) {
+      name == kGridXAttrName || name == kMinBlocksPerSMAttrName) {
     auto number = dyn_cast<IntegerAttr>(value);
-    if (!number || number.getInt() < 1)
-      return op->emitError() << "'" << name
-                             << "' must be a positive integer";
+    if (!number || number.getInt() < (name == kMinBlocksPerSMAttrName ? 0 : 1))
+      return op->emitError() << "'" << name << "' must be a "
+                             << (name == kMinBlocksPerSMAttrName
+                                     ? "non-negative"
+                                     : "positive")
+                             << " integer";
     if (name == kChunkSizeAttrName &&
         !isSupportedChunkSize(number.getInt()))
       return op->emitError() << "chunk size " << number.getInt()

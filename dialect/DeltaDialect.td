@@ -45,6 +45,8 @@ def Delta_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kRowsPerBlockAttrName =
         "delta.rows_per_block";
     static constexpr ::llvm::StringLiteral kGridXAttrName = "delta.grid_x";
+    static constexpr ::llvm::StringLiteral kMinBlocksPerSMAttrName =
+        "delta.min_blocks_per_sm";
     /// Argument attribute naming each function argument for the host API.
     static constexpr ::llvm::StringLiteral kArgNameAttrName = "delta.name";
   }];

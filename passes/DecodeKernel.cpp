@@ -57,8 +57,8 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
 
 /// vk: lanes per row as many as keep at least 16 elements per lane (64 bytes
 /// of f32 in flight), a power of two dividing the row, and at least two so a
-/// warp covers at most 16 rows (then V >= 16 divides evenly); about 32 state
-/// registers per thread.
+/// warp covers at most 16 rows (then V >= 16 divides evenly); 64 state
+/// registers per thread, 32 when the next token's inputs are prefetched.
 /// kv: a tile of 32 value columns (16 when V is not a multiple of 32), the
 /// K rows split over lane groups and up to four warps, at most 64 state
 /// registers per thread.
@@ -96,9 +96,12 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
   int64_t elemsPerLane = t.loadsPerLane * t.elemsPerLoad;
   // 32 state registers per thread leave room for the prefetched inputs of
   // the next token without capping occupancy below 4 blocks per SM.
+  // Without prefetch, 64 state registers per thread (measured best for
+  // large batches); with it, 32, leaving room for the next token's inputs.
   int64_t maxRows = tuning.rowsPerThread > 0
                         ? tuning.rowsPerThread
-                        : std::max<int64_t>(1, 32 / elemsPerLane);
+                        : std::max<int64_t>(
+                              1, (tuning.prefetch ? 32 : 64) / elemsPerLane);
   int64_t rowsPerPass = 32 / t.lanesPerRow;
   int64_t passes = spec.v / rowsPerPass; // warp-passes needed to cover V
   t.warps = 4;
@@ -111,6 +114,23 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
       break;
     }
   return t;
+}
+
+SmallVector<std::pair<std::string, DecodeTuning>>
+mlir::delta::decodeVariants(const DecodeTuning &overrides, StringRef only) {
+  // Measured on an H200 (docs/PERFORMANCE.md, variants): at T = 4 the bulk
+  // shape is 1.3x faster from B = 64 up, the small one 1.2x faster at B = 1.
+  DecodeTuning bulk = overrides, small = overrides;
+  bulk.prefetch = false;
+  bulk.minBlocksPerSM = 4;
+  small.prefetch = true;
+  small.minBlocksPerSM = 0;
+  SmallVector<std::pair<std::string, DecodeTuning>> variants;
+  if (only.empty() || only == "bulk")
+    variants.emplace_back("", bulk);
+  if (only.empty() || only == "small")
+    variants.emplace_back("_small", small);
+  return variants;
 }
 
 namespace {
@@ -910,6 +930,8 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                 builder.getI64IntegerAttr(tiling.valuesPerBlock()));
   func->setAttr(DeltaDialect::kGridXAttrName,
                 builder.getI64IntegerAttr(spec.v / tiling.valuesPerBlock()));
+  func->setAttr(DeltaDialect::kMinBlocksPerSMAttrName,
+                builder.getI64IntegerAttr(tuning.minBlocksPerSM));
   // The buffers of one call never overlap (the host API documents it): let
   // loads move across stores and use the read-only path.
   for (auto [i, p] : llvm::enumerate(decodeKernelParams()))

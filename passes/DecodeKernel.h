@@ -92,6 +92,9 @@ struct DecodeSpec {
 struct DecodeTuning {
   int64_t rowsPerThread = 0; ///< state rows per thread; 0 = chosen
   bool prefetch = true;      ///< load token t + 1 while computing token t
+  /// Dispatch: the host uses this kernel when it launches at least this many
+  /// blocks per SM (0: always); variants are tried in order.
+  int64_t minBlocksPerSM = 0;
   bool unswitchSteps = true; ///< separate loops with / without step stores
   int64_t dotPartials = 4;   ///< independent partial sums per dot product
 };
@@ -100,10 +103,19 @@ struct DecodeTuning {
 DecodeTiling chooseDecodeTiling(const DecodeSpec &spec,
                                 const DecodeTuning &tuning = {});
 
+/// The decode kernels of one entry, in dispatch order: "bulk" (no prefetch,
+/// more state per thread: best when the grid fills the GPU several times)
+/// and "small" (prefetch, more blocks: lower latency for few rows).
+/// `overrides` carries the pass options (rows per thread, dot partials,
+/// unswitching); `only` restricts to one variant ("" = both).
+llvm::SmallVector<std::pair<std::string, DecodeTuning>>
+decodeVariants(const DecodeTuning &overrides, llvm::StringRef only);
+
 /// Builds the kernel `name` into `module` (a gpu.module). The gpu.func carries
 /// its launch shape as attributes: `delta.block_threads`,
 /// `delta.rows_per_block` (values per block), `delta.grid_x` (blocks along
-/// V; grid y = HV, z = B).
+/// V; grid y = HV, z = B) and its dispatch threshold
+/// `delta.min_blocks_per_sm`.
 gpu::GPUFuncOp buildDecodeKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
                                  const DecodeSpec &spec,

@@ -30,7 +30,7 @@ ArrayAttr nvvmTargets(ModuleOp module) {
 }
 
 LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
-                          const DecodeTuning &tuning) {
+                          const DecodeTuning &tuning, StringRef only) {
   auto recurrences = llvm::to_vector(func.getOps<RecurrenceOp>());
   if (recurrences.size() != 1)
     return func.emitError("a decode function holds exactly one "
@@ -50,16 +50,19 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
                   state.getElementType(), q.getDimSize(3),
                   v.getDimSize(3),       maxT.getInt()};
 
+  // One gpu.module (and so one PTX file per target) per kernel variant.
   OpBuilder builder(func);
-  auto module = gpu::GPUModuleOp::create(
-      builder, func.getLoc(), (func.getSymName() + "_gpu").str(), targets);
-  gpu::GPUFuncOp kernel =
-      buildDecodeKernel(builder, func.getLoc(), module, func.getSymName(),
-                        spec, tuning);
-  for (StringRef attr : {DeltaDialect::kSpecAttrName,
-                         DeltaDialect::kEntryAttrName,
-                         DeltaDialect::kMaxTAttrName})
-    kernel->setAttr(attr, func->getAttr(attr));
+  for (auto [suffix, variant] : decodeVariants(tuning, only)) {
+    std::string name = (func.getSymName() + suffix).str();
+    auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
+                                           name + "_gpu", targets);
+    gpu::GPUFuncOp kernel = buildDecodeKernel(builder, func.getLoc(), module,
+                                              name, spec, variant);
+    for (StringRef attr : {DeltaDialect::kSpecAttrName,
+                           DeltaDialect::kEntryAttrName,
+                           DeltaDialect::kMaxTAttrName})
+      kernel->setAttr(attr, func->getAttr(attr));
+  }
   func.erase();
   return success();
 }
@@ -68,7 +71,16 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
   using Base::Base;
 
   void runOnOperation() override {
-    DecodeTuning tuning{rowsPerThread, prefetch, unswitchSteps, dotPartials};
+    if (!variants.empty() && variants != "bulk" && variants != "small") {
+      getOperation().emitError() << "variants must be bulk, small or empty, "
+                                    "got '"
+                                 << variants << "'";
+      return signalPassFailure();
+    }
+    DecodeTuning tuning;
+    tuning.rowsPerThread = rowsPerThread;
+    tuning.unswitchSteps = unswitchSteps;
+    tuning.dotPartials = dotPartials;
     ModuleOp module = getOperation();
     ArrayAttr targets = nvvmTargets(module);
     SmallVector<func::FuncOp> decodes;
@@ -83,7 +95,7 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(&getContext()));
     for (func::FuncOp func : decodes)
-      if (failed(lowerDecode(func, targets, tuning)))
+      if (failed(lowerDecode(func, targets, tuning, variants)))
         return signalPassFailure();
   }
 };

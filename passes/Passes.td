@@ -47,7 +47,9 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
   let summary = "lower decode functions to one fused GPU kernel each";
   let description = [{
     Replaces every decode function (`delta.entry = decode`) by a
-    `gpu.module` holding one `gpu.func` kernel that advances a state pool
+    `gpu.module` holding its `gpu.func` kernels (a "bulk" variant for grids
+    that fill the GPU and a "small" one, `_small`, for few rows; the host
+    picks by `delta.min_blocks_per_sm`) that advance a state pool
     by T <= max_t tokens: the recurrence with its gate, beta and L2 norm
     fused, one pass over the state with 16-byte accesses, fp32 arithmetic.
     The kernel's parameters are fixed by `passes/DecodeKernel.h`; its launch
@@ -59,8 +61,8 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
   let options = [
     Option<"rowsPerThread", "rows-per-thread", "int64_t", /*default=*/"0",
            "state rows per thread (0: chosen from K, V and the state type)">,
-    Option<"prefetch", "prefetch", "bool", /*default=*/"true",
-           "load the next token's inputs while computing the current one">,
+    Option<"variants", "variants", "std::string", /*default=*/"\"\"",
+           "kernel variants to emit: bulk, small, or both (empty)">,
     Option<"unswitchSteps", "unswitch-steps", "bool", /*default=*/"true",
            "emit the token loop with and without per-step stores">,
     Option<"dotPartials", "dot-partials", "int64_t", /*default=*/"4",

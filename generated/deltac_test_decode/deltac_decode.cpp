@@ -90,11 +90,12 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   const DecodeVariant *variant = nullptr;
   std::string available;
   for (int i = 0; i < count; ++i) {
-    if (variants[i].K == a.K && variants[i].V == a.V)
+    if (variants[i].K == a.K && variants[i].V == a.V && !variant)
       variant = &variants[i];
-    available += (available.empty() ? "" : ", ") +
-                 std::to_string(variants[i].K) + "x" +
-                 std::to_string(variants[i].V);
+    std::string dims = std::to_string(variants[i].K) + "x" +
+                       std::to_string(variants[i].V);
+    if (available.find(dims) == std::string::npos)
+      available += (available.empty() ? "" : ", ") + dims;
   }
   if (!variant)
     return {DELTAC_UNSUPPORTED, "K = " + std::to_string(a.K) + ", V = " +
@@ -189,9 +190,24 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
                     &flag, &T,     &H,     &HV,      &slots, &qs,
                     &ks,   &vs,    &os,    &scale,   &flags, &stepSlots,
                     &accepted, &slotStride};
+  // Dispatch among the variants of this (K, V).
   std::string error;
-  if (!v.kernel->launch(v.gridX, (unsigned)a.HV, (unsigned)a.B, v.threads,
-                        stream, params, &error))
+  const DecodeVariant *chosen = nullptr;
+  int sms = 0;
+  for (int i = 0; i < count && !chosen; ++i) {
+    const DecodeVariant &c = variants[i];
+    if (c.K != a.K || c.V != a.V)
+      continue;
+    if (c.minBlocksPerSM > 0 && sms == 0 &&
+        (sms = multiprocessorCount(&error)) == 0)
+      return {DELTAC_CUDA_ERROR, error};
+    if (int64_t(c.gridX) * a.HV * a.B >= c.minBlocksPerSM * sms)
+      chosen = &c;
+  }
+  if (!chosen)
+    chosen = &v;
+  if (!chosen->kernel->launch(chosen->gridX, (unsigned)a.HV, (unsigned)a.B,
+                              chosen->threads, stream, params, &error))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

@@ -55,6 +55,10 @@ private:
   std::string target;
 };
 
+/// The number of SMs of the current context's device (cached per device);
+/// 0 with a message on failure.
+int multiprocessorCount(std::string *error);
+
 /// Copies `bytes` from device memory to the host and waits (debug checks
 /// only: it synchronises).
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,

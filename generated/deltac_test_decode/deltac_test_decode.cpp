@@ -7,42 +7,66 @@
 // Kernel images, embedded by CMakeLists.txt (PTX per target, fatbin when
 // ptxas and fatbinary were found).
 extern const deltac_rt::KernelImages gdn_log_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_log_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_log_k64_v64_decode_images;
+extern const deltac_rt::KernelImages gdn_log_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_raw_bf16_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_raw_bf16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_linear_k64_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_linear_k64_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_linear_k128_v64_decode_images;
+extern const deltac_rt::KernelImages gdn_linear_k128_v64_decode_small_images;
 extern const deltac_rt::KernelImages deltanet_k128_v128_decode_images;
+extern const deltac_rt::KernelImages deltanet_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_log_kv_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_log_kv_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_log_kv_k64_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_log_kv_k64_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_raw_kv_bf16_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_raw_kv_bf16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_raw_kv_bf16_k128_v48_decode_images;
+extern const deltac_rt::KernelImages gdn_raw_kv_bf16_k128_v48_decode_small_images;
 extern const deltac_rt::KernelImages deltanet_kv_k64_v64_decode_images;
+extern const deltac_rt::KernelImages deltanet_kv_k64_v64_decode_small_images;
 
 
 namespace {
 deltac_rt::Kernel gdn_log_k128_v128_decode_kernel(gdn_log_k128_v128_decode_images);
+deltac_rt::Kernel gdn_log_k128_v128_decode_small_kernel(gdn_log_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_log_k64_v64_decode_kernel(gdn_log_k64_v64_decode_images);
+deltac_rt::Kernel gdn_log_k64_v64_decode_small_kernel(gdn_log_k64_v64_decode_small_images);
 deltac_rt::Kernel gdn_raw_bf16_k128_v128_decode_kernel(gdn_raw_bf16_k128_v128_decode_images);
+deltac_rt::Kernel gdn_raw_bf16_k128_v128_decode_small_kernel(gdn_raw_bf16_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_linear_k64_v128_decode_kernel(gdn_linear_k64_v128_decode_images);
+deltac_rt::Kernel gdn_linear_k64_v128_decode_small_kernel(gdn_linear_k64_v128_decode_small_images);
 deltac_rt::Kernel gdn_linear_k128_v64_decode_kernel(gdn_linear_k128_v64_decode_images);
+deltac_rt::Kernel gdn_linear_k128_v64_decode_small_kernel(gdn_linear_k128_v64_decode_small_images);
 deltac_rt::Kernel deltanet_k128_v128_decode_kernel(deltanet_k128_v128_decode_images);
+deltac_rt::Kernel deltanet_k128_v128_decode_small_kernel(deltanet_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_log_kv_k128_v128_decode_kernel(gdn_log_kv_k128_v128_decode_images);
+deltac_rt::Kernel gdn_log_kv_k128_v128_decode_small_kernel(gdn_log_kv_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_log_kv_k64_v128_decode_kernel(gdn_log_kv_k64_v128_decode_images);
+deltac_rt::Kernel gdn_log_kv_k64_v128_decode_small_kernel(gdn_log_kv_k64_v128_decode_small_images);
 deltac_rt::Kernel gdn_raw_kv_bf16_k128_v128_decode_kernel(gdn_raw_kv_bf16_k128_v128_decode_images);
+deltac_rt::Kernel gdn_raw_kv_bf16_k128_v128_decode_small_kernel(gdn_raw_kv_bf16_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_kernel(gdn_raw_kv_bf16_k128_v48_decode_images);
+deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_small_kernel(gdn_raw_kv_bf16_k128_v48_decode_small_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(deltanet_kv_k64_v64_decode_images);
+deltac_rt::Kernel deltanet_kv_k64_v64_decode_small_kernel(deltanet_kv_k64_v64_decode_small_images);
 
 } // namespace
 
 namespace {
 const deltac_rt::DecodeVariant gdn_log_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 4, 128, &gdn_log_k128_v128_decode_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, &gdn_log_k64_v64_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 2, 128, 4, &gdn_log_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 4, 128, 0, &gdn_log_k128_v128_decode_small_kernel},
+    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, 4, &gdn_log_k64_v64_decode_kernel},
+    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, 0, &gdn_log_k64_v64_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_log::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_log_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(gdn_log_decode_variants, 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_log_decode(const deltac_decode_args *args, void *stream) {
@@ -53,12 +77,13 @@ extern "C" int deltac_test_decode_gdn_log_decode(const deltac_decode_args *args,
 
 namespace {
 const deltac_rt::DecodeVariant gdn_raw_bf16_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 4, 4, 128, &gdn_raw_bf16_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 4, 2, 128, 4, &gdn_raw_bf16_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 4, 4, 128, 0, &gdn_raw_bf16_k128_v128_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_raw_bf16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_raw_bf16_decode_variants, 1, args, stream);
+  return deltac_rt::runDecode(gdn_raw_bf16_decode_variants, 2, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *args, void *stream) {
@@ -69,13 +94,15 @@ extern "C" int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *
 
 namespace {
 const deltac_rt::DecodeVariant gdn_linear_decode_variants[] = {
-    {64, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, &gdn_linear_k64_v128_decode_kernel},
-    {128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, &gdn_linear_k128_v64_decode_kernel},
+    {64, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 1, 128, 4, &gdn_linear_k64_v128_decode_kernel},
+    {64, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, 0, &gdn_linear_k64_v128_decode_small_kernel},
+    {128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 1, 128, 4, &gdn_linear_k128_v64_decode_kernel},
+    {128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, 0, &gdn_linear_k128_v64_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_linear::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_linear_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(gdn_linear_decode_variants, 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_linear_decode(const deltac_decode_args *args, void *stream) {
@@ -86,12 +113,13 @@ extern "C" int deltac_test_decode_gdn_linear_decode(const deltac_decode_args *ar
 
 namespace {
 const deltac_rt::DecodeVariant deltanet_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, true, 2, 4, 128, &deltanet_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, true, 2, 2, 128, 4, &deltanet_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, true, 2, 4, 128, 0, &deltanet_k128_v128_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_decode::deltanet::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(deltanet_decode_variants, 1, args, stream);
+  return deltac_rt::runDecode(deltanet_decode_variants, 2, args, stream);
 }
 
 extern "C" int deltac_test_decode_deltanet_decode(const deltac_decode_args *args, void *stream) {
@@ -102,13 +130,15 @@ extern "C" int deltac_test_decode_deltanet_decode(const deltac_decode_args *args
 
 namespace {
 const deltac_rt::DecodeVariant gdn_log_kv_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, &gdn_log_kv_k128_v128_decode_kernel},
-    {64, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, &gdn_log_kv_k64_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &gdn_log_kv_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &gdn_log_kv_k128_v128_decode_small_kernel},
+    {64, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &gdn_log_kv_k64_v128_decode_kernel},
+    {64, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &gdn_log_kv_k64_v128_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_log_kv::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_log_kv_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(gdn_log_kv_decode_variants, 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_log_kv_decode(const deltac_decode_args *args, void *stream) {
@@ -119,13 +149,15 @@ extern "C" int deltac_test_decode_gdn_log_kv_decode(const deltac_decode_args *ar
 
 namespace {
 const deltac_rt::DecodeVariant gdn_raw_kv_bf16_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 4, 128, &gdn_raw_kv_bf16_k128_v128_decode_kernel},
-    {128, 48, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 3, 128, &gdn_raw_kv_bf16_k128_v48_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 4, 128, 4, &gdn_raw_kv_bf16_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 4, 128, 0, &gdn_raw_kv_bf16_k128_v128_decode_small_kernel},
+    {128, 48, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 3, 128, 4, &gdn_raw_kv_bf16_k128_v48_decode_kernel},
+    {128, 48, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 3, 128, 0, &gdn_raw_kv_bf16_k128_v48_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_raw_kv_bf16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_raw_kv_bf16_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(gdn_raw_kv_bf16_decode_variants, 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_raw_kv_bf16_decode(const deltac_decode_args *args, void *stream) {
@@ -136,12 +168,13 @@ extern "C" int deltac_test_decode_gdn_raw_kv_bf16_decode(const deltac_decode_arg
 
 namespace {
 const deltac_rt::DecodeVariant deltanet_kv_decode_variants[] = {
-    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 2, 2, 128, &deltanet_kv_k64_v64_decode_kernel},
+    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 2, 2, 128, 4, &deltanet_kv_k64_v64_decode_kernel},
+    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 2, 2, 128, 0, &deltanet_kv_k64_v64_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_decode::deltanet_kv::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(deltanet_kv_decode_variants, 1, args, stream);
+  return deltac_rt::runDecode(deltanet_kv_decode_variants, 2, args, stream);
 }
 
 extern "C" int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *args, void *stream) {

@@ -7,21 +7,24 @@
 // Kernel images, embedded by CMakeLists.txt (PTX per target, fatbin when
 // ptxas and fatbinary were found).
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_images;
+extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_small_images;
 
 
 namespace {
 deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_k128_v128_decode_images);
+deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_k128_v128_decode_small_images);
 
 } // namespace
 
 namespace {
 const deltac_rt::DecodeVariant qwen3_next_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 4, 4, 128, &qwen3_next_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 4, 2, 128, 4, &qwen3_next_k128_v128_decode_kernel},
+    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 4, 4, 128, 0, &qwen3_next_k128_v128_decode_small_kernel},
 };
 } // namespace
 
 deltac::Status qwen3_next_gdn::qwen3_next::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(qwen3_next_decode_variants, 1, args, stream);
+  return deltac_rt::runDecode(qwen3_next_decode_variants, 2, args, stream);
 }
 
 extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, void *stream) {

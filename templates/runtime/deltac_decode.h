@@ -20,11 +20,16 @@ struct DecodeVariant {
   bool stateVFirst; // vk layout: [slots, HV, V, K]
   int64_t maxT;
   unsigned gridX, threads;
+  /// Dispatch: the first variant of a (K, V) whose grid has at least this
+  /// many blocks per SM is launched (0: always).
+  int64_t minBlocksPerSM;
   Kernel *kernel;
 };
 
 /// Validates `args` against the variants (everything the host can see) and
-/// launches the matching kernel. Nothing is launched on a rejected call.
+/// launches the matching kernel: variants of the call's (K, V) are tried in
+/// order, the first whose dispatch predicate holds for the call's grid and
+/// the device's SM count wins. Nothing is launched on a rejected call.
 deltac::Status runDecode(const DecodeVariant *variants, int count,
                          const deltac_decode_args &args, void *stream);
 

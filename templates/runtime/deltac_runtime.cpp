@@ -1,6 +1,7 @@
 // deltac_runtime.cpp - the CUDA driver seen through dlopen, and lazy kernels.
 #include "deltac_runtime.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -31,6 +32,7 @@ constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
 
 constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kAttrSMs = 16;   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 
 struct Driver {
   bool ok = false;
@@ -210,6 +212,34 @@ bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
     return false;
   }
   return true;
+}
+
+int multiprocessorCount(std::string *error) {
+  const Driver &d = driver();
+  if (!d.ok) {
+    *error = d.error;
+    return 0;
+  }
+  // Devices are few; a fixed table keeps the call free of allocation.
+  static std::atomic<int> counts[64];
+  CUdevice device = 0;
+  CUresult rc = d.cuCtxGetDevice(&device);
+  if (rc != 0) {
+    *error = describe(rc, "querying the current device (is a CUDA context "
+                          "current?)");
+    return 0;
+  }
+  if (device >= 0 && device < 64 && counts[device].load() > 0)
+    return counts[device].load();
+  int sms = 0;
+  rc = d.cuDeviceGetAttribute(&sms, kAttrSMs, device);
+  if (rc != 0) {
+    *error = describe(rc, "querying the SM count");
+    return 0;
+  }
+  if (device >= 0 && device < 64)
+    counts[device].store(sms);
+  return sms;
 }
 
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,

@@ -1,8 +1,9 @@
 // RUN: deltac-opt %s --delta-expand-spec --delta-lower-decode-to-gpu -split-input-file | FileCheck %s
 
-// One gpu.module per decode function, with one #nvvm.target per SM of
-// delta.targets; the kernel keeps the fixed ABI of passes/DecodeKernel.h and
-// its launch shape. Prefill functions stay at the sequence level.
+// Two kernels per decode function, each in a gpu.module with one
+// #nvvm.target per SM of delta.targets: "bulk" (64 rows per block, used from
+// 4 blocks per SM) and "_small" (32 rows per block, prefetching). Both keep
+// the fixed ABI of passes/DecodeKernel.h. Prefill stays at sequence level.
 
 // CHECK-LABEL: module attributes {delta.targets = ["sm_80", "sm_90a"], gpu.container_module}
 // CHECK: func.func @gdn_k128_v128_prefill
@@ -13,9 +14,10 @@
 // CHECK-SAME: kernel
 // CHECK-SAME: delta.block_threads = 128 : i64
 // CHECK-SAME: delta.entry = #delta<entry decode>
-// CHECK-SAME: delta.grid_x = 4 : i64
+// CHECK-SAME: delta.grid_x = 2 : i64
 // CHECK-SAME: delta.max_t = 4 : i64
-// CHECK-SAME: delta.rows_per_block = 32 : i64
+// CHECK-SAME: delta.min_blocks_per_sm = 4 : i64
+// CHECK-SAME: delta.rows_per_block = 64 : i64
 // CHECK-SAME: delta.spec = @gdn
 // State pieces are 16-byte loads, all issued before the token loop.
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
@@ -27,6 +29,11 @@
 // CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.yield
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: gpu.module @gdn_k128_v128_decode_small_gpu
+// CHECK: gpu.func @gdn_k128_v128_decode_small(
+// CHECK-SAME: delta.grid_x = 4 : i64
+// CHECK-SAME: delta.min_blocks_per_sm = 0 : i64
+// CHECK-SAME: delta.rows_per_block = 32 : i64
 // CHECK-NOT: func.func @gdn_k128_v128_decode
 module attributes {delta.targets = ["sm_80", "sm_90a"]} {
   delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
@@ -55,9 +62,11 @@ module attributes {delta.targets = ["sm_90a"]} {
 
 // -----
 
-// KDA decode is not lowered yet: a clear error, not a crash.
+// A spec without decode gets no GPU module (and no container attribute).
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"]} {
+// CHECK-NEXT: delta.spec @kimi
+// CHECK-NOT: gpu.module
 module attributes {delta.targets = ["sm_90a"]} {
-  // CHECK-NOT: gpu.module
   delta.spec @kimi rule = kda dims = [128x128] io = bf16 state = f32
       layout = kv gate = channel_log beta = given chunk = 64
       entries = [prefill]

@@ -5,11 +5,13 @@
 
 // The README's main job on the shipped example: verify, expand, lower what
 // has a lowering, write the library.
-// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 4 kernels planned, 2 generated
+// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 6 kernels planned, 4 generated
 // CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_90a {{ *}}prefill K=128 V=128  not generated yet (no prefill lowering)
 // CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_80 {{ *}}prefill K=128 V=128  not generated yet
 // CHECK-NEXT: qwen3_next_k128_v128_decode.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x {{[0-9]+}} blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_decode.sm_80 {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B
+// CHECK-NEXT: qwen3_next_k128_v128_decode_small.sm_90a {{ *}}decode  K=128 V=128  PTX
+// CHECK-NEXT: qwen3_next_k128_v128_decode_small.sm_80 {{ *}}decode  K=128 V=128  PTX
 // CHECK-NEXT: deltac: wrote library 'qwen3_next_gdn' to
 
 // FILES-DAG: CMakeLists.txt
@@ -30,4 +32,4 @@
 // PRINT: module attributes {delta.targets = ["sm_100a"], gpu.container_module}
 // PRINT: delta.chunked_recurrence gated layout = vk chunk = 64
 // PRINT: gpu.module @qwen3_next_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
-// PRINT: 2 kernels planned, 1 generated
+// PRINT: 3 kernels planned, 2 generated
