@@ -482,6 +482,21 @@ int main(int argc, char **argv) {
       rejected.label = "debug_checks reject an index >= slots";
       runCase(results, s, K, V, rejected);
 
+      // A grid of >= 4 blocks per SM: the dispatch picks the bulk kernel
+      // (the cases above, with few rows, run the small one).
+      Case bulk = base;
+      bulk.seed = ++seed;
+      bulk.B = 24;
+      bulk.H = 8;
+      bulk.HV = 32;
+      bulk.T = s.maxT;
+      bulk.slots = 30;
+      bulk.inIdx.clear();
+      for (int64_t b = 0; b < bulk.B; ++b)
+        bulk.inIdx.push_back(int32_t((b * 7 + 3) % bulk.slots));
+      bulk.label = fmt("bulk kernel B=24 HV=32 T=%lld", (long long)s.maxT);
+      runCase(results, s, K, V, bulk);
+
       Case strided = base;
       strided.seed = ++seed;
       strided.strideExtra = 24; // a view of a wider fused projection
