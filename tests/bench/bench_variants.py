@@ -19,11 +19,23 @@ def main():
     root = sys.argv[1]
     variants = [line.split(" ", 1) for line in open(os.path.join(root, "LIST")).read().splitlines()]
     shapes = [(1, 1), (1, 256), (4, 1), (4, 64), (4, 256)]
+    # Agreement with the first variant (the reference shape) on one input:
+    # every variant must compute the same thing.
+    q, k, vv, g, beta, h0 = H.decode_inputs(40, T=4, seed=9)
+    outs = {}
     print(f"{torch.cuda.get_device_name()}: one call per graph, us (vk / kv)")
     print("variant  " + " | ".join(f"T={t} B={b:<3d}" for t, b in shapes) + " | options")
     for v in variants:
         name, opts = v[0], (v[1] if len(v) > 1 else "")
         lib = Library(os.path.join(root, "build", name, f"lib{name}.so"), name)
+        agree = []
+        for spec, pool in (("gdn_log", h0.transpose(-1, -2).contiguous()), ("gdn_log_kv", h0.clone())):
+            o = torch.full_like(vv, float("nan"))
+            lib.decode(spec, q, k, vv, o, pool, g=g, beta=beta)
+            if spec not in outs:
+                outs[spec] = (o, pool)
+            ro, rp = outs[spec]
+            agree.append(max(H.rel(o, ro), H.rel(pool, rp)))
         cells = []
         for T, B in shapes:
             q, k, vv, g, beta, h0 = H.decode_inputs(B, T=T)
@@ -32,7 +44,7 @@ def main():
             for spec, pool in (("gdn_log", h0.transpose(-1, -2).contiguous()), ("gdn_log_kv", h0.clone())):
                 res.append(H.graph_ms(lambda: lib.decode(spec, q, k, vv, o, pool, g=g, beta=beta)) * 1e3)
             cells.append(f"{res[0]:5.1f}/{res[1]:5.1f}")
-        print(f"{name:8s} " + " | ".join(cells) + f" | {opts}", flush=True)
+        print(f"{name:8s} " + " | ".join(cells) + f" | diff {max(agree):.1e} | {opts}", flush=True)
 
 
 if __name__ == "__main__":
