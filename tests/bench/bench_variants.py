@@ -21,7 +21,7 @@ def main():
     shapes = [(1, 1), (1, 256), (4, 1), (4, 64), (4, 256)]
     # Agreement with the first variant (the reference shape) on one input:
     # every variant must compute the same thing.
-    q, k, vv, g, beta, h0 = H.decode_inputs(40, T=4, seed=9)
+    check = H.decode_inputs(40, T=4, seed=9)
     outs = {}
     print(f"{torch.cuda.get_device_name()}: one call per graph, us (vk / kv)")
     print("variant  " + " | ".join(f"T={t} B={b:<3d}" for t, b in shapes) + " | options")
@@ -29,9 +29,10 @@ def main():
         name, opts = v[0], (v[1] if len(v) > 1 else "")
         lib = Library(os.path.join(root, "build", name, f"lib{name}.so"), name)
         agree = []
-        for spec, pool in (("gdn_log", h0.transpose(-1, -2).contiguous()), ("gdn_log_kv", h0.clone())):
-            o = torch.full_like(vv, float("nan"))
-            lib.decode(spec, q, k, vv, o, pool, g=g, beta=beta)
+        cq, ck, cv, cg, cbeta, ch0 = check
+        for spec, pool in (("gdn_log", ch0.transpose(-1, -2).contiguous()), ("gdn_log_kv", ch0.clone())):
+            o = torch.full_like(cv, float("nan"))
+            lib.decode(spec, cq, ck, cv, o, pool, g=cg, beta=cbeta)
             if spec not in outs:
                 outs[spec] = (o, pool)
             ro, rp = outs[spec]
