@@ -563,12 +563,6 @@ public:
   void emit();
 
 private:
-  /// Tokens in groups of `tune.tokenGroup` (see the comment at its
-  /// definition); returns the final state.
-  SmallVector<Value> groupedTokens(ArrayRef<Value> state,
-                                   function_ref<void(Value, Value,
-                                                     ArrayRef<Value>)>
-                                       storeTile);
   Value rowSum(Value x) { return xorSum(x, 1, t.lanesPerRow / 2); }
   /// Element index (within a K-row) of piece j of lane laneInRow: lanes of a
   /// row read adjacent 16-byte pieces, so each load instruction is coalesced.
@@ -691,149 +685,12 @@ void VkEmitter::emit() {
       });
     return next;
   };
-  SmallVector<Value> final =
-      tune.tokenGroup > 1 && s.maxT > 1
-          ? groupedTokens(state, storeTile)
-          : tokenLoops(state, loadInputs, body);
+  SmallVector<Value> final = tokenLoops(state, loadInputs, body);
 
   auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifWrite.thenBlock());
   storeTile(param(pState), stateBase(outSlot), final);
-}
-
-/// G = tokenGroup tokens at a time, without a reduction between them. With
-/// s the row entering the group, D_j = d_0...d_j and P_ij = d_(i+1)...d_j
-/// (products of decays only, never a division: the overflow trap of the
-/// chunked form), per row:
-///   u_j = beta_j (v_j - D_j (s.k_j) - sum_(i<j) P_ij u_i (k_i.k_j))
-///   o_j = scale (D_j (s.q_j) + sum_(i<=j) P_ij u_i (k_i.q_j))
-///   s'  = D_(G-1) s + sum_i P_i,(G-1) u_i k_i
-/// The 2G dots against s and the G^2 dots among q/k are independent
-/// reductions, so their shuffles overlap; only the scalar recurrence in u is
-/// sequential. Tokens past T get decay 1 and beta 0 (no effect) and store
-/// nothing.
-SmallVector<Value> VkEmitter::groupedTokens(
-    ArrayRef<Value> state,
-    function_ref<void(Value, Value, ArrayRef<Value>)> storeTile) {
-  int64_t G = std::min<int64_t>(tune.tokenGroup, s.maxT);
-  int64_t perLane = t.loadsPerLane * t.elemsPerLoad;
-  int64_t R = rows.size();
-  Value T = param(pT);
-  Value groups = arith::DivUIOp::create(b, add(T, cI32(G - 1)), cI32(G));
-  Value steps = arith::OrIOp::create(b, notI1(isNull(param(pStepStates))),
-                                     notI1(isNull(param(pStepSlots))));
-  auto loop = scf::ForOp::create(b, cI32(0), groups, cI32(1),
-                                 SmallVector<Value>(state));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  SmallVector<Value> S(loop.getRegionIterArgs());
-  Value t0 = mul(loop.getInductionVar(), cI32(G));
-  Value last = arith::SubIOp::create(b, T, cI32(1));
-
-  // Loads and partial dots of every token of the group.
-  SmallVector<Value> tInts, active, toks, decay, beta;
-  SmallVector<SmallVector<Value>> k(G), vRows(G);
-  SmallVector<SmallVector<Value>> a(G), bq(G); // per token, per row
-  SmallVector<Value> invK(G), invQ(G);
-  SmallVector<SmallVector<Value>> kk(G, SmallVector<Value>(G)),
-      kq(G, SmallVector<Value>(G));
-  for (int64_t j = 0; j < G; ++j) {
-    Value tj = add(t0, cI32(j));
-    tInts.push_back(tj);
-    active.push_back(cmp(arith::CmpIPredicate::slt, tj, T));
-    Value tok = token(arith::MinSIOp::create(b, tj, last));
-    toks.push_back(tok);
-    SmallVector<Value> q = loadVector(param(pQ), param(pQStride), tok);
-    k[j] = loadVector(param(pK), param(pKStride), tok);
-    for (Value row : rows)
-      vRows[j].push_back(loadElems(param(pV), s.ioType,
-                                   vIndex(tok, param(pVStride), row), 1)[0]);
-    auto [gRaw, betaRaw] = loadGateBeta(tok);
-    auto [d, bt] = gateAndBeta(gRaw, betaRaw);
-    decay.push_back(arith::SelectOp::create(b, active[j], d, cF32(1.0)));
-    beta.push_back(arith::SelectOp::create(b, active[j], bt, cF32(0.0)));
-    invK[j] = invQ[j] = cF32(1.0);
-    if (s.qkL2Norm) {
-      invK[j] = fdiv(cF32(1.0),
-                     sqrt(fadd(rowSum(sum(k[j], k[j])), cF32(1e-6))));
-      invQ[j] = fdiv(cF32(1.0), sqrt(fadd(rowSum(sum(q, q)), cF32(1e-6))));
-    }
-    for (int64_t r = 0; r < R; ++r) {
-      ArrayRef<Value> Sr = ArrayRef<Value>(S).slice(r * perLane, perLane);
-      a[j].push_back(fmul(rowSum(sum(Sr, k[j])), invK[j]));
-      bq[j].push_back(fmul(rowSum(sum(Sr, q)), invQ[j]));
-    }
-    for (int64_t i = 0; i <= j; ++i) {
-      kq[i][j] = fmul(rowSum(sum(k[i], q)), fmul(invK[i], invQ[j]));
-      if (i < j)
-        kk[i][j] = fmul(rowSum(sum(k[i], k[j])), fmul(invK[i], invK[j]));
-    }
-  }
-  // Decay products: D[j] and P[i][j] (i <= j).
-  SmallVector<Value> D(G);
-  SmallVector<SmallVector<Value>> P(G, SmallVector<Value>(G));
-  for (int64_t j = 0; j < G; ++j) {
-    D[j] = j == 0 ? decay[0] : fmul(D[j - 1], decay[j]);
-    P[j][j] = cF32(1.0);
-    for (int64_t i = 0; i < j; ++i)
-      P[i][j] = fmul(P[i][j - 1], decay[j]);
-  }
-  // The scalar recurrence per row, and o.
-  SmallVector<SmallVector<Value>> u(G, SmallVector<Value>(R));
-  for (int64_t j = 0; j < G; ++j) {
-    SmallVector<Value> o(R);
-    for (int64_t r = 0; r < R; ++r) {
-      Value pred = fmul(D[j], a[j][r]);
-      for (int64_t i = 0; i < j; ++i)
-        pred = fma(fmul(P[i][j], u[i][r]), kk[i][j], pred);
-      u[j][r] = fmul(beta[j], fsub(vRows[j][r], pred));
-      Value out = fmul(D[j], bq[j][r]);
-      for (int64_t i = 0; i <= j; ++i)
-        out = fma(fmul(P[i][j], u[i][r]), kq[i][j], out);
-      o[r] = fmul(param(pScale), out);
-    }
-    auto ifActive = scf::IfOp::create(b, active[j], false);
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(ifActive.thenBlock());
-    for (int64_t r = 0; r < R; ++r)
-      storeElems(param(pO), s.ioType,
-                 vIndex(toks[j], param(pOStride), rows[r]), {o[r]});
-  }
-  // Normalised keys for the updates.
-  for (int64_t j = 0; j < G; ++j)
-    for (Value &e : k[j])
-      e = fmul(e, invK[j]);
-  // Per-step states, when asked: s_j = d_j s_(j-1) + u_j k_j.
-  {
-    auto ifSteps = scf::IfOp::create(b, steps, false);
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(ifSteps.thenBlock());
-    SmallVector<Value> cur(S);
-    for (int64_t j = 0; j < G; ++j) {
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t e = 0; e < perLane; ++e)
-          cur[r * perLane + e] =
-              fma(u[j][r], k[j][e], fmul(decay[j], cur[r * perLane + e]));
-      auto ifActive = scf::IfOp::create(b, active[j], false);
-      OpBuilder::InsertionGuard step(b);
-      b.setInsertionPointToStart(ifActive.thenBlock());
-      storeStep(tInts[j], toks[j], [&](Value dst, Value base) {
-        storeTile(dst, base, cur);
-      });
-    }
-  }
-  // The state leaving the group.
-  SmallVector<Value> next;
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t e = 0; e < perLane; ++e) {
-      Value x = fmul(D[G - 1], S[r * perLane + e]);
-      for (int64_t i = 0; i < G; ++i)
-        x = fma(fmul(P[i][G - 1], u[i][r]), k[i][e], x);
-      next.push_back(x);
-    }
-  scf::YieldOp::create(b, next);
-  return SmallVector<Value>(loop.getResults());
 }
 
 //===----------------------------------------------------------------------===//

@@ -97,9 +97,6 @@ struct DecodeTuning {
   int64_t minBlocksPerSM = 0;
   bool unswitchSteps = true; ///< separate loops with / without step stores
   int64_t dotPartials = 4;   ///< independent partial sums per dot product
-  /// vk: tokens processed together without a reduction between them
-  /// (1: token by token).
-  int64_t tokenGroup = 1;
 };
 
 /// Chooses the tiling of `spec` (see DecodeKernel.cpp for the reasoning).

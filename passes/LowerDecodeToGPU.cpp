@@ -81,7 +81,6 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
     tuning.rowsPerThread = rowsPerThread;
     tuning.unswitchSteps = unswitchSteps;
     tuning.dotPartials = dotPartials;
-    tuning.tokenGroup = tokenGroup;
     ModuleOp module = getOperation();
     ArrayAttr targets = nvvmTargets(module);
     SmallVector<func::FuncOp> decodes;

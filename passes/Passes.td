@@ -66,9 +66,7 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
     Option<"unswitchSteps", "unswitch-steps", "bool", /*default=*/"true",
            "emit the token loop with and without per-step stores">,
     Option<"dotPartials", "dot-partials", "int64_t", /*default=*/"4",
-           "independent partial sums per dot product">,
-    Option<"tokenGroup", "token-group", "int64_t", /*default=*/"1",
-           "vk: tokens advanced together without a reduction between them">
+           "independent partial sums per dot product">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
