@@ -52,3 +52,13 @@ func.func @f() attributes {delta.entry = "decode"} { return }
 
 // expected-error @+1 {{'delta.spec' must name a delta.spec}}
 func.func @f() attributes {delta.spec = "x"} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.grid_x' must be a positive integer}}
+func.func @f() attributes {delta.grid_x = 0} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.min_blocks_per_sm' must be a non-negative integer}}
+func.func @f() attributes {delta.min_blocks_per_sm = -1} { return }
