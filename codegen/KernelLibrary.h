@@ -48,6 +48,14 @@ std::string writeLibrary(llvm::StringRef dir, llvm::StringRef libName,
                          llvm::StringRef specFile,
                          const std::vector<EmittedKernel> &kernels);
 
+/// Writes <lib>_images.cpp into `dir`: every kernel's PTX embedded as a
+/// null-terminated byte array with its deltac_rt::KernelImages, so the
+/// library's sources are a fixed list that builds without running anything
+/// (the form deltac_generate_kernels() compiles; the driver compiles the
+/// PTX at first use). Returns an error message or "".
+std::string writeEmbeddedImages(llvm::StringRef dir, llvm::StringRef libName,
+                                const std::vector<EmittedKernel> &kernels);
+
 } // namespace deltac
 
 #endif // DELTAC_CODEGEN_KERNELLIBRARY_H

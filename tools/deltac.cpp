@@ -50,6 +50,12 @@ cl::opt<std::string> decodeTuning(
              "delta-lower-decode-to-gpu, e.g. \"rows-per-thread=4 "
              "prefetch=false\")"),
     cl::value_desc("options"), cl::cat(category));
+cl::opt<bool> embedImages(
+    "embed-images",
+    cl::desc("also write <lib>_images.cpp with the PTX embedded, so the "
+             "library builds from a fixed list of sources (used by "
+             "deltac_generate_kernels)"),
+    cl::cat(category));
 cl::opt<bool> printIR("print-ir",
                       cl::desc("print the IR after the deltac passes (before "
                                "PTX emission) to standard output"),
@@ -147,6 +153,8 @@ int main(int argc, char **argv) {
     std::string error =
         deltac::writeLibrary(outputDir, lib, sys::path::filename(inputFile),
                              *kernels);
+    if (error.empty() && embedImages)
+      error = deltac::writeEmbeddedImages(outputDir, lib, *kernels);
     if (!error.empty())
       return fail(error);
     outs() << "deltac: wrote library '" << lib << "' to " << outputDir
