@@ -65,6 +65,9 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.stateType = typeName(spec.getStateType());
   k.gate = spec.getGate();
   k.layout = spec.getLayout();
+  k.rule = delta::stringifyRule(spec.getRule()).str();
+  k.beta = delta::stringifyBetaForm(spec.getBeta()).str();
+  k.qkL2Norm = spec.getQkL2norm();
   return k;
 }
 } // namespace
@@ -157,7 +160,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
   for (const TemplateFile &file : templateFiles()) {
     StringRef name(file.name);
     if (!name.consume_front("runtime/"))
-      continue;
+      continue; // library.*.in, python.py.in: rendered below
     if (!writeText(path(name), file.text, error))
       return error;
   }
@@ -230,6 +233,36 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         "::decode(*args, stream));\n}\n\n";
   }
 
+  // The Python module's table: one entry per spec with decode kernels.
+  std::string pySpecs;
+  for (const std::string &spec : specs) {
+    const EmittedKernel *first = nullptr;
+    std::string dims;
+    for (const EmittedKernel &k : kernels) {
+      if (k.spec != spec || k.entry != "decode")
+        continue;
+      std::string pair =
+          "(" + std::to_string(k.k) + ", " + std::to_string(k.v) + ")";
+      if (dims.find(pair) != std::string::npos)
+        continue; // the small variant of a specialization already listed
+      if (!first)
+        first = &k;
+      dims += (dims.empty() ? "" : ", ") + pair;
+    }
+    if (!first)
+      continue;
+    pySpecs += "    dict(name=\"" + spec + "\", rule=\"" + first->rule +
+               "\", gate=\"" +
+               delta::stringifyGateForm(first->gate).str() + "\", beta=\"" +
+               first->beta + "\", l2norm=" +
+               (first->qkL2Norm ? "True" : "False") + ", io=\"" +
+               first->ioType + "\", state=\"" + first->stateType +
+               "\", layout=\"" +
+               delta::stringifyStateLayout(first->layout).str() +
+               "\", dims=[" + dims + "], max_t=" +
+               std::to_string(first->maxT) + "),\n";
+  }
+
   std::string targetList;
   for (const std::string &t : targets)
     targetList += (targetList.empty() ? "" : " ") + t;
@@ -247,12 +280,16 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
   values["DEFINITIONS"] = definitions;
   values["KERNEL_LIST"] = kernelList;
   values["TARGET_LIST"] = targetList;
+  values["SPECS"] = pySpecs;
+  values["LIB_UPPER"] = StringRef(libName).upper();
   if (!writeText(path((libName + ".h").str()),
                  substitute(getTemplate("library.h.in"), values), error) ||
       !writeText(path((libName + ".cpp").str()),
                  substitute(getTemplate("library.cpp.in"), values), error) ||
       !writeText(path("CMakeLists.txt"),
-                 substitute(getTemplate("library.cmake.in"), values), error))
+                 substitute(getTemplate("library.cmake.in"), values), error) ||
+      !writeText(path((libName + ".py").str()),
+                 substitute(getTemplate("python.py.in"), values), error))
     return error;
   return "";
 }

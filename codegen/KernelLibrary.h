@@ -29,6 +29,8 @@ struct EmittedKernel {
   int64_t k = 0, v = 0, maxT = 0, threads = 0, gridX = 0;
   int64_t minBlocksPerSM = 0; ///< dispatch: used from this many blocks/SM
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
+  std::string rule, beta;         ///< as the spec spells them
+  bool qkL2Norm = false;
   mlir::delta::GateForm gate = mlir::delta::GateForm::none;
   mlir::delta::StateLayout layout = mlir::delta::StateLayout::vk;
   std::vector<std::pair<std::string, std::string>> ptx; ///< target, text

@@ -37,6 +37,10 @@ run_tests() {
   tail -n 30 "$OUT/decode_test.log" | grep -E "^(FAIL|==|  FAILED)" || true
   "$BUILD/capture_test" > "$OUT/capture_test.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/capture_test.log"
+  # The Python module (needs torch, and FLA for the comparisons).
+  PYTHONPATH="${PYTHONPATH:-}:${FLA_DIR:-$PWD/.fla}" FLA_FLASH_QLA=0 \
+    python3 tests/gpu/test_python.py "$BUILD" "$OUT" > "$OUT/python_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==|PASS cold)" "$OUT/python_test.log" || tail -5 "$OUT/python_test.log"
   # The sm_80 PTX, forced onto this GPU (the driver compiles it).
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/decode_test" --quick > "$OUT/decode_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/decode_test_sm80.log" | sed 's/^/sm_80 PTX: /'
