@@ -258,20 +258,23 @@ protected:
   void storeStep(Value tInt, Value tok,
                  function_ref<void(Value, Value)> storeTile);
   using TokenBody = function_ref<SmallVector<Value>(
-      Value t, ArrayRef<Value> state, ArrayRef<Value> inputs, bool steps)>;
-  /// The token loop: `state` is carried, `loadInputs(tok)` loads a token's
-  /// inputs, `body(t, state, inputs, steps)` returns the next state and
-  /// writes per-step states when `steps`. The loop is emitted twice, with
-  /// and without per-step stores, chosen once per call: no per-token
-  /// branch in the common case.
-  SmallVector<Value> tokenLoops(ArrayRef<Value> state,
-                                function_ref<SmallVector<Value>(Value)>
-                                    loadInputs,
-                                TokenBody body);
+      Value t, ArrayRef<Value> state, ArrayRef<Value> inputs)>;
+  using TileStore = function_ref<void(Value dst, Value base,
+                                      ArrayRef<Value> tile)>;
+  /// Advances the thread's state tile over the call's tokens and writes the
+  /// result back to the pool: `loadInputs(tok)` loads a token's inputs,
+  /// `body(t, state, inputs)` returns the next state, `storeTile` writes a
+  /// tile at a head-state base. The loop is emitted twice, with and without
+  /// per-step stores, chosen once per call: no per-token branch in the
+  /// common case.
+  void advanceTokens(ArrayRef<Value> state,
+                     function_ref<SmallVector<Value>(Value)> loadInputs,
+                     TokenBody body, TileStore storeTile);
   SmallVector<Value> tokenLoop(ArrayRef<Value> state,
                                function_ref<SmallVector<Value>(Value)>
                                    loadInputs,
-                               TokenBody body, bool steps);
+                               TokenBody body, TileStore storeTile,
+                               bool steps);
   /// Loads `count` q or k elements of token `tok` starting at `first`.
   SmallVector<Value> loadQK(Value base, Value stride, Value tok, Value first,
                             int64_t count) {
@@ -500,26 +503,37 @@ void EmitterBase::storeStep(Value tInt, Value tok,
   LLVM::StoreOp::create(b, cI32(1), param(pErrorFlag), 4);
 }
 
-SmallVector<Value> EmitterBase::tokenLoops(
+void EmitterBase::advanceTokens(
     ArrayRef<Value> state, function_ref<SmallVector<Value>(Value)> loadInputs,
-    TokenBody body) {
-  if (!tune.unswitchSteps)
-    return tokenLoop(state, loadInputs, body, true);
-  Value steps = arith::OrIOp::create(b, notI1(isNull(param(pStepStates))),
-                                     notI1(isNull(param(pStepSlots))));
-  SmallVector<Type> types(state.size(), f32);
-  auto ifSteps = scf::IfOp::create(b, types, steps, /*withElse=*/true);
+    TokenBody body, TileStore storeTile) {
+  SmallVector<Value> final;
+  if (!tune.unswitchSteps) {
+    final = tokenLoop(state, loadInputs, body, storeTile, true);
+  } else {
+    Value steps = arith::OrIOp::create(b, notI1(isNull(param(pStepStates))),
+                                       notI1(isNull(param(pStepSlots))));
+    SmallVector<Type> types(state.size(), f32);
+    auto ifSteps = scf::IfOp::create(b, types, steps, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifSteps.thenBlock());
+      scf::YieldOp::create(
+          b, tokenLoop(state, loadInputs, body, storeTile, true));
+      b.setInsertionPointToStart(ifSteps.elseBlock());
+      scf::YieldOp::create(
+          b, tokenLoop(state, loadInputs, body, storeTile, false));
+    }
+    final.assign(ifSteps.getResults().begin(), ifSteps.getResults().end());
+  }
+  auto ifWrite = scf::IfOp::create(b, writePool, false);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifSteps.thenBlock());
-  scf::YieldOp::create(b, tokenLoop(state, loadInputs, body, true));
-  b.setInsertionPointToStart(ifSteps.elseBlock());
-  scf::YieldOp::create(b, tokenLoop(state, loadInputs, body, false));
-  return SmallVector<Value>(ifSteps.getResults());
+  b.setInsertionPointToStart(ifWrite.thenBlock());
+  storeTile(param(pState), stateBase(outSlot), final);
 }
 
 SmallVector<Value> EmitterBase::tokenLoop(
     ArrayRef<Value> state, function_ref<SmallVector<Value>(Value)> loadInputs,
-    TokenBody body, bool steps) {
+    TokenBody body, TileStore storeTile, bool steps) {
   // Every load of a token is issued together, ahead of its stores; with
   // max_t > 1 the next token's loads are issued before this token's math
   // (its index clamped to T - 1), so DRAM latency overlaps the arithmetic.
@@ -543,7 +557,12 @@ SmallVector<Value> EmitterBase::tokenLoop(
     inputs = loadInputs(token(t));
   }
   SmallVector<Value> yielded =
-      body(t, ArrayRef<Value>(args).take_front(numState), inputs, steps);
+      body(t, ArrayRef<Value>(args).take_front(numState), inputs);
+  // Per-step states (speculative decoding).
+  if (steps)
+    storeStep(t, token(t), [&](Value dst, Value base) {
+      storeTile(dst, base, yielded);
+    });
   llvm::append_range(yielded, next);
   scf::YieldOp::create(b, yielded);
   return SmallVector<Value>(loop.getResults().take_front(numState));
@@ -644,8 +663,7 @@ void VkEmitter::emit() {
       in.push_back(g);
     return in;
   };
-  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in,
-                  bool steps) {
+  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
     Value tok = token(tInt);
     SmallVector<Value> q(in.take_front(nQK)),
         k(in.slice(nQK, nQK));
@@ -678,19 +696,9 @@ void VkEmitter::emit() {
       for (int64_t e = 0; e < perLane; ++e)
         next.push_back(fma(u, k[e], fmul(decay, Sr[e])));
     }
-    // Per-step states (speculative decoding).
-    if (steps)
-      storeStep(tInt, tok, [&](Value dst, Value base) {
-        storeTile(dst, base, next);
-      });
     return next;
   };
-  SmallVector<Value> final = tokenLoops(state, loadInputs, body);
-
-  auto ifWrite = scf::IfOp::create(b, writePool, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifWrite.thenBlock());
-  storeTile(param(pState), stateBase(outSlot), final);
+  advanceTokens(state, loadInputs, body, storeTile);
 }
 
 //===----------------------------------------------------------------------===//
@@ -780,8 +788,7 @@ void KvEmitter::emit(Value shared) {
       in.push_back(g);
     return in;
   };
-  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in,
-                  bool steps) {
+  auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
     Value tok = token(tInt);
     ArrayRef<Value> q = in.take_front(nRows), k = in.slice(nRows, nRows);
     ArrayRef<Value> vals = in.slice(2 * nRows, epl);
@@ -875,18 +882,9 @@ void KvEmitter::emit(Value shared) {
       for (int64_t c = 0; c < epl; ++c)
         next.push_back(fma(kn, u[c], fmul(decay, S[r * epl + c])));
     }
-    if (steps)
-      storeStep(tInt, tok, [&](Value dst, Value base) {
-        storeTile(dst, base, next);
-      });
     return next;
   };
-  SmallVector<Value> final = tokenLoops(state, loadInputs, body);
-
-  auto ifWrite = scf::IfOp::create(b, writePool, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifWrite.thenBlock());
-  storeTile(param(pState), stateBase(outSlot), final);
+  advanceTokens(state, loadInputs, body, storeTile);
 }
 
 } // namespace

@@ -17,8 +17,23 @@ os.environ.setdefault("FLA_FLASH_QLA", "0")
 import torch
 
 import fla_harness as H
-from deltac_ctypes import Library
 from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_decode"))
+import deltac_test_decode  # noqa: E402  (the generated Python module)
+
+
+class Library:
+    """The generated module's decode entry, called as the kernels see it
+    (state updated in place, no allocation)."""
+
+    def __init__(self, path):
+        deltac_test_decode.load(path)
+        self.specs = {s["name"]: s for s in deltac_test_decode.SPECS}
+
+    def decode(self, spec, q, k, v, o, state, g, beta):
+        deltac_test_decode._library._decode(self.specs[spec], q, k, v, o, state, g, beta, None)
 
 SPEC = {"kv": "gdn_log_kv", "vk": "gdn_log"}
 
@@ -29,7 +44,7 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--batches", default="1,4,16,64,256,512")
     args = ap.parse_args()
-    lib = Library(args.lib, "deltac_test_decode")
+    lib = Library(args.lib)
     rows = []
     dev = torch.cuda.get_device_name()
 

@@ -11,8 +11,24 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 import torch
 
+import importlib.util
+
 import fla_harness as H
-from deltac_ctypes import Library
+
+
+class Library:
+    """A variant's generated Python module (VARIANTS/<name>/<name>.py)."""
+
+    def __init__(self, root, name):
+        sys.path.insert(0, os.path.join(root, name))  # for its deltac_torch
+        spec = importlib.util.spec_from_file_location(name, os.path.join(root, name, f"{name}.py"))
+        self.module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.module)
+        self.module.load(os.path.join(root, "build", name, f"lib{name}.so"))
+        self.specs = {s["name"]: s for s in self.module.SPECS}
+
+    def decode(self, spec, q, k, v, o, state, g, beta):
+        self.module._library._decode(self.specs[spec], q, k, v, o, state, g, beta, None)
 
 
 def main():
@@ -27,7 +43,7 @@ def main():
     print("variant  " + " | ".join(f"T={t} B={b:<3d}" for t, b in shapes) + " | options")
     for v in variants:
         name, opts = v[0], (v[1] if len(v) > 1 else "")
-        lib = Library(os.path.join(root, "build", name, f"lib{name}.so"), name)
+        lib = Library(root, name)
         agree = []
         cq, ck, cv, cg, cbeta, ch0 = check
         for spec, pool in (("gdn_log", ch0.transpose(-1, -2).contiguous()), ("gdn_log_kv", ch0.clone())):
