@@ -3,8 +3,9 @@
 // The decode kernel advances one state per (batch row, value head) by T <=
 // max_t tokens in a single pass over the state: every state element is read
 // once, kept in registers for all T tokens and written once. This header
-// fixes its ABI (the parameter list the host wrapper fills) and its tiling,
-// so the lowering and the wrapper emitter agree by construction.
+// fixes its ABI (the parameter list the host runtime fills, in
+// templates/runtime/deltac_decode.cpp; tests/unit/DecodeAbiTest.cpp checks
+// that both list the same parameters in the same order) and its tiling.
 //
 //===----------------------------------------------------------------------===//
 

@@ -33,6 +33,11 @@ struct DecodeVariant {
 deltac::Status runDecode(const DecodeVariant *variants, int count,
                          const deltac_decode_args &args, void *stream);
 
+/// The kernel parameters runDecode passes, by name, in order (the compiler's
+/// list is decodeKernelParams() in passes/DecodeKernel.h; a unit test
+/// compares the two).
+const char *const *decodeParamNames(int *count);
+
 /// Records `status.message` as the calling thread's last error (extern "C").
 int setLastError(const deltac::Status &status);
 const char *lastError();

@@ -212,6 +212,19 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   return {};
 }
 
+const char *const *decodeParamNames(int *count) {
+  // The order of `params` in runDecode.
+  static const char *const names[] = {
+      "q",     "k",       "v",           "g",          "beta",
+      "A_log", "dt_bias", "o",           "state",      "in_idx",
+      "out_idx", "step_states", "error_flag", "T",     "H",
+      "HV",    "slots",   "q_stride",    "k_stride",   "v_stride",
+      "o_stride", "scale", "flags",      "step_slots", "num_accepted",
+      "step_slots_stride"};
+  *count = sizeof(names) / sizeof(names[0]);
+  return names;
+}
+
 namespace {
 thread_local std::string lastErrorText;
 }
