@@ -92,10 +92,13 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   for (int i = 0; i < count; ++i) {
     if (variants[i].K == a.K && variants[i].V == a.V && !variant)
       variant = &variants[i];
-    std::string dims = std::to_string(variants[i].K) + "x" +
-                       std::to_string(variants[i].V);
-    if (available.find(dims) == std::string::npos)
-      available += (available.empty() ? "" : ", ") + dims;
+    // Variants of one (K, V) are adjacent in the table: list each pair once.
+    if (i > 0 && variants[i - 1].K == variants[i].K &&
+        variants[i - 1].V == variants[i].V)
+      continue;
+    available += (available.empty() ? "" : ", ") +
+                 std::to_string(variants[i].K) + "x" +
+                 std::to_string(variants[i].V);
   }
   if (!variant)
     return {DELTAC_UNSUPPORTED, "K = " + std::to_string(a.K) + ", V = " +
@@ -173,7 +176,8 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
     if (deltac::Status s = checkIndices(a, slotStride, stream); !s.ok())
       return s;
 
-  // Parameter order: passes/DecodeKernel.h, decodeKernelParams().
+  // Parameter order: decodeKernelParams() in passes/DecodeKernel.h, named
+  // in decodeParamNames() below (a unit test compares the two).
   const void *q = a.q, *k = a.k, *vp = a.v, *g = a.g, *beta = a.beta,
              *aLog = a.A_log, *dtBias = a.dt_bias, *o = a.o, *state = a.state,
              *inIdx = a.initial_state_indices,
