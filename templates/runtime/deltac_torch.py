@@ -54,6 +54,13 @@ def _check_cuda(name, t, device):
         raise ValueError(f"{name} is on {t.device}, expected {device} (the device of q)")
 
 
+def _check_gpu_q(q):
+    if not isinstance(q, torch.Tensor) or not q.is_cuda:
+        raise ValueError(f"q must be a CUDA tensor, got {getattr(q, 'device', type(q).__name__)}")
+    if q.dim() != 4:
+        raise ValueError(f"q must be [B, T, H, K], got shape {tuple(q.shape)}")
+
+
 def _token_major(name, t, B, T, heads, dim):
     """A [B, T, heads, dim] tensor whose tokens are evenly spaced rows of
     contiguous heads (a view of a fused projection qualifies): returns
@@ -162,7 +169,7 @@ class Library:
         (o, final_state or None); the state layout is [N, HV, K, V], or
         [N, HV, V, K] with state_v_first=True. Arguments FLA accepts that
         carry no meaning here are ignored."""
-        _check_cuda("q", q, q.device)
+        _check_gpu_q(q)
         for name, t in (("k", k), ("v", v), ("g", g)):
             _check_cuda(name, t, q.device)
         if q.dim() != 4 or v.dim() != 4:
@@ -219,7 +226,7 @@ class Library:
         ssm_state_indices [B, T] with num_accepted_tokens [B] is vLLM's
         speculative form. error_flag (int32 [1]) is set to 1 by the kernel
         on an index >= slots. Returns o [B, T, HV, V]."""
-        _check_cuda("q", q, q.device)
+        _check_gpu_q(q)
         for name, t in (("k", k), ("v", v), ("a", a), ("b", b), ("A_log", A_log),
                         ("dt_bias", dt_bias), ("state", state)):
             _check_cuda(name, t, q.device)
