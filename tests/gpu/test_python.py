@@ -117,6 +117,8 @@ raises("T > max_t", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
     use_qk_l2norm_in_kernel=True), "exceeds max_t = 8")
 raises("CPU tensor", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
     qq, kk.cpu(), vv, g=gg, use_qk_l2norm_in_kernel=True), "k is on cpu")
+raises("q on the CPU", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+    qq.cpu(), kk, vv, g=gg, use_qk_l2norm_in_kernel=True), "q must be a CUDA tensor")
 raises("g shape", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
     qq, kk, vv, g=gg[:, :, :4], use_qk_l2norm_in_kernel=True), "g has shape")
 raises("state layout", lambda: gdn_decode.gated_delta_rule_decode(
