@@ -76,13 +76,15 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
     while (t.warps > 1 && spec.k % (groupsPerWarp * t.warps) != 0)
       t.warps /= 2;
     t.rowsPerThread = spec.k / (groupsPerWarp * t.warps);
-    if (tuning.rowsPerThread > 0 && tuning.rowsPerThread < t.rowsPerThread &&
-        t.rowsPerThread % tuning.rowsPerThread == 0) {
-      // Fewer rows per thread: more warps, up to 32 per block.
-      while (t.rowsPerThread > tuning.rowsPerThread && t.warps < 32) {
-        t.rowsPerThread /= 2;
-        t.warps *= 2;
-      }
+    // An override trades rows per thread for warps per block (1 to 32).
+    while (tuning.rowsPerThread > 0 && t.rowsPerThread > tuning.rowsPerThread &&
+           t.rowsPerThread % 2 == 0 && t.warps < 32) {
+      t.rowsPerThread /= 2;
+      t.warps *= 2;
+    }
+    while (tuning.rowsPerThread > t.rowsPerThread && t.warps % 2 == 0) {
+      t.rowsPerThread *= 2;
+      t.warps /= 2;
     }
     return t;
   }
