@@ -626,6 +626,9 @@ void VkEmitter::emit() {
       storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), row),
                  {cF32(0.0)});
   });
+  // The mapping is emitted again for the valid branch rather than once
+  // before the branch: hoisting it lengthens live ranges and made sm_80
+  // kernels spill (ctest ptxas_generated_kernels caught it).
   rows.clear();
   setupRows();
 
@@ -750,7 +753,8 @@ void KvEmitter::emit(Value shared) {
     storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), column0),
                SmallVector<Value>(epl, cF32(0.0)));
   });
-  setup();
+  setup(); // again for the valid branch: see VkEmitter::emit
+
 
   auto pieceIndex = [&](Value base, Value keyRow) {
     return add(add(base, mul(keyRow, cI64(s.v))), column0);
