@@ -1,8 +1,9 @@
 //===- DeltaOps.td - delta dialect operations -----------------*- tablegen -*-===//
 //
-// Three groups of ops: the spec (what a library holds), the sequence level
+// Four groups of ops: the spec (what a library holds), the sequence level
 // (the recurrence on whole sequences and the elementwise preparation of its
-// inputs) and the preparation for chunking.
+// inputs), the preparation for chunking, and the chunk level
+// (DeltaChunkOps.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -276,5 +277,7 @@ def Delta_ChunkedRecurrenceOp : Delta_Op<"chunked_recurrence",
   }];
   let hasVerifier = 1;
 }
+
+include "dialect/DeltaChunkOps.td"
 
 #endif // DELTA_OPS_TD

@@ -106,4 +106,40 @@ def DeltaPrepareChunking : Pass<"delta-prepare-chunking",
   ];
 }
 
+def DeltaChunk : Pass<"delta-chunk", "::mlir::func::FuncOp"> {
+  let summary = "rewrite chunked recurrences into loops of chunk-level ops";
+  let description = [{
+    Replaces each `delta.chunked_recurrence` by `scf.for` loops over
+    sequences (the `cu_seqlens` segments, or the batch rows) and value heads
+    around a loop over the chunks of one sequence that carries the [K, V]
+    f32 state. Per chunk: `chunk_load` of q, k (head hv / (HV / H)), v, beta
+    and the summed decays (edge-padded), `chunk_kkt`, `solve_tril`,
+    `chunk_wy`, `chunk_residual`, `chunk_output`, `chunk_state_step` and
+    `chunk_store` of the outputs; `state_load` / `state_store` translate
+    the initial and final states from and to their layout. The result is
+    target-independent: `delta-chunk-to-linalg` runs it on the CPU.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def DeltaChunkToLinalg : Pass<"delta-chunk-to-linalg", "::mlir::func::FuncOp"> {
+  let summary = "lower chunk-level IR to linalg, scf and tensor for the CPU";
+  let description = [{
+    Rewrites every delta op left after `delta-chunk` (chunk math, chunk and
+    state movers, and the sequence-level preparation ops) into
+    `linalg.generic`, `scf.for`, `tensor`, `arith` and `math` on tensors,
+    term by term from the op definitions. With upstream bufferization and
+    LLVM lowering (the `delta-cpu-pipeline`) the chunk IR runs on the CPU,
+    which is how CI checks the chunking math against the fp64 reference.
+    A delta op it does not know (e.g. `delta.recurrence`) is an error.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // DELTAC_PASSES_TD

@@ -4,9 +4,21 @@
 
 #include "dialect/DeltaOps.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -29,7 +41,16 @@ void deltac::registerDialects(mlir::DialectRegistry &registry) {
                   mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
                   mlir::math::MathDialect, mlir::NVVM::NVVMDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect,
-                  mlir::vector::VectorDialect>();
+                  mlir::vector::VectorDialect, mlir::linalg::LinalgDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::memref::MemRefDialect>();
+  // Running the chunk IR on the CPU bufferizes these dialects' tensor ops.
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
   // Lowering to LLVM goes through the ConvertToLLVM interfaces; turning a
   // gpu.module into PTX needs the NVVM target and the LLVM IR translations.
   mlir::registerAllExtensions(registry);
@@ -42,4 +63,8 @@ void deltac::registerPasses() {
   mlir::registerTransformsPasses(); // canonicalize, cse, symbol-dce, ...
   mlir::registerConversionPasses(); // convert-gpu-to-nvvm, scf-to-cf, ...
   mlir::registerGPUPasses();        // nvvm-attach-target, module-to-binary
+  mlir::bufferization::registerBufferizationPasses();
+  mlir::registerLinalgPasses();
+  mlir::memref::registerMemRefPasses();
+  mlir::delta::registerDeltacPipelines();
 }

@@ -1,0 +1,174 @@
+//===- ChunkRecurrence.cpp - the recurrence as a loop of chunk ops -*- C++ -*-===//
+//
+// `delta-chunk` rewrites `delta.chunked_recurrence` into the chunk level of
+// DESIGN.md: a loop over sequences and value heads whose body walks the
+// chunks of one sequence in order, carrying the [K, V] f32 state. Each chunk
+// loads its tokens (padded to C rows), builds the transition I + L, inverts
+// it, forms the WY factors, corrects the values by what the entering state
+// predicts, emits the outputs and steps the state. Only the state is carried
+// from chunk to chunk; everything else is a function of the chunk alone,
+// which is what lets a lowering run chunks in parallel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/DeltaOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::delta {
+#define GEN_PASS_DEF_DELTACHUNK
+#include "passes/Passes.h.inc"
+
+namespace {
+/// An empty tensor of `type` given the size of every dim; only the sizes
+/// of dynamic dims are used.
+Value emptyLike(OpBuilder &b, Location loc, RankedTensorType type,
+                ArrayRef<Value> sizes) {
+  SmallVector<Value> dyn;
+  for (auto [i, size] : llvm::enumerate(sizes))
+    if (type.isDynamicDim(i))
+      dyn.push_back(size);
+  return tensor::EmptyOp::create(b, loc, type, dyn);
+}
+
+Value dim(OpBuilder &b, Location loc, Value tensor, int64_t i) {
+  return tensor::DimOp::create(b, loc, tensor, i);
+}
+
+Value cst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// A sequence-level value read at (tensor, index) as an index.
+Value readIndex(OpBuilder &b, Location loc, Value tensor, Value i) {
+  Value x = tensor::ExtractOp::create(b, loc, tensor, ValueRange{i});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
+}
+
+LogicalResult chunk(ChunkedRecurrenceOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto f32 = b.getF32Type();
+  auto qType = cast<RankedTensorType>(op.getQ().getType());
+  auto vType = cast<RankedTensorType>(op.getV().getType());
+  auto oType = cast<RankedTensorType>(op.getO().getType());
+  auto sType = cast<RankedTensorType>(op.getFinalState().getType());
+  int64_t C = op.getChunkSize(), K = qType.getDimSize(3),
+          V = vType.getDimSize(3);
+  if (ShapedType::isDynamic(K) || ShapedType::isDynamic(V))
+    return op.emitError("delta-chunk needs static K and V");
+  StateLayout layout = op.getLayout();
+  Value gamma = op.getGamma();
+  bool perChannel =
+      gamma && cast<RankedTensorType>(gamma.getType()).getRank() == 4;
+
+  auto rowsK = RankedTensorType::get({C, K}, f32);
+  auto rowsV = RankedTensorType::get({C, V}, f32);
+  auto col = RankedTensorType::get({C}, f32);
+  auto square = RankedTensorType::get({C, C}, f32);
+  auto state = RankedTensorType::get({K, V}, f32);
+  Type gammaType = perChannel ? Type(rowsK) : Type(col);
+
+  Value zero = cst(b, loc, 0), one = cst(b, loc, 1), cC = cst(b, loc, C);
+  Value q = op.getQ(), k = op.getK(), v = op.getV(), beta = op.getBeta();
+  Value cu = op.getCuSeqlens();
+  // Sequences: cu_seqlens segments of batch row 0, or the B rows.
+  Value numSeqs = cu ? arith::SubIOp::create(b, loc, dim(b, loc, cu, 0), one)
+                           .getResult()
+                     : dim(b, loc, q, 0);
+  Value numTokens = dim(b, loc, q, 1);
+  Value heads = dim(b, loc, q, 2), valueHeads = dim(b, loc, v, 2);
+  Value group = arith::DivUIOp::create(b, loc, valueHeads, heads);
+
+  Value o0 = emptyLike(b, loc, oType,
+                       {dim(b, loc, v, 0), numTokens, valueHeads});
+  Value s0 = emptyLike(b, loc, sType, {numSeqs, valueHeads});
+  Value zeroState = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(state, b.getF32FloatAttr(0.0f)));
+
+  auto seqLoop = scf::ForOp::create(
+      b, loc, zero, numSeqs, one, ValueRange{o0, s0},
+      [&](OpBuilder &b, Location loc, Value n, ValueRange seqIter) {
+        Value row = cu ? zero : n;
+        Value bos = zero, eos = numTokens;
+        if (cu) {
+          bos = readIndex(b, loc, cu, n);
+          eos = readIndex(b, loc, cu, arith::AddIOp::create(b, loc, n, one));
+        }
+        Value len = arith::SubIOp::create(b, loc, eos, bos);
+        Value numChunks = arith::CeilDivUIOp::create(b, loc, len, cC);
+        auto headLoop = scf::ForOp::create(
+            b, loc, zero, valueHeads, one, seqIter,
+            [&](OpBuilder &b, Location loc, Value hv, ValueRange headIter) {
+              Value h = arith::DivUIOp::create(b, loc, hv, group);
+              Value entering =
+                  op.getInitialState()
+                      ? StateLoadOp::create(b, loc, state,
+                                            op.getInitialState(), n, hv,
+                                            layout)
+                            .getResult()
+                      : zeroState;
+              auto chunkLoop = scf::ForOp::create(
+                  b, loc, zero, numChunks, one,
+                  ValueRange{entering, headIter[0]},
+                  [&](OpBuilder &b, Location loc, Value c, ValueRange it) {
+                    Value s = it[0];
+                    Value t0 = arith::AddIOp::create(
+                        b, loc, bos, arith::MulIOp::create(b, loc, c, cC));
+                    Value rows = arith::MinUIOp::create(
+                        b, loc, cC, arith::SubIOp::create(b, loc, eos, t0));
+                    auto load = [&](Type type, Value src, Value head,
+                                    bool edge = false) -> Value {
+                      auto ld = ChunkLoadOp::create(b, loc, type, src, row,
+                                                    t0, head, rows);
+                      if (edge)
+                        ld.setEdge(true);
+                      return ld;
+                    };
+                    Value qc = load(rowsK, q, h), kc = load(rowsK, k, h);
+                    Value vc = load(rowsV, v, hv), bc = load(col, beta, hv);
+                    Value gc =
+                        gamma ? load(gammaType, gamma, hv, /*edge=*/true)
+                              : Value();
+                    Value l = ChunkKktOp::create(b, loc, square, kc, bc, gc);
+                    Value a = SolveTrilOp::create(b, loc, square, l);
+                    auto wy = ChunkWyOp::create(b, loc, rowsK, rowsV, a, kc,
+                                                vc, bc, gc);
+                    Value vn = ChunkResidualOp::create(
+                        b, loc, rowsV, wy.getU(), wy.getW(), s);
+                    Value oc = ChunkOutputOp::create(b, loc, rowsV, qc, kc, vn,
+                                                     s, op.getScale(), gc);
+                    Value next =
+                        ChunkStateStepOp::create(b, loc, state, s, kc, vn, gc);
+                    Value o = ChunkStoreOp::create(b, loc, oType, oc, it[1], row, t0,
+                                                   hv, rows);
+                    scf::YieldOp::create(b, loc, ValueRange{next, o});
+                  });
+              Value leaving = chunkLoop.getResult(0);
+              Value sf = StateStoreOp::create(b, loc, sType, leaving, headIter[1], n,
+                                              hv, layout);
+              scf::YieldOp::create(b, loc,
+                                   ValueRange{chunkLoop.getResult(1), sf});
+            });
+        scf::YieldOp::create(b, loc, headLoop.getResults());
+      });
+  op->replaceAllUsesWith(seqLoop.getResults());
+  op->erase();
+  return success();
+}
+
+struct ChunkRecurrence : impl::DeltaChunkBase<ChunkRecurrence> {
+  void runOnOperation() override {
+    SmallVector<ChunkedRecurrenceOp> work;
+    getOperation()->walk([&](ChunkedRecurrenceOp op) { work.push_back(op); });
+    for (ChunkedRecurrenceOp op : work)
+      if (failed(chunk(op)))
+        return signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::delta

@@ -1,0 +1,23 @@
+// RUN: deltac-opt %s --delta-spec-to-chunk | FileCheck %s --check-prefix=CHUNK
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-cpu-pipeline | FileCheck %s
+
+// A spec all the way to the LLVM dialect for the CPU, the path
+// tests/unit/ChunkCpuTest.cpp JIT-runs against the fp64 reference.
+delta.spec @qwen rule = gated dims = [32x32] io = bf16 state = f32
+    layout = vk gate = raw beta = sigmoid l2norm chunk = 16 entries = [prefill]
+
+// CHUNK-LABEL: func.func @qwen_k32_v32_prefill
+// CHUNK: delta.l2norm
+// CHUNK: delta.gate_from_raw
+// CHUNK: delta.beta_sigmoid
+// CHUNK: delta.chunk_cumsum
+// CHUNK: delta.chunk_kkt
+// CHUNK: delta.solve_tril
+// CHUNK: delta.chunk_state_step
+// CHUNK-NOT: delta.chunked_recurrence
+
+// CHECK: llvm.func @qwen_k32_v32_prefill(
+// CHECK-NOT: = delta.
+// CHECK-NOT: = linalg.
+// CHECK-NOT: = tensor.
+// CHECK: llvm.intr.exp
