@@ -43,10 +43,13 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
                         delta::DeltaDialect::kEntryAttrName)
                     .getValue())
                 .str();
-  auto integer = [&](StringRef name) {
-    return func->getAttrOfType<IntegerAttr>(name).getInt();
+  auto integer = [&](StringRef name) -> int64_t {
+    auto attr = func->getAttrOfType<IntegerAttr>(name);
+    return attr ? attr.getInt() : 0;
   };
   k.maxT = integer(delta::DeltaDialect::kMaxTAttrName);
+  k.chunk = integer(delta::DeltaDialect::kChunkSizeAttrName);
+  k.smem = integer(delta::DeltaDialect::kDynamicSmemAttrName);
   k.threads = integer(delta::DeltaDialect::kBlockThreadsAttrName);
   k.gridX = integer(delta::DeltaDialect::kGridXAttrName);
   k.minBlocksPerSM = integer(delta::DeltaDialect::kMinBlocksPerSMAttrName);
@@ -231,6 +234,83 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         "\"args must not be null\"});\n"
         "  return deltac_rt::setLastError(" + libName.str() + "::" + spec +
         "::decode(*args, stream));\n}\n\n";
+  }
+
+  // Prefill: one variant per (K, V), made of its three kernels.
+  for (const std::string &spec : specs) {
+    std::string variants;
+    int64_t count = 0;
+    for (const EmittedKernel &k : kernels) {
+      if (k.spec != spec || k.entry != "prefill" ||
+          !StringRef(k.name).ends_with("_prep"))
+        continue;
+      std::string base = StringRef(k.name).drop_back(5).str();
+      auto part = [&](StringRef suffix) -> const EmittedKernel * {
+        for (const EmittedKernel &p : kernels)
+          if (p.name == base + suffix.str())
+            return &p;
+        return nullptr;
+      };
+      const EmittedKernel *chunks = part("_chunks"), *recur = part("_recur");
+      if (!chunks || !recur)
+        continue;
+      ++count;
+      variants += "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) +
+                  ", " + std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) +
+                  ", " + dtypeEnum(k.stateType) + ", " + gateKind(k.gate) +
+                  ", " +
+                  (k.layout == delta::StateLayout::vk ? "true" : "false") +
+                  ", " + std::to_string(k.threads) + ", " +
+                  std::to_string(recur->gridX) + ", " +
+                  std::to_string(k.smem) + ", " + std::to_string(chunks->smem) +
+                  ", " + std::to_string(recur->smem) + ", &" + k.name +
+                  "_kernel, &" + chunks->name + "_kernel, &" + recur->name +
+                  "_kernel},\n";
+    }
+    if (count == 0)
+      continue;
+    std::string cName = libName.str() + "_" + spec + "_prefill";
+    std::string table = spec + "_prefill_variants";
+    std::string ns = libName.str() + "::" + spec;
+    cxxDecls += "namespace " + spec + " {\n"
+                "/// Chunked prefill for spec @" + spec +
+                "; dispatches on args.K and args.V.\n"
+                "deltac::Status prefill(const deltac_prefill_args &args, "
+                "void *stream);\n"
+                "/// Workspace bytes prefill needs for T tokens in N sequences "
+                "over HV heads\n/// (-1: no specialization for K, V).\n"
+                "int64_t prefill_workspace_bytes(int64_t K, int64_t V, "
+                "int64_t T, int64_t N, int64_t HV);\n} // namespace " + spec +
+                "\n";
+    cDecls += "/* spec @" + spec + ": chunked prefill; returns DELTAC_OK or a "
+              "code; see " + libName.str() + "_last_error(). */\nint " + cName +
+              "(const deltac_prefill_args *args, void *stream);\n"
+              "int64_t " + cName + "_workspace_bytes(int64_t K, int64_t V, "
+              "int64_t T, int64_t N, int64_t HV);\n";
+    definitions +=
+        "namespace {\nconst deltac_rt::PrefillVariant " + table +
+        "[] = {\n" + variants + "};\n} // namespace\n\n" +
+        "deltac::Status " + ns +
+        "::prefill(const deltac_prefill_args &args, void *stream) {\n"
+        "  return deltac_rt::runPrefill(" + table + ", " +
+        std::to_string(count) + ", args, stream);\n}\n\n"
+        "int64_t " + ns + "::prefill_workspace_bytes(int64_t K, int64_t V, "
+        "int64_t T, int64_t N, int64_t HV) {\n"
+        "  deltac::Status status;\n"
+        "  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(" +
+        table + ", " + std::to_string(count) + ", K, V, status);\n"
+        "  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;\n}\n\n"
+        "extern \"C\" int " + cName +
+        "(const deltac_prefill_args *args, void *stream) {\n"
+        "  if (!args)\n"
+        "    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "
+        "\"args must not be null\"});\n"
+        "  return deltac_rt::setLastError(" + ns +
+        "::prefill(*args, stream));\n}\n\n"
+        "extern \"C\" int64_t " + cName +
+        "_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, "
+        "int64_t HV) {\n  return " + ns +
+        "::prefill_workspace_bytes(K, V, T, N, HV);\n}\n\n";
   }
 
   // The Python module's table: one entry per spec with decode kernels.

@@ -25,8 +25,10 @@ namespace deltac {
 struct EmittedKernel {
   std::string name;  ///< the kernel symbol, e.g. gdn_k128_v128_decode
   std::string spec;  ///< the delta.spec it implements
-  std::string entry; ///< "decode" (prefill later)
+  std::string entry; ///< "decode" or "prefill"
   int64_t k = 0, v = 0, maxT = 0, threads = 0, gridX = 0;
+  int64_t chunk = 0; ///< prefill: chunk size
+  int64_t smem = 0;  ///< dynamic shared memory bytes at launch
   int64_t minBlocksPerSM = 0; ///< dispatch: used from this many blocks/SM
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
   std::string rule, beta;         ///< as the spec spells them

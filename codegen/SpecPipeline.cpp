@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -68,6 +69,10 @@ LogicalResult deltac::expandSpecs(ModuleOp module,
   pm.addPass(std::move(decode));
   pm.addPass(delta::createDeltaNormalizeOptions());
   pm.addNestedPass<func::FuncOp>(delta::createDeltaPrepareChunking());
+  // Prefill: the chunk-level IR, then its GPU kernels.
+  pm.addNestedPass<func::FuncOp>(delta::createDeltaChunk());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addPass(delta::createDeltaLowerPrefillToGPU());
   return pm.run(module);
 }
 

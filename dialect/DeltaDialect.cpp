@@ -129,11 +129,16 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == kChunkSizeAttrName || name == kMaxTAttrName ||
       name == kBlockThreadsAttrName || name == kRowsPerBlockAttrName ||
-      name == kGridXAttrName || name == kMinBlocksPerSMAttrName) {
+      name == kGridXAttrName || name == kMinBlocksPerSMAttrName ||
+      name == kDynamicSmemAttrName) {
     auto number = dyn_cast<IntegerAttr>(value);
-    if (!number || number.getInt() < (name == kMinBlocksPerSMAttrName ? 0 : 1))
+    if (!number || number.getInt() < (name == kMinBlocksPerSMAttrName ||
+                                           name == kDynamicSmemAttrName
+                                       ? 0
+                                       : 1))
       return op->emitError() << "'" << name << "' must be a "
-                             << (name == kMinBlocksPerSMAttrName
+                             << (name == kMinBlocksPerSMAttrName ||
+                                         name == kDynamicSmemAttrName
                                      ? "non-negative"
                                      : "positive")
                              << " integer";

@@ -47,6 +47,9 @@ def Delta_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGridXAttrName = "delta.grid_x";
     static constexpr ::llvm::StringLiteral kMinBlocksPerSMAttrName =
         "delta.min_blocks_per_sm";
+    /// Bytes of dynamic shared memory a kernel launches with.
+    static constexpr ::llvm::StringLiteral kDynamicSmemAttrName =
+        "delta.dynamic_smem";
     /// Argument attribute naming each function argument for the host API.
     static constexpr ::llvm::StringLiteral kArgNameAttrName = "delta.name";
   }];

@@ -142,4 +142,31 @@ def DeltaChunkToLinalg : Pass<"delta-chunk-to-linalg", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def DeltaLowerPrefillToGPU : Pass<"delta-lower-prefill-to-gpu",
+                                  "::mlir::ModuleOp"> {
+  let summary = "lower chunk-level prefill functions to tensor-core kernels";
+  let description = [{
+    Replaces every prefill function (`delta.entry = prefill`) that
+    `delta-chunk` has rewritten by a `gpu.module` with three kernels
+    (passes/PrefillKernel.h): `_prep` (chunk offsets from cu_seqlens on the
+    device), `_chunks` (per chunk and value head, in parallel: the inputs'
+    preparation, chunk_cumsum, chunk_kkt, solve_tril, chunk_wy and the
+    intra-chunk part of chunk_output) and `_recur` (per sequence, value head
+    and V tile: chunk_residual, chunk_output and chunk_state_step from chunk
+    to chunk, the state in fp32 registers). Products are mma.sync m16n8k16
+    with bf16 operands and fp32 accumulation. The options are read from the
+    chunk IR (rule, gate and beta forms, L2 norm, layout, C, K, V).
+    Per-channel decays (`kda`) are not lowered yet.
+  }];
+  let options = [
+    Option<"valueTile", "value-tile", "int64_t", /*default=*/"0",
+           "V columns per recur block (0: 32)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // DELTAC_PASSES_TD

@@ -66,6 +66,53 @@ typedef struct deltac_decode_args {
   const int32_t *num_accepted_tokens;
 } deltac_decode_args;
 
+/* One prefill call: N sequences packed into T tokens (B = 1), chunked.
+ * Token-major tensors as for decode: q, k [T, q_stride / k_stride, head h at
+ * h*K]; v, o [T, v_stride / o_stride, head hv at hv*V]; g, beta [T, HV].
+ * cu_seqlens [N + 1] (int32, or int64 with cu_seqlens_i64) lives on the
+ * device: 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = T is checked by the
+ * kernels (error_flag) and, with debug_checks, on the host. Null cu_seqlens:
+ * N sequences of T / N tokens. States: initial_state / final_state are
+ * [rows, HV, V, K] (vk) or [rows, HV, K, V] with rows = slots; sequence n
+ * uses row initial_state_indices[n] / output_state_indices[n] (null: row n;
+ * output null: the row read); a negative index skips the read (zeros) or
+ * the write; an index >= slots does too and raises error_flag. Either state
+ * may be null (zeros / not written). The workspace (prefill_workspace_bytes)
+ * is scratch owned by the caller; calls on different streams need their
+ * own. */
+typedef struct deltac_prefill_args {
+  int64_t K, V;   /* head dims: select the specialization */
+  int64_t T, N;   /* total tokens, sequences */
+  int64_t H, HV;  /* query/key heads and value heads, HV % H == 0 */
+  deltac_dtype io_dtype;
+  deltac_dtype state_dtype;
+  const void *q;
+  int64_t q_stride;
+  const void *k;
+  int64_t k_stride;
+  const void *v;
+  int64_t v_stride;
+  void *o;
+  int64_t o_stride;
+  const void *g;        /* log g (f32), alpha (f32) or raw a (io dtype) */
+  const void *beta;     /* beta or its logits b (io dtype) */
+  const float *A_log;   /* [HV], raw gates only */
+  const float *dt_bias; /* [HV], raw gates only */
+  const void *initial_state;
+  void *final_state;
+  int64_t slots;        /* rows of the state tensors (0: N) */
+  const int32_t *initial_state_indices; /* [N] or null */
+  const int32_t *output_state_indices;  /* [N] or null */
+  const void *cu_seqlens;
+  int32_t cu_seqlens_i64;
+  void *workspace;
+  int64_t workspace_bytes;
+  int32_t *error_flag;  /* device int32, set to 1 on bad device data */
+  float scale;
+  int32_t debug_checks; /* nonzero: check cu_seqlens and indices on the
+                           host (synchronises: not for CUDA graphs) */
+} deltac_prefill_args;
+
 #ifdef __cplusplus
 } /* extern "C" */
 

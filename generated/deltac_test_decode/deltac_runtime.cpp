@@ -28,10 +28,12 @@ using Fn_cuMemcpyDtoHAsync = CUresult (*)(void *, unsigned long long, size_t,
                                           void *);
 using Fn_cuStreamSynchronize = CUresult (*)(void *);
 using Fn_cuThreadExchangeStreamCaptureMode = CUresult (*)(int *);
+using Fn_cuKernelSetAttribute = CUresult (*)(int, int, void *, CUdevice);
 constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
 
 constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kAttrMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr int kAttrSMs = 16;   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 
 struct Driver {
@@ -45,6 +47,7 @@ struct Driver {
   Fn_cuLibraryLoadData cuLibraryLoadData = nullptr;
   Fn_cuLibraryGetKernel cuLibraryGetKernel = nullptr;
   Fn_cuLaunchKernel cuLaunchKernel = nullptr;
+  Fn_cuKernelSetAttribute cuKernelSetAttribute = nullptr;
   Fn_cuMemcpyDtoHAsync cuMemcpyDtoHAsync = nullptr;
   Fn_cuStreamSynchronize cuStreamSynchronize = nullptr;
   Fn_cuThreadExchangeStreamCaptureMode cuThreadExchangeStreamCaptureMode =
@@ -79,6 +82,8 @@ const Driver &driver() {
         !bind(handle, "cuLibraryLoadData", d.cuLibraryLoadData, d.error) ||
         !bind(handle, "cuLibraryGetKernel", d.cuLibraryGetKernel, d.error) ||
         !bind(handle, "cuLaunchKernel", d.cuLaunchKernel, d.error) ||
+        !bind(handle, "cuKernelSetAttribute", d.cuKernelSetAttribute,
+              d.error) ||
         !bind(handle, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync, d.error) ||
         !bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, d.error) ||
         !bind(handle, "cuThreadExchangeStreamCaptureMode",
@@ -200,13 +205,29 @@ bool Kernel::load(std::string *error) {
 
 bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
                     unsigned blockX, void *stream, void **args,
-                    std::string *error) {
+                    std::string *error, unsigned sharedBytes) {
   if (!kernel && !load(error))
     return false;
+  if (sharedBytes > 48 * 1024) {
+    // Above 48 KiB of dynamic shared memory a kernel must opt in, per
+    // device (cheap; not a stream operation, so capture-safe).
+    const Driver &d = driver();
+    CUdevice device = 0;
+    CUresult rc = d.cuCtxGetDevice(&device);
+    if (rc == 0)
+      rc = d.cuKernelSetAttribute(kAttrMaxDynamicShared, (int)sharedBytes,
+                                  kernel, device);
+    if (rc != 0) {
+      *error = describe(rc, (std::string("raising the shared memory of ") +
+                             images.name).c_str());
+      return false;
+    }
+  }
   // A CUkernel may be passed where a CUfunction is expected (CUDA 12+); the
   // driver loads it into the current context on first use.
   CUresult rc = driver().cuLaunchKernel(kernel, gridX, gridY, gridZ, blockX,
-                                        1, 1, 0, stream, args, nullptr);
+                                        1, 1, sharedBytes, stream, args,
+                                        nullptr);
   if (rc != 0) {
     *error = describe(rc, (std::string("launching ") + images.name).c_str());
     return false;

@@ -40,10 +40,11 @@ public:
   /// later call tries again.
   bool load(std::string *error);
   /// Launches on `stream` (a CUstream; null = the legacy default stream).
-  /// `args` points at each kernel parameter in order.
+  /// `args` points at each kernel parameter in order; `sharedBytes` of
+  /// dynamic shared memory (above 48 KiB the kernel's limit is raised).
   bool launch(unsigned gridX, unsigned gridY, unsigned gridZ,
               unsigned blockX, void *stream, void **args,
-              std::string *error);
+              std::string *error, unsigned sharedBytes = 0);
   /// The target whose image was loaded ("fatbin" when the driver chose).
   const std::string &loadedTarget() const { return target; }
 

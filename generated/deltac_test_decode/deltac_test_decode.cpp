@@ -3,6 +3,7 @@
 #include "deltac_test_decode.h"
 
 #include "deltac_decode.h"
+#include "deltac_prefill.h"
 
 // Kernel images, embedded by CMakeLists.txt (PTX per target, fatbin when
 // ptxas and fatbinary were found).

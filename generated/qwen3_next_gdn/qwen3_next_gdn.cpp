@@ -3,14 +3,21 @@
 #include "qwen3_next_gdn.h"
 
 #include "deltac_decode.h"
+#include "deltac_prefill.h"
 
 // Kernel images, embedded by CMakeLists.txt (PTX per target, fatbin when
 // ptxas and fatbinary were found).
+extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_prep_images;
+extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_chunks_images;
+extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_small_images;
 
 
 namespace {
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_prep_kernel(qwen3_next_k128_v128_prefill_prep_images);
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_chunks_kernel(qwen3_next_k128_v128_prefill_chunks_images);
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_kernel(qwen3_next_k128_v128_prefill_recur_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_k128_v128_decode_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_k128_v128_decode_small_images);
 
@@ -31,6 +38,32 @@ extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, 
   if (!args)
     return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
   return deltac_rt::setLastError(qwen3_next_gdn::qwen3_next::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::PrefillVariant qwen3_next_prefill_variants[] = {
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 128, 4, 1024, 114944, 75776, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel},
+};
+} // namespace
+
+deltac::Status qwen3_next_gdn::qwen3_next::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(qwen3_next_prefill_variants, 1, args, stream);
+}
+
+int64_t qwen3_next_gdn::qwen3_next::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(qwen3_next_prefill_variants, 1, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int qwen3_next_gdn_qwen3_next_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(qwen3_next_gdn::qwen3_next::prefill(*args, stream));
+}
+
+extern "C" int64_t qwen3_next_gdn_qwen3_next_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return qwen3_next_gdn::qwen3_next::prefill_workspace_bytes(K, V, T, N, HV);
 }
 
 

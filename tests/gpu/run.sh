@@ -35,6 +35,10 @@ run_tests() {
   local status=0
   "$BUILD/decode_test" > "$OUT/decode_test.log" 2>&1 || status=1
   tail -n 30 "$OUT/decode_test.log" | grep -E "^(FAIL|==|  FAILED)" || true
+  "$BUILD/prefill_test" > "$OUT/prefill_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test.log" || tail -20 "$OUT/prefill_test.log"
+  DELTAC_FORCE_TARGET=sm_80 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_sm80.log" 2>&1 || status=1
+  grep -E "^==" "$OUT/prefill_test_sm80.log" | sed 's/^/sm_80 PTX: /'
   "$BUILD/capture_test" > "$OUT/capture_test.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/capture_test.log"
   # The Python module (needs torch, and FLA for the comparisons).
@@ -79,6 +83,7 @@ case "${1:-all}" in
   variants) run_variants ;;
   build) build ;;
   test) build && run_tests ;;
+  prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   bench) build && run_bench ;;
   all) build && run_tests; s=$?; run_bench; exit $s ;;
   *) echo "usage: $0 build|test|bench|all|variants"; exit 2 ;;

@@ -1,0 +1,285 @@
+// deltac_runtime.cpp - the CUDA driver seen through dlopen, and lazy kernels.
+#include "deltac_runtime.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+
+namespace deltac_rt {
+namespace {
+// The few driver entry points the generated libraries use, declared here so
+// no cuda.h is needed to build them. Signatures follow cuda.h (CUDA 12+).
+using CUresult = int;
+using CUdevice = int;
+using Fn_cuInit = CUresult (*)(unsigned);
+using Fn_cuGetErrorName = CUresult (*)(CUresult, const char **);
+using Fn_cuGetErrorString = CUresult (*)(CUresult, const char **);
+using Fn_cuCtxGetDevice = CUresult (*)(CUdevice *);
+using Fn_cuDeviceGetAttribute = CUresult (*)(int *, int, CUdevice);
+using Fn_cuLibraryLoadData = CUresult (*)(void **, const void *, void *,
+                                          void *, unsigned, void *, void *,
+                                          unsigned);
+using Fn_cuLibraryGetKernel = CUresult (*)(void **, void *, const char *);
+using Fn_cuLaunchKernel = CUresult (*)(void *, unsigned, unsigned, unsigned,
+                                       unsigned, unsigned, unsigned, unsigned,
+                                       void *, void **, void **);
+using Fn_cuMemcpyDtoHAsync = CUresult (*)(void *, unsigned long long, size_t,
+                                          void *);
+using Fn_cuStreamSynchronize = CUresult (*)(void *);
+using Fn_cuThreadExchangeStreamCaptureMode = CUresult (*)(int *);
+using Fn_cuKernelSetAttribute = CUresult (*)(int, int, void *, CUdevice);
+constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
+
+constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+constexpr int kAttrMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr int kAttrSMs = 16;   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+
+struct Driver {
+  bool ok = false;
+  std::string error;
+  Fn_cuInit cuInit = nullptr;
+  Fn_cuGetErrorName cuGetErrorName = nullptr;
+  Fn_cuGetErrorString cuGetErrorString = nullptr;
+  Fn_cuCtxGetDevice cuCtxGetDevice = nullptr;
+  Fn_cuDeviceGetAttribute cuDeviceGetAttribute = nullptr;
+  Fn_cuLibraryLoadData cuLibraryLoadData = nullptr;
+  Fn_cuLibraryGetKernel cuLibraryGetKernel = nullptr;
+  Fn_cuLaunchKernel cuLaunchKernel = nullptr;
+  Fn_cuKernelSetAttribute cuKernelSetAttribute = nullptr;
+  Fn_cuMemcpyDtoHAsync cuMemcpyDtoHAsync = nullptr;
+  Fn_cuStreamSynchronize cuStreamSynchronize = nullptr;
+  Fn_cuThreadExchangeStreamCaptureMode cuThreadExchangeStreamCaptureMode =
+      nullptr;
+};
+
+template <typename T> bool bind(void *handle, const char *name, T &fn,
+                                std::string &error) {
+  fn = reinterpret_cast<T>(dlsym(handle, name));
+  if (!fn)
+    error = std::string("libcuda.so.1 lacks ") + name +
+            " (a CUDA 12 or newer driver is required)";
+  return fn != nullptr;
+}
+
+const Driver &driver() {
+  static Driver d = [] {
+    Driver d;
+    void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *why = dlerror();
+      d.error = std::string("cannot load the CUDA driver (libcuda.so.1): ") +
+                (why ? why : "not found");
+      return d;
+    }
+    if (!bind(handle, "cuInit", d.cuInit, d.error) ||
+        !bind(handle, "cuGetErrorName", d.cuGetErrorName, d.error) ||
+        !bind(handle, "cuGetErrorString", d.cuGetErrorString, d.error) ||
+        !bind(handle, "cuCtxGetDevice", d.cuCtxGetDevice, d.error) ||
+        !bind(handle, "cuDeviceGetAttribute", d.cuDeviceGetAttribute,
+              d.error) ||
+        !bind(handle, "cuLibraryLoadData", d.cuLibraryLoadData, d.error) ||
+        !bind(handle, "cuLibraryGetKernel", d.cuLibraryGetKernel, d.error) ||
+        !bind(handle, "cuLaunchKernel", d.cuLaunchKernel, d.error) ||
+        !bind(handle, "cuKernelSetAttribute", d.cuKernelSetAttribute,
+              d.error) ||
+        !bind(handle, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync, d.error) ||
+        !bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, d.error) ||
+        !bind(handle, "cuThreadExchangeStreamCaptureMode",
+              d.cuThreadExchangeStreamCaptureMode, d.error))
+      return d;
+    CUresult rc = d.cuInit(0);
+    if (rc != 0) {
+      d.error = describe(rc, "cuInit");
+      return d;
+    }
+    d.ok = true;
+    return d;
+  }();
+  return d;
+}
+
+/// The PTX target that runs natively on compute capability major.minor:
+/// sm_90a and sm_100a code runs only on exactly 9.0 and 10.0; sm_80 PTX is
+/// compiled by the driver for any newer device.
+const PtxImage *bestPtx(const KernelImages &images, int major, int minor) {
+  const PtxImage *fallback = nullptr;
+  for (int i = 0; i < images.numPtx; ++i) {
+    const PtxImage &image = images.ptx[i];
+    if (major == 9 && minor == 0 && !std::strcmp(image.target, "sm_90a"))
+      return &image;
+    if (major == 10 && minor == 0 && !std::strcmp(image.target, "sm_100a"))
+      return &image;
+    if (major >= 8 && !std::strcmp(image.target, "sm_80"))
+      fallback = &image;
+  }
+  return fallback;
+}
+} // namespace
+
+std::string describe(int code, const char *what) {
+  const Driver &d = driver();
+  const char *name = nullptr, *text = nullptr;
+  if (d.cuGetErrorName)
+    d.cuGetErrorName(code, &name);
+  if (d.cuGetErrorString)
+    d.cuGetErrorString(code, &text);
+  return std::string(what) + " failed: " + (name ? name : "CUDA error") +
+         " (" + std::to_string(code) + "): " + (text ? text : "unknown");
+}
+
+bool Kernel::load(std::string *error) {
+  const Driver &d = driver();
+  if (!d.ok) {
+    *error = d.error;
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  if (kernel)
+    return true;
+  const void *image = images.fatbin;
+  std::string chosen = "fatbin";
+  const char *forced = std::getenv("DELTAC_FORCE_TARGET");
+  if (forced && *forced) {
+    image = nullptr;
+    for (int i = 0; i < images.numPtx; ++i)
+      if (!std::strcmp(images.ptx[i].target, forced)) {
+        image = images.ptx[i].ptx;
+        chosen = forced;
+      }
+    if (!image) {
+      *error = std::string("DELTAC_FORCE_TARGET=") + forced + ": kernel " +
+               images.name + " has no PTX for that target";
+      return false;
+    }
+  } else if (!image) {
+    CUdevice device = 0;
+    int major = 0, minor = 0;
+    CUresult rc = d.cuCtxGetDevice(&device);
+    if (rc == 0)
+      rc = d.cuDeviceGetAttribute(&major, kAttrMajor, device);
+    if (rc == 0)
+      rc = d.cuDeviceGetAttribute(&minor, kAttrMinor, device);
+    if (rc != 0) {
+      *error = describe(rc, "querying the current device (is a CUDA "
+                            "context current?)");
+      return false;
+    }
+    const PtxImage *ptx = bestPtx(images, major, minor);
+    if (!ptx) {
+      *error = std::string("kernel ") + images.name +
+               " has no image for compute capability " +
+               std::to_string(major) + "." + std::to_string(minor);
+      return false;
+    }
+    image = ptx->ptx;
+    chosen = ptx->target;
+  }
+  void *lib = nullptr, *kern = nullptr;
+  // A first call may happen while the caller captures a CUDA graph; loading
+  // is not a stream operation, so allow it in this thread for the moment
+  // (as cuBLAS and Triton do) and restore the caller's mode.
+  int mode = kCaptureModeRelaxed;
+  d.cuThreadExchangeStreamCaptureMode(&mode);
+  CUresult rc = d.cuLibraryLoadData(&lib, image, nullptr, nullptr, 0,
+                                    nullptr, nullptr, 0);
+  CUresult rcKernel = rc == 0 ? d.cuLibraryGetKernel(&kern, lib, images.name)
+                              : 0;
+  d.cuThreadExchangeStreamCaptureMode(&mode);
+  if (rc != 0) {
+    *error = describe(rc, (std::string("loading kernel ") + images.name +
+                           " (" + chosen + ")").c_str());
+    return false;
+  }
+  if (rcKernel != 0) {
+    *error = describe(rcKernel,
+                      (std::string("finding kernel ") + images.name).c_str());
+    return false;
+  }
+  library = lib;
+  target = chosen;
+  kernel = kern;
+  return true;
+}
+
+bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
+                    unsigned blockX, void *stream, void **args,
+                    std::string *error, unsigned sharedBytes) {
+  if (!kernel && !load(error))
+    return false;
+  if (sharedBytes > 48 * 1024) {
+    // Above 48 KiB of dynamic shared memory a kernel must opt in, per
+    // device (cheap; not a stream operation, so capture-safe).
+    const Driver &d = driver();
+    CUdevice device = 0;
+    CUresult rc = d.cuCtxGetDevice(&device);
+    if (rc == 0)
+      rc = d.cuKernelSetAttribute(kAttrMaxDynamicShared, (int)sharedBytes,
+                                  kernel, device);
+    if (rc != 0) {
+      *error = describe(rc, (std::string("raising the shared memory of ") +
+                             images.name).c_str());
+      return false;
+    }
+  }
+  // A CUkernel may be passed where a CUfunction is expected (CUDA 12+); the
+  // driver loads it into the current context on first use.
+  CUresult rc = driver().cuLaunchKernel(kernel, gridX, gridY, gridZ, blockX,
+                                        1, 1, sharedBytes, stream, args,
+                                        nullptr);
+  if (rc != 0) {
+    *error = describe(rc, (std::string("launching ") + images.name).c_str());
+    return false;
+  }
+  return true;
+}
+
+int multiprocessorCount(std::string *error) {
+  const Driver &d = driver();
+  if (!d.ok) {
+    *error = d.error;
+    return 0;
+  }
+  // Devices are few; a fixed table keeps the call free of allocation.
+  static std::atomic<int> counts[64];
+  CUdevice device = 0;
+  CUresult rc = d.cuCtxGetDevice(&device);
+  if (rc != 0) {
+    *error = describe(rc, "querying the current device (is a CUDA context "
+                          "current?)");
+    return 0;
+  }
+  if (device >= 0 && device < 64 && counts[device].load() > 0)
+    return counts[device].load();
+  int sms = 0;
+  rc = d.cuDeviceGetAttribute(&sms, kAttrSMs, device);
+  if (rc != 0) {
+    *error = describe(rc, "querying the SM count");
+    return 0;
+  }
+  if (device >= 0 && device < 64)
+    counts[device].store(sms);
+  return sms;
+}
+
+bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,
+                std::string *error) {
+  const Driver &d = driver();
+  if (!d.ok) {
+    *error = d.error;
+    return false;
+  }
+  CUresult rc = d.cuMemcpyDtoHAsync(
+      dst, static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(src)),
+      bytes, stream);
+  if (rc == 0)
+    rc = d.cuStreamSynchronize(stream);
+  if (rc != 0) {
+    *error = describe(rc, "copying indices for the debug checks");
+    return false;
+  }
+  return true;
+}
+
+} // namespace deltac_rt

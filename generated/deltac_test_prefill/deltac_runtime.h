@@ -1,0 +1,73 @@
+// deltac_runtime.h - the CUDA driver seen through dlopen, and lazy kernels.
+//
+// Copied verbatim into every generated library. Nothing links against CUDA:
+// libcuda.so.1 is opened at first use (as Triton's launcher does), so a
+// program using a generated library starts, validates arguments and reports
+// a clear status on a machine without a GPU.
+#ifndef DELTAC_RUNTIME_H
+#define DELTAC_RUNTIME_H
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace deltac_rt {
+
+/// The PTX of one kernel for one target (e.g. "sm_90a").
+struct PtxImage {
+  const char *target;
+  const char *ptx;
+};
+
+/// Everything a kernel can be loaded from: per-target PTX and, when ptxas
+/// and fatbinary were found at build time, a fatbin with SASS for each
+/// target plus PTX (null otherwise).
+struct KernelImages {
+  const char *name;
+  const PtxImage *ptx;
+  int numPtx;
+  const unsigned char *fatbin;
+};
+
+/// A kernel loaded on first launch, once, thread-safely. Loading uses the
+/// context-independent library API (cuLibraryLoadData), so the same handle
+/// serves every context. DELTAC_FORCE_TARGET=sm_80 (read at load) loads that
+/// target's PTX instead of the best image, e.g. to run sm_80 code on Hopper.
+class Kernel {
+public:
+  explicit Kernel(const KernelImages &images) : images(images) {}
+  /// Loads the kernel if needed. Returns false with a message on failure; a
+  /// later call tries again.
+  bool load(std::string *error);
+  /// Launches on `stream` (a CUstream; null = the legacy default stream).
+  /// `args` points at each kernel parameter in order; `sharedBytes` of
+  /// dynamic shared memory (above 48 KiB the kernel's limit is raised).
+  bool launch(unsigned gridX, unsigned gridY, unsigned gridZ,
+              unsigned blockX, void *stream, void **args,
+              std::string *error, unsigned sharedBytes = 0);
+  /// The target whose image was loaded ("fatbin" when the driver chose).
+  const std::string &loadedTarget() const { return target; }
+
+private:
+  const KernelImages &images;
+  std::mutex mutex;
+  void *library = nullptr; // CUlibrary
+  void *kernel = nullptr;  // CUkernel
+  std::string target;
+};
+
+/// The number of SMs of the current context's device (cached per device);
+/// 0 with a message on failure.
+int multiprocessorCount(std::string *error);
+
+/// Copies `bytes` from device memory to the host and waits (debug checks
+/// only: it synchronises).
+bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,
+                std::string *error);
+
+/// Fills `message` with the driver's name and text for `code`.
+std::string describe(int code, const char *what);
+
+} // namespace deltac_rt
+
+#endif // DELTAC_RUNTIME_H

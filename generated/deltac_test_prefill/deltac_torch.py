@@ -1,0 +1,285 @@
+"""deltac_torch - torch front end of generated deltac kernel libraries.
+
+Copied verbatim into every generated library beside <lib>.py, which lists
+the library's specs and binds the functions below to its shared library
+(lib<lib>.so, through its extern "C" API with ctypes). Tensors stay on the
+GPU; calls run on torch's current stream, allocate only their outputs, and
+can be captured in CUDA graphs.
+
+Argument problems raise ValueError naming the argument; a call no
+specialization covers raises ValueError saying which option is missing.
+"""
+import ctypes
+import os
+
+import torch
+
+_DTYPES = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}
+_NAMES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+
+class _DecodeArgs(ctypes.Structure):
+    # Mirrors deltac_decode_args in deltac_api.h, field for field.
+    _fields_ = [
+        ("K", ctypes.c_int64), ("V", ctypes.c_int64),
+        ("B", ctypes.c_int64), ("T", ctypes.c_int64),
+        ("H", ctypes.c_int64), ("HV", ctypes.c_int64),
+        ("io_dtype", ctypes.c_int32), ("state_dtype", ctypes.c_int32),
+        ("q", ctypes.c_void_p), ("q_stride", ctypes.c_int64),
+        ("k", ctypes.c_void_p), ("k_stride", ctypes.c_int64),
+        ("v", ctypes.c_void_p), ("v_stride", ctypes.c_int64),
+        ("o", ctypes.c_void_p), ("o_stride", ctypes.c_int64),
+        ("g", ctypes.c_void_p), ("beta", ctypes.c_void_p),
+        ("A_log", ctypes.c_void_p), ("dt_bias", ctypes.c_void_p),
+        ("state", ctypes.c_void_p), ("slots", ctypes.c_int64),
+        ("initial_state_indices", ctypes.c_void_p),
+        ("output_state_indices", ctypes.c_void_p),
+        ("step_states", ctypes.c_void_p), ("keep_pool", ctypes.c_int32),
+        ("error_flag", ctypes.c_void_p), ("scale", ctypes.c_float),
+        ("debug_checks", ctypes.c_int32),
+        ("state_indices_2d", ctypes.c_void_p),
+        ("state_indices_2d_stride", ctypes.c_int64),
+        ("num_accepted_tokens", ctypes.c_void_p),
+    ]
+
+
+def _ptr(t):
+    return None if t is None else t.data_ptr()
+
+
+def _check_cuda(name, t, device):
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.device != device:
+        raise ValueError(f"{name} is on {t.device}, expected {device} (the device of q)")
+
+
+def _check_gpu_q(q):
+    if not isinstance(q, torch.Tensor) or not q.is_cuda:
+        raise ValueError(f"q must be a CUDA tensor, got {getattr(q, 'device', type(q).__name__)}")
+    if q.dim() != 4:
+        raise ValueError(f"q must be [B, T, H, K], got shape {tuple(q.shape)}")
+
+
+def _token_major(name, t, B, T, heads, dim):
+    """A [B, T, heads, dim] tensor whose tokens are evenly spaced rows of
+    contiguous heads (a view of a fused projection qualifies): returns
+    (tensor, token stride in elements), copying only when no token stride
+    describes the layout or it breaks 16-byte alignment."""
+    if tuple(t.shape) != (B, T, heads, dim):
+        raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {(B, T, heads, dim)}")
+    s = t.stride()
+    if T > 1:
+        stride, even = s[1], B == 1 or s[0] == T * s[1]
+    else:
+        stride, even = (s[0] if B > 1 else heads * dim), True
+    if (s[3] == 1 and s[2] == dim and even and stride >= heads * dim
+            and stride * t.element_size() % 16 == 0 and t.data_ptr() % 16 == 0):
+        return t, stride
+    return t.contiguous(), heads * dim
+
+
+class Library:
+    """The specs of one generated library and its shared object."""
+
+    def __init__(self, name, specs, module_file):
+        self.name = name
+        self.specs = specs
+        self._dir = os.path.dirname(os.path.abspath(module_file))
+        self._lib = None
+
+    # ------------------------------------------------------------------ load
+    def load(self, path=None):
+        """Opens lib<name>.so: `path`, $DELTAC_<NAME>_LIB, or beside <name>.py."""
+        if self._lib is not None and path is None:
+            return self._lib
+        path = path or os.environ.get(f"DELTAC_{self.name.upper()}_LIB") or \
+            os.path.join(self._dir, f"lib{self.name}.so")
+        if not os.path.exists(path):
+            raise ValueError(f"cannot find the {self.name} library at {path}; build it "
+                             f"(its CMakeLists.txt) and pass its path to load() or set "
+                             f"DELTAC_{self.name.upper()}_LIB")
+        lib = ctypes.CDLL(path)
+        lib[f"{self.name}_last_error"].restype = ctypes.c_char_p
+        self._lib = lib
+        return lib
+
+    # -------------------------------------------------------------- dispatch
+    def _spec(self, want):
+        """The first spec matching every key of `want`; else ValueError
+        naming the closest spec's first mismatch."""
+        best, best_score = None, -1
+        for spec in self.specs:
+            mismatch = [k for k, v in want.items() if k != "dims" and spec[k] != v]
+            dims_ok = want["dims"] in spec["dims"]
+            if not mismatch and dims_ok:
+                return spec
+            score = len(want) - len(mismatch) - (0 if dims_ok else 1)
+            if score > best_score:
+                best, best_score = (spec, mismatch, dims_ok), score
+        spec, mismatch, dims_ok = best
+        what = ", ".join(f"{k}={want[k]!r} (spec @{spec['name']} has {spec[k]!r})" for k in mismatch)
+        if not dims_ok:
+            what = (what + ", " if what else "") + \
+                f"K x V = {want['dims']} (available: {sorted({d for s in self.specs for d in s['dims']})})"
+        raise ValueError(f"no specialization of {self.name} covers this call: {what}")
+
+    def _call(self, spec, a):
+        lib = self.load()
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        rc = lib[f"{self.name}_{spec['name']}_decode"](ctypes.byref(a), stream)
+        if rc != 0:
+            msg = lib[f"{self.name}_last_error"]().decode()
+            if rc in (1, 2):
+                raise ValueError(msg)
+            raise RuntimeError(msg)
+
+    def _decode(self, spec, q, k, v, o, state, g, beta, scale, A_log=None, dt_bias=None,
+                in_idx=None, out_idx=None, steps=None, keep_pool=False, idx2d=None,
+                accepted=None, error_flag=None):
+        B, T, H, K = q.shape
+        HV, V = v.shape[2], v.shape[3]
+        q, qs = _token_major("q", q, B, T, H, K)
+        k, ks = _token_major("k", k, B, T, H, K)
+        v, vs = _token_major("v", v, B, T, HV, V)
+        a = _DecodeArgs()
+        a.K, a.V, a.B, a.T, a.H, a.HV = K, V, B, T, H, HV
+        a.io_dtype, a.state_dtype = _DTYPES[q.dtype], _DTYPES[state.dtype]
+        a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
+        a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
+        a.g, a.beta = _ptr(g), _ptr(beta)
+        a.A_log, a.dt_bias = _ptr(A_log), _ptr(dt_bias)
+        a.state, a.slots = _ptr(state), state.shape[0]
+        a.initial_state_indices, a.output_state_indices = _ptr(in_idx), _ptr(out_idx)
+        a.step_states, a.keep_pool = _ptr(steps), int(keep_pool)
+        a.state_indices_2d = _ptr(idx2d)
+        a.state_indices_2d_stride = 0 if idx2d is None else idx2d.stride(0)
+        a.num_accepted_tokens = _ptr(accepted)
+        a.error_flag = _ptr(error_flag)
+        a.scale = float(K ** -0.5 if scale is None else scale)
+        self._call(spec, a)
+
+    # ------------------------------------------------------------- FLA API
+    def fused_recurrent_gated_delta_rule(self, q, k, v, g=None, beta=None, scale=None,
+                                         initial_state=None, output_final_state=False,
+                                         use_qk_l2norm_in_kernel=False, cu_seqlens=None,
+                                         state_v_first=False, **kwargs):
+        """flash-linear-attention's fused_recurrent_gated_delta_rule for the
+        decode regime (T <= max_t of the library's specs). Returns
+        (o, final_state or None); the state layout is [N, HV, K, V], or
+        [N, HV, V, K] with state_v_first=True. Arguments FLA accepts that
+        carry no meaning here are ignored."""
+        _check_gpu_q(q)
+        for name, t in (("k", k), ("v", v), ("g", g)):
+            _check_cuda(name, t, q.device)
+        if q.dim() != 4 or v.dim() != 4:
+            raise ValueError(f"q and v must be [B, T, heads, dim], got {tuple(q.shape)} and {tuple(v.shape)}")
+        if cu_seqlens is not None:
+            raise ValueError("cu_seqlens: variable-length batches are not supported by the "
+                             "decode kernels yet; pass [B, T] batches")
+        B, T, H, K = q.shape
+        HV, V = v.shape[2], v.shape[3]
+        if HV % H:
+            raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
+        if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+            raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
+        spec = self._spec({"gate": "log", "beta": "given", "l2norm": bool(use_qk_l2norm_in_kernel),
+                           "io": _name(q.dtype), "state": "f32",
+                           "layout": "vk" if state_v_first else "kv", "dims": (K, V)})
+        if T > spec["max_t"]:
+            raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}; "
+                             f"use a prefill kernel for long sequences")
+        if tuple(g.shape) != (B, T, HV):
+            raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
+        g = g.to(torch.float32).contiguous()
+        if beta is None:
+            beta = torch.ones(B, T, HV, dtype=q.dtype, device=q.device)
+        _check_cuda("beta", beta, q.device)
+        if tuple(beta.shape) != (B, T, HV):
+            raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
+        beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
+        shape = (B, HV, V, K) if state_v_first else (B, HV, K, V)
+        if initial_state is None:
+            state = torch.zeros(shape, dtype=torch.float32, device=q.device)
+        else:
+            _check_cuda("initial_state", initial_state, q.device)
+            if tuple(initial_state.shape) != shape:
+                raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}, expected {shape}")
+            state = initial_state.to(torch.float32).clone()
+        o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+        self._decode(spec, q, k, v, o, state, g, beta, scale)
+        return o, (state if output_final_state else None)
+
+    # ------------------------------------------------------- serving decode
+    def gated_delta_rule_decode(self, q, k, v, a, b, A_log, dt_bias, state,
+                                state_indices=None, output_state_indices=None, scale=None,
+                                use_qk_l2norm_in_kernel=True, intermediate_states=None,
+                                disable_state_update=False, ssm_state_indices=None,
+                                num_accepted_tokens=None, error_flag=None, state_v_first=True):
+        """Pool-indexed decode as vLLM / SGLang / FlashInfer call it: raw `a`
+        and `b` projections with A_log and dt_bias, a state pool
+        [slots, HV, V, K] (state_v_first, the default) or [slots, HV, K, V].
+        state_indices [B] picks each row's slot (negative: padding, o = 0),
+        output_state_indices [B] a separate slot to write (split pool);
+        intermediate_states [B, T, HV, ...] receives every step's state and
+        disable_state_update leaves the pool unchanged (SGLang);
+        ssm_state_indices [B, T] with num_accepted_tokens [B] is vLLM's
+        speculative form. error_flag (int32 [1]) is set to 1 by the kernel
+        on an index >= slots. Returns o [B, T, HV, V]."""
+        _check_gpu_q(q)
+        for name, t in (("k", k), ("v", v), ("a", a), ("b", b), ("A_log", A_log),
+                        ("dt_bias", dt_bias), ("state", state)):
+            _check_cuda(name, t, q.device)
+        B, T, H, K = q.shape
+        HV, V = v.shape[2], v.shape[3]
+        spec = self._spec({"gate": "raw", "beta": "sigmoid", "l2norm": bool(use_qk_l2norm_in_kernel),
+                           "io": _name(q.dtype), "state": _name(state.dtype),
+                           "layout": "vk" if state_v_first else "kv", "dims": (K, V)})
+        if T > spec["max_t"]:
+            raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}")
+        per = (HV, V, K) if state_v_first else (HV, K, V)
+        if state.dim() != 4 or tuple(state.shape[1:]) != per or not state.is_contiguous():
+            raise ValueError(f"state must be a contiguous pool [slots, {', '.join(map(str, per))}], "
+                             f"got {tuple(state.shape)}")
+        for name, t in (("a", a), ("b", b)):
+            if tuple(t.shape) != (B, T, HV) or t.dtype != q.dtype:
+                raise ValueError(f"{name} must be [{B}, {T}, {HV}] in {q.dtype}, got "
+                                 f"{tuple(t.shape)} {t.dtype}")
+        for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
+            if tuple(t.shape) != (HV,):
+                raise ValueError(f"{name} must be [{HV}], got {tuple(t.shape)}")
+        idx = lambda name, t, shape: None if t is None else _index(name, t, shape, q.device)
+        in_idx = idx("state_indices", state_indices, (B,))
+        out_idx = idx("output_state_indices", output_state_indices, (B,))
+        idx2d = idx("ssm_state_indices", ssm_state_indices, (B, None))
+        accepted = idx("num_accepted_tokens", num_accepted_tokens, (B,))
+        if intermediate_states is not None:
+            _check_cuda("intermediate_states", intermediate_states, q.device)
+            want = (B, T) + per
+            if tuple(intermediate_states.shape) != want or intermediate_states.dtype != state.dtype \
+                    or not intermediate_states.is_contiguous():
+                raise ValueError(f"intermediate_states must be contiguous {want} in {state.dtype}")
+        if disable_state_update and intermediate_states is None:
+            raise ValueError("disable_state_update needs intermediate_states")
+        o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+        self._decode(spec, q, k, v, o, state, a.contiguous(), b.contiguous(), scale,
+                     A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous(),
+                     in_idx, out_idx, intermediate_states, disable_state_update, idx2d, accepted,
+                     error_flag)
+        return o
+
+
+def _name(dtype):
+    for n, d in _NAMES.items():
+        if d == dtype:
+            return n
+    raise ValueError(f"unsupported dtype {dtype}; use bf16, f16 or f32")
+
+
+def _index(name, t, shape, device):
+    _check_cuda(name, t, device)
+    if t.dim() != len(shape) or any(w is not None and s != w for s, w in zip(t.shape, shape)):
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
+    if t.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{name} must be int32 or int64, got {t.dtype}")
+    return t.to(torch.int32).contiguous()

@@ -1,0 +1,45 @@
+// deltac_prefill.h - host-side checks and launch of the prefill kernels.
+#ifndef DELTAC_PREFILL_H
+#define DELTAC_PREFILL_H
+
+#include "deltac_api.h"
+#include "deltac_decode.h"
+#include "deltac_runtime.h"
+
+namespace deltac_rt {
+
+/// The three kernels of one prefill specialization (prep, chunks, recur;
+/// passes/PrefillKernel.h) and what the host needs to launch them.
+struct PrefillVariant {
+  int64_t K, V, chunk;
+  deltac_dtype io, state;
+  GateKind gate;
+  bool stateVFirst;
+  unsigned threads;
+  unsigned valueTiles; // recur blocks along V
+  unsigned smemPrep, smemChunks, smemRecur;
+  Kernel *prep, *chunks, *recur;
+};
+
+/// Workspace bytes for a call of T tokens in N sequences over HV heads
+/// (the compiler's prefillWorkspaceBytes with max chunks = T / C + N).
+int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
+                              int64_t HV);
+
+/// Finds the variant of (K, V), or returns null with `status` set.
+const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
+                                         int count, int64_t K, int64_t V,
+                                         deltac::Status &status);
+
+/// Checks `args` (everything the host can see) and launches the three
+/// kernels on `stream`. Nothing is launched on a rejected call.
+deltac::Status runPrefill(const PrefillVariant *variants, int count,
+                          const deltac_prefill_args &args, void *stream);
+
+/// The kernel parameters runPrefill passes, by name, in order (the
+/// compiler's list is prefillKernelParams()).
+const char *const *prefillParamNames(int *count);
+
+} // namespace deltac_rt
+
+#endif // DELTAC_PREFILL_H

@@ -1,0 +1,181 @@
+//===- LowerPrefillToGPU.cpp - chunk-level IR to GPU kernels -----*- C++ -*-===//
+//
+// `delta-lower-prefill-to-gpu` reads the chunk loop that `delta-chunk`
+// wrote and lowers it to the prep / chunks / recur kernels of
+// PrefillKernel.h. The kernel options are read from the IR itself: the
+// chunk ops fix C, K and V; the decays' presence and rank fix the rule; the
+// producers of the loaded values (delta.l2norm, delta.gate_from_raw /
+// gate_from_linear, delta.beta_sigmoid) fix the fused preparation; the
+// state movers fix the layout. The split into kernels follows the chunk
+// ops' data flow: the ops that do not read the carried state run for all
+// chunks in parallel, the ones that do run in the sequential loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/DeltaOps.h"
+#include "passes/Passes.h"
+#include "passes/PrefillKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::delta {
+#define GEN_PASS_DEF_DELTALOWERPREFILLTOGPU
+#include "passes/Passes.h.inc"
+
+namespace {
+/// The function argument a chunk_load reads, looking through the
+/// preparation ops; records which preparation it went through.
+Value argumentOf(Value v, PrefillSpec &spec) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return v;
+  if (auto norm = dyn_cast<L2NormOp>(def)) {
+    spec.qkL2Norm = true;
+    return argumentOf(norm.getOperand(), spec);
+  }
+  if (auto raw = dyn_cast<GateFromRawOp>(def)) {
+    spec.gate = GateForm::raw;
+    return raw.getA();
+  }
+  if (auto lin = dyn_cast<GateFromLinearOp>(def)) {
+    spec.gate = GateForm::linear;
+    return lin.getAlpha();
+  }
+  if (auto sig = dyn_cast<BetaSigmoidOp>(def)) {
+    spec.beta = sig.getFactor().convertToDouble() == 2.0 ? BetaForm::sigmoid2
+                                                        : BetaForm::sigmoid;
+    return sig.getLogits();
+  }
+  if (auto cum = dyn_cast<ChunkCumsumOp>(def))
+    return argumentOf(cum.getG(), spec);
+  return v;
+}
+
+template <typename OpT> OpT theOnly(func::FuncOp func, LogicalResult &ok) {
+  auto ops = llvm::to_vector(func.getOps<OpT>());
+  SmallVector<OpT> all;
+  func.walk([&](OpT op) { all.push_back(op); });
+  if (all.size() != 1) {
+    func.emitError() << "expects exactly one '" << OpT::getOperationName()
+                     << "' in the chunk loop, found " << all.size()
+                     << "; run delta-chunk first";
+    ok = failure();
+    return nullptr;
+  }
+  return all.front();
+}
+
+LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
+                           int64_t valueTile) {
+  LogicalResult ok = success();
+  auto kkt = theOnly<ChunkKktOp>(func, ok);
+  auto step = theOnly<ChunkStateStepOp>(func, ok);
+  auto out = theOnly<ChunkOutputOp>(func, ok);
+  auto store = theOnly<StateStoreOp>(func, ok);
+  auto oStore = theOnly<ChunkStoreOp>(func, ok);
+  if (failed(ok))
+    return failure();
+  PrefillSpec spec;
+  spec.gate = GateForm::none;
+  spec.beta = BetaForm::given;
+  spec.qkL2Norm = false;
+  Value gamma = kkt.getGamma();
+  if (gamma && cast<RankedTensorType>(gamma.getType()).getRank() == 2)
+    return kkt.emitError("prefill on the GPU does not support per-channel "
+                         "decays (rule kda) yet; the chunk IR runs on the "
+                         "CPU (delta-cpu-pipeline)");
+  spec.rule = gamma ? Rule::gated : Rule::delta;
+  auto kType = kkt.getK().getType();
+  auto state = step.getState().getType();
+  spec.chunk = kType.getDimSize(0);
+  spec.k = state.getDimSize(0);
+  spec.v = state.getDimSize(1);
+  spec.layout = store.getLayout();
+  spec.stateType = store.getDest().getType().getElementType();
+  spec.ioType = oStore.getDest().getType().getElementType();
+  // The loads of q, k, v, beta and the decays, traced to the arguments.
+  spec.gateType = Float32Type::get(func.getContext());
+  spec.betaType = spec.gateType;
+  auto loadOf = [](Value v) { return v.getDefiningOp<ChunkLoadOp>(); };
+  ChunkLoadOp qLoad = loadOf(out.getQ()), betaLoad = loadOf(kkt.getBeta());
+  if (!qLoad || !betaLoad)
+    return func.emitError("chunk ops do not read chunk_load results");
+  argumentOf(qLoad.getSource(), spec);
+  spec.betaType =
+      cast<RankedTensorType>(argumentOf(betaLoad.getSource(), spec).getType())
+          .getElementType();
+  if (gamma) {
+    ChunkLoadOp gLoad = loadOf(gamma);
+    if (!gLoad)
+      return func.emitError("decays do not come from a chunk_load");
+    GateForm before = spec.gate;
+    spec.gate = GateForm::log;
+    Value g = argumentOf(gLoad.getSource(), spec);
+    if (before != GateForm::none && spec.gate == GateForm::log)
+      spec.gate = before;
+    spec.gateType = cast<RankedTensorType>(g.getType()).getElementType();
+  }
+  if (spec.chunk < 32 || spec.k % 32 != 0 || spec.v % 32 != 0 ||
+      spec.k > 256 || spec.v > 256)
+    return func.emitError() << "prefill on the GPU needs chunk 32 or 64 and "
+                               "K, V multiples of 32 up to 256, got chunk "
+                            << spec.chunk << ", K = " << spec.k
+                            << ", V = " << spec.v;
+  PrefillPlan plan = planPrefill(spec, valueTile);
+  if (spec.v % plan.valueTile != 0 || plan.valueTile % 8 != 0)
+    return func.emitError() << "V tile " << plan.valueTile
+                            << " must divide V = " << spec.v;
+  OpBuilder builder(func);
+  std::string name = func.getSymName().str();
+  // One gpu.module (one PTX file per target) per kernel.
+  for (StringRef part : prefillKernelParts()) {
+    std::string kernel = name + "_" + part.str();
+    auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
+                                           kernel + "_gpu", targets);
+    buildPrefillKernel(builder, func.getLoc(), module, name, part, spec, plan);
+    for (auto k : module.getOps<gpu::GPUFuncOp>())
+      for (StringRef attr : {DeltaDialect::kSpecAttrName,
+                             DeltaDialect::kEntryAttrName,
+                             DeltaDialect::kChunkSizeAttrName})
+        k->setAttr(attr, func->getAttr(attr));
+  }
+  func.erase();
+  return success();
+}
+
+ArrayAttr nvvmTargets(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<Attribute> targets;
+  if (auto list = module->getAttrOfType<ArrayAttr>(
+          DeltaDialect::kTargetsAttrName))
+    for (Attribute name : list)
+      targets.push_back(NVVM::NVVMTargetAttr::get(
+          ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
+          cast<StringAttr>(name).getValue()));
+  return ArrayAttr::get(ctx, targets);
+}
+
+struct LowerPrefillToGPU
+    : impl::DeltaLowerPrefillToGPUBase<LowerPrefillToGPU> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    ArrayAttr targets = nvvmTargets(module);
+    SmallVector<func::FuncOp> prefills;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto entry =
+          func->getAttrOfType<EntryKindAttr>(DeltaDialect::kEntryAttrName);
+      if (entry && entry.getValue() == EntryKind::prefill)
+        prefills.push_back(func);
+    }
+    for (func::FuncOp func : prefills)
+      if (failed(lowerPrefill(func, targets, valueTile)))
+        return signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::delta

@@ -1,0 +1,813 @@
+//===- PrefillKernel.cpp - the chunked (prefill) GPU kernels ------*- C++ -*-===//
+//
+// Emits the prep / chunks / recur kernels of PrefillKernel.h as gpu.func +
+// llvm + nvvm. Tensor-core products use mma.sync.m16n8k16 with bf16
+// operands read from shared memory as 32-bit fragments: every A operand is
+// stored row-major and every B operand transposed (n-major), so each
+// fragment register is one aligned 32-bit load of two consecutive k
+// elements. Rows are padded by 8 elements, which keeps 16-byte alignment
+// and spreads the rows of a fragment over banks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+
+namespace {
+enum Param {
+  pQ, pK, pV, pO, pG, pBeta, pALog, pDtBias, pInitial, pFinal, pInIdx,
+  pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
+  pQStride, pKStride, pVStride, pOStride, pSlots, pScale
+};
+const KernelParam kParams[] = {
+    {"q", ParamKind::Pointer},           {"k", ParamKind::Pointer},
+    {"v", ParamKind::Pointer},           {"o", ParamKind::Pointer},
+    {"g", ParamKind::Pointer},           {"beta", ParamKind::Pointer},
+    {"a_log", ParamKind::Pointer},       {"dt_bias", ParamKind::Pointer},
+    {"initial_state", ParamKind::Pointer}, {"final_state", ParamKind::Pointer},
+    {"in_idx", ParamKind::Pointer},      {"out_idx", ParamKind::Pointer},
+    {"cu_seqlens", ParamKind::Pointer},  {"work", ParamKind::Pointer},
+    {"error_flag", ParamKind::Pointer},  {"cu_is_i64", ParamKind::I32},
+    {"T", ParamKind::I64},               {"N", ParamKind::I32},
+    {"H", ParamKind::I32},               {"HV", ParamKind::I32},
+    {"max_chunks", ParamKind::I32},      {"q_stride", ParamKind::I64},
+    {"k_stride", ParamKind::I64},        {"v_stride", ParamKind::I64},
+    {"o_stride", ParamKind::I64},        {"slots", ParamKind::I64},
+    {"scale", ParamKind::F32},
+};
+
+constexpr int64_t kPad = 8; // bf16 elements of row padding in shared memory
+int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
+
+/// Shared-memory regions of the chunks kernel (byte offsets).
+struct ChunksSmem {
+  int64_t kb, qb, lf, af, ab, kst, vst, gam, gr, beta, total;
+  ChunksSmem(const PrefillSpec &s) {
+    int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
+    auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
+    kb = take(C * (K + kPad) * 2);
+    qb = take(C * (K + kPad) * 2);
+    lf = take(C * (C + 1) * 4);
+    af = take(C * (C + 1) * 4);
+    ab = take(C * (C + kPad) * 2);
+    kst = take(K * (C + kPad) * 2);
+    vst = take(V * (C + kPad) * 2);
+    gam = take(C * 4);
+    gr = take(C * 4);
+    beta = take(C * 4);
+    total = off;
+  }
+};
+
+/// Shared-memory regions of the recur kernel.
+struct RecurSmem {
+  int64_t st, wb, qgb, kdt, pb, vnt, total;
+  RecurSmem(const PrefillSpec &s, int64_t bv) {
+    int64_t C = s.chunk, K = s.k, off = 0;
+    auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
+    st = take(bv * (K + kPad) * 2);
+    wb = take(C * (K + kPad) * 2);
+    qgb = take(C * (K + kPad) * 2);
+    kdt = take(K * (C + kPad) * 2);
+    pb = take(C * (C + kPad) * 2);
+    vnt = take(bv * (C + kPad) * 2);
+    total = off;
+  }
+};
+
+/// One 16x8 accumulator tile of mma.m16n8k16: c0, c1 at (row g, cols 2t,
+/// 2t+1), c2, c3 at (row g + 8, same cols); g = lane / 4, t = lane % 4.
+struct Frag {
+  Value c[4];
+};
+
+class PrefillEmitter {
+public:
+  PrefillEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                 const PrefillSpec &s, const PrefillPlan &plan, Value smem)
+      : b(b), func(func), s(s), plan(plan), smem(smem) {
+    f32 = b.getF32Type();
+    bf16 = b.getBF16Type();
+    i32 = b.getI32Type();
+    i64 = b.getI64Type();
+    ptr = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    sptr = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    tid = arith::IndexCastOp::create(b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+    warp = arith::DivUIOp::create(b, tid, cI32(32));
+    lane = arith::RemUIOp::create(b, tid, cI32(32));
+    group = arith::DivUIOp::create(b, lane, cI32(4));
+    quad = arith::RemUIOp::create(b, lane, cI32(4));
+  }
+
+  void emitPrep();
+  void emitChunks();
+  void emitRecur();
+
+private:
+  // Constants and arithmetic.
+  Value cI32(int64_t v) { return arith::ConstantIntOp::create(b, i32, v); }
+  Value cI64(int64_t v) { return arith::ConstantIntOp::create(b, i64, v); }
+  Value cF32(double v) {
+    return arith::ConstantFloatOp::create(b, cast<FloatType>(f32), APFloat((float)v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) { return arith::CmpIOp::create(b, p, x, y); }
+  Value sel(Value c, Value x, Value y) { return arith::SelectOp::create(b, c, x, y); }
+  Value toI64(Value v) { return v.getType() == i64 ? v : arith::ExtSIOp::create(b, i64, v).getResult(); }
+  Value toI32(Value v) { return v.getType() == i32 ? v : arith::TruncIOp::create(b, i32, v).getResult(); }
+  Value toF32(Value v) { return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v).getResult(); }
+  Value toBf16(Value v) { return arith::TruncFOp::create(b, bf16, v); }
+  Value intrinsic(StringRef name, ValueRange args) {
+    return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name), args).getResult(0);
+  }
+  Value exp(Value x) { return intrinsic("llvm.nvvm.ex2.approx.f32", fmul(x, cF32(1.4426950408889634))); }
+  Value log(Value x) { return fmul(intrinsic("llvm.nvvm.lg2.approx.f", x), cF32(0.6931471805599453)); }
+  Value sqrt(Value x) { return intrinsic("llvm.nvvm.sqrt.rn.f", x); }
+  Value param(Param p) { return func.getArgument(p); }
+  Value blockId(gpu::Dimension d) {
+    return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));
+  }
+  void barrier() { gpu::BarrierOp::create(b); }
+  Value xorSum(Value x) {
+    for (int64_t off = 1; off < 32; off *= 2)
+      x = fadd(x, gpu::ShuffleOp::create(b, x, off, 32, gpu::ShuffleMode::XOR).getShuffleResult());
+    return x;
+  }
+
+  // Memory.
+  Value gep(Value base, Type elt, Value idx) {
+    return LLVM::GEPOp::create(b, cast<LLVM::LLVMPointerType>(base.getType()), elt, base, ValueRange{toI64(idx)});
+  }
+  Value region(int64_t byteOffset) { return gep(smem, b.getI8Type(), cI64(byteOffset)); }
+  Value load(Type t, Value base, Value idx, int64_t align) {
+    return LLVM::LoadOp::create(b, t, gep(base, t, idx), align);
+  }
+  void store(Value v, Value base, Value idx, int64_t align) {
+    LLVM::StoreOp::create(b, v, gep(base, v.getType(), idx), align);
+  }
+  /// A global element converted to f32.
+  Value loadF32(Value base, Type elt, Value idx) {
+    return toF32(load(elt, base, idx, elt.getIntOrFloatBitWidth() / 8));
+  }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value notNull(Value p) {
+    return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::ne, p, LLVM::ZeroOp::create(b, ptr));
+  }
+  Value isNull(Value p) {
+    return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::eq, p, LLVM::ZeroOp::create(b, ptr));
+  }
+  /// cu_seqlens[n] as i64 (int32 or int64 per the call; null: n * T / N).
+  Value cuAt(Value n) {
+    Value cu = param(pCu);
+    auto ifNull = scf::IfOp::create(b, TypeRange{i64}, isNull(cu), true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(ifNull.thenBlock());
+      Value perSeq = arith::DivSIOp::create(b, param(pT), toI64(param(pN)));
+      scf::YieldOp::create(b, mul(toI64(n), perSeq));
+      b.setInsertionPointToStart(ifNull.elseBlock());
+      Value wide = cmp(arith::CmpIPredicate::ne, param(pCuIsI64), cI32(0));
+      Value as64 = load(i64, cu, n, 8);
+      Value as32 = toI64(load(i32, cu, n, 4));
+      scf::YieldOp::create(b, sel(wide, as64, as32));
+    }
+    return ifNull.getResult(0);
+  }
+  void raiseError() {
+    LLVM::StoreOp::create(b, cI32(1), param(pErrorFlag), 4);
+  }
+
+  // Workspace regions (element offsets computed from the call's sizes).
+  Value workRegion(int64_t which);
+  Value chunkHead(Value c, Value hv) { return add(mul(toI64(c), toI64(param(pHV))), toI64(hv)); }
+
+  /// Warp tiles of an M x N product: 16x8 tiles numbered row-major, tile
+  /// `warp + r * warps` belongs to this warp (r = 0, 1, ...).
+  int64_t tilesPerWarp(int64_t M, int64_t N) const {
+    return (M / 16) * (N / 8) / (plan.threads / 32);
+  }
+  std::pair<Value, Value> tileOrigin(int64_t N, int64_t r) {
+    Value tile = add(warp, cI32(r * (plan.threads / 32)));
+    Value mt = divu(tile, cI32(N / 8)), nt = arith::RemUIOp::create(b, tile, cI32(N / 8));
+    return {mul(mt, cI32(16)), mul(nt, cI32(8))};
+  }
+  /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles; A row-major with row
+  /// stride lda, B stored transposed (Bt[n][k], row stride ldb), bf16 in
+  /// shared memory.
+  void mma(Value A, int64_t lda, Value Bt, int64_t ldb, int64_t M, int64_t N,
+           int64_t Kd, SmallVectorImpl<Frag> &acc);
+  SmallVector<Frag> zeroFrags(int64_t M, int64_t N) {
+    SmallVector<Frag> f(tilesPerWarp(M, N));
+    for (Frag &x : f)
+      for (Value &c : x.c)
+        c = cF32(0.0);
+    return f;
+  }
+  /// Calls fn(row, col, value) for every element of this warp's tiles.
+  void forEachElement(int64_t N, ArrayRef<Frag> acc,
+                      function_ref<void(Value, Value, Value)> fn) {
+    for (auto [r, f] : llvm::enumerate(acc)) {
+      auto [row0, col0] = tileOrigin(N, r);
+      for (int e = 0; e < 4; ++e) {
+        Value row = add(row0, add(group, cI32(e >= 2 ? 8 : 0)));
+        Value col = add(col0, add(mul(quad, cI32(2)), cI32(e % 2)));
+        fn(row, col, f.c[e]);
+      }
+    }
+  }
+  /// A loop over [0, count) in steps of the block's threads (a real loop:
+  /// unrolling it only raises register pressure and code size).
+  void threadLoop(int64_t count, function_ref<void(Value)> body) {
+    int64_t n = plan.threads;
+    auto loop = scf::ForOp::create(b, cI32(0), cI32(count), cI32(n));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value i = add(tid, loop.getInductionVar());
+    if (count % n == 0) {
+      body(i);
+      return;
+    }
+    auto inside = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, i, cI32(count)), false);
+    b.setInsertionPointToStart(inside.thenBlock());
+    body(i);
+  }
+  /// Copies `rows` x `cols` bf16 (cols % 8 == 0) from global (row stride
+  /// `cols`) to shared memory (row stride cols + pad), 16 bytes at a time.
+  void copyTile(Value dst, Value src, Value srcBase, int64_t rows, int64_t cols) {
+    int64_t vecs = cols / 8;
+    auto vt = VectorType::get({8}, bf16);
+    threadLoop(rows * vecs, [&](Value i) {
+      Value r = divu(i, cI32(vecs)), c = mul(arith::RemUIOp::create(b, i, cI32(vecs)), cI32(8));
+      Value x = LLVM::LoadOp::create(b, vt, gep(src, bf16, add(srcBase, toI64(add(mul(r, cI32(cols)), c)))), 16);
+      LLVM::StoreOp::create(b, x, gep(dst, bf16, toI64(add(mul(r, cI32(cols + kPad)), c))), 16);
+    });
+  }
+  /// The gate input of a token as a log decay, and its beta.
+  std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
+
+  ImplicitLocOpBuilder &b;
+  gpu::GPUFuncOp func;
+  const PrefillSpec &s;
+  const PrefillPlan &plan;
+  Value smem;
+  Type f32, bf16, i32, i64, ptr, sptr;
+  Value tid, warp, lane, group, quad;
+};
+
+void PrefillEmitter::mma(Value A, int64_t lda, Value Bt, int64_t ldb,
+                         int64_t M, int64_t N, int64_t Kd,
+                         SmallVectorImpl<Frag> &acc) {
+  MLIRContext *ctx = b.getContext();
+  auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  Value twoQuad = mul(quad, cI32(2));
+  for (int64_t r = 0; r < static_cast<int64_t>(acc.size()); ++r) {
+    auto [row0, col0] = tileOrigin(N, r);
+    Value aRow = add(row0, group), bRow = add(col0, group);
+    for (int64_t ks = 0; ks < Kd; ks += 16) {
+      Value k0 = add(twoQuad, cI32(ks));
+      auto frag = [&](Value base, int64_t ld, Value row, Value col) {
+        return load(i32, gep(base, bf16, toI64(add(mul(row, cI32(ld)), col))), cI32(0), 4);
+      };
+      Value a0 = frag(A, lda, aRow, k0);
+      Value a1 = frag(A, lda, add(aRow, cI32(8)), k0);
+      Value a2 = frag(A, lda, aRow, add(k0, cI32(8)));
+      Value a3 = frag(A, lda, add(aRow, cI32(8)), add(k0, cI32(8)));
+      Value b0 = frag(Bt, ldb, bRow, k0);
+      Value b1 = frag(Bt, ldb, bRow, add(k0, cI32(8)));
+      Frag &f = acc[r];
+      auto op = LLVM::InlineAsmOp::create(
+          b, resType,
+          ValueRange{a0, a1, a2, a3, b0, b1, f.c[0], f.c[1], f.c[2], f.c[3]},
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+          "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+          "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
+          /*is_align_stack=*/false, LLVM::TailCallKind::None,
+          LLVM::AsmDialectAttr(), ArrayAttr());
+      for (int e = 0; e < 4; ++e)
+        f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
+    }
+  }
+}
+
+// Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
+// [1] gamma_last f32; [2] W [C, K]; [3] U [C, V]; [4] Qg [C, K];
+// [5] KdT [K, C]; [6] P [C, C] (bf16). Regions start on 256-byte bounds.
+Value PrefillEmitter::workRegion(int64_t which) {
+  Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  int64_t perChunk[] = {4, C * K * 2, C * V * 2, C * K * 2, K * C * 2, C * C * 2};
+  auto round = [&](Value bytes) { return mul(divu(add(bytes, cI64(255)), cI64(256)), cI64(256)); };
+  Value off = round(mul(toI64(add(param(pN), cI32(1))), cI64(4)));
+  for (int64_t r = 1; r < which; ++r)
+    off = add(off, round(mul(chunks, cI64(perChunk[r - 1]))));
+  if (which == 0)
+    off = cI64(0);
+  return gep(param(pWork), b.getI8Type(), off);
+}
+
+std::pair<Value, Value> PrefillEmitter::gateAndBeta(Value tok, Value hv) {
+  Value at = add(mul(tok, toI64(param(pHV))), toI64(hv));
+  Value g = cF32(0.0);
+  switch (s.gate) {
+  case GateForm::none: break;
+  case GateForm::log: g = loadF32(param(pG), s.gateType, at); break;
+  case GateForm::linear: g = log(loadF32(param(pG), s.gateType, at)); break;
+  default: { // raw: -exp(A_log) * softplus(a + dt_bias), threshold 20
+    Value x = fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hv));
+    Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+    Value soft = log(fadd(cF32(1.0), exp(x)));
+    g = fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
+  }
+  }
+  Value beta = loadF32(param(pBeta), s.betaType, at);
+  if (s.beta != BetaForm::given) {
+    Value factor = cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0);
+    beta = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+  }
+  return {g, beta};
+}
+
+//===----------------------------------------------------------------------===//
+// prep: chunk offsets
+//===----------------------------------------------------------------------===//
+
+void PrefillEmitter::emitPrep() {
+  int64_t n = plan.threads, C = s.chunk;
+  Value scan = gep(smem, i32, cI64(0));
+  Value offsets = gep(workRegion(0), i32, cI64(0));
+  Value N = param(pN);
+  // cu_seqlens must start at 0, never decrease and end at T.
+  auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    store(cI32(0), offsets, cI32(0), 4);
+    Value bad = arith::OrIOp::create(b, cmp(arith::CmpIPredicate::ne, cuAt(cI32(0)), cI64(0)),
+                                     cmp(arith::CmpIPredicate::ne, cuAt(N), param(pT)));
+    auto ifBad = scf::IfOp::create(b, bad, false);
+    b.setInsertionPointToStart(ifBad.thenBlock());
+    raiseError();
+  }
+  Value numTiles = divu(add(N, cI32(n - 1)), cI32(n));
+  auto loop = scf::ForOp::create(b, cI32(0), numTiles, cI32(1), ValueRange{cI32(0)});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value tile = loop.getInductionVar(), carry = loop.getRegionIterArg(0);
+    Value seq = add(mul(tile, cI32(n)), tid);
+    Value inside = cmp(arith::CmpIPredicate::slt, seq, N);
+    auto count = scf::IfOp::create(b, TypeRange{i32}, inside, true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(count.thenBlock());
+      Value len = sub(cuAt(add(seq, cI32(1))), cuAt(seq));
+      Value negative = cmp(arith::CmpIPredicate::slt, len, cI64(0));
+      auto ifNeg = scf::IfOp::create(b, negative, false);
+      {
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(ifNeg.thenBlock());
+        raiseError();
+      }
+      Value clamped = arith::MaxSIOp::create(b, len, cI64(0));
+      scf::YieldOp::create(b, toI32(arith::DivUIOp::create(b, add(clamped, cI64(C - 1)), cI64(C))));
+      b.setInsertionPointToStart(count.elseBlock());
+      scf::YieldOp::create(b, cI32(0));
+    }
+    // Inclusive scan over the block (Hillis-Steele, two buffers).
+    Value x = count.getResult(0);
+    store(x, scan, tid, 4);
+    barrier();
+    int64_t buf = 0;
+    for (int64_t off = 1; off < n; off *= 2) {
+      Value mine = load(i32, scan, add(tid, cI32(buf * n)), 4);
+      Value has = cmp(arith::CmpIPredicate::uge, tid, cI32(off));
+      Value other = load(i32, scan, add(sel(has, sub(tid, cI32(off)), tid), cI32(buf * n)), 4);
+      Value sum = sel(has, add(mine, other), mine);
+      buf = 1 - buf;
+      store(sum, scan, add(tid, cI32(buf * n)), 4);
+      barrier();
+    }
+    Value incl = load(i32, scan, add(tid, cI32(buf * n)), 4);
+    auto write = scf::IfOp::create(b, inside, false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(write.thenBlock());
+      store(add(carry, incl), offsets, add(seq, cI32(1)), 4);
+    }
+    Value total = load(i32, scan, cI32(buf * n + n - 1), 4);
+    barrier();
+    scf::YieldOp::create(b, add(carry, total));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// chunks: everything that does not read the state
+//===----------------------------------------------------------------------===//
+
+void PrefillEmitter::emitChunks() {
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  ChunksSmem L(s);
+  Value c = blockId(gpu::Dimension::x), hv = blockId(gpu::Dimension::y);
+  Value offsets = gep(workRegion(0), i32, cI64(0));
+  Value N = param(pN);
+  Value total = load(i32, offsets, N, 4);
+  auto live = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c, total), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(live.thenBlock());
+  // The sequence of chunk c: the last n with offsets[n] <= c (binary search).
+  auto search = scf::ForOp::create(b, cI32(0), cI32(32), cI32(1), ValueRange{cI32(0), N});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(search.getBody());
+    Value lo = search.getRegionIterArg(0), hi = search.getRegionIterArg(1);
+    Value mid = divu(add(add(lo, hi), cI32(1)), cI32(2));
+    Value open = cmp(arith::CmpIPredicate::slt, lo, hi);
+    Value goUp = cmp(arith::CmpIPredicate::sle, load(i32, offsets, minS(mid, N), 4), c);
+    Value nlo = sel(open, sel(goUp, mid, lo), lo);
+    Value nhi = sel(open, sel(goUp, hi, sub(mid, cI32(1))), hi);
+    scf::YieldOp::create(b, ValueRange{nlo, nhi});
+  }
+  Value n = search.getResult(0);
+  Value j = sub(c, load(i32, offsets, n, 4));
+  Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
+  Value t0 = add(bos, mul(toI64(j), cI64(C)));
+  Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
+  Value h = divu(hv, divu(param(pHV), param(pH)));
+  Value kb = region(L.kb), qb = region(L.qb), lf = region(L.lf), af = region(L.af),
+        ab = region(L.ab), kst = region(L.kst), vst = region(L.vst), gam = region(L.gam),
+        gr = region(L.gr), betaS = region(L.beta);
+
+  // Rows: q, k (normalised), the decay and beta of each token; zero padding.
+  int64_t epl = K / 32;
+  int64_t warps = plan.threads / 32;
+  auto rowLoop = scf::ForOp::create(b, cI32(0), cI32(C), cI32(warps));
+  {
+    OpBuilder::InsertionGuard rowGuard(b);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    Value i = add(warp, rowLoop.getInductionVar());
+    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+    Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
+    for (int which = 0; which < 2; ++which) {
+      Value base = which ? param(pQ) : param(pK);
+      Value stride = which ? param(pQStride) : param(pKStride);
+      Value at = add(add(mul(tok, stride), mul(toI64(h), cI64(K))), toI64(mul(lane, cI32(epl))));
+      SmallVector<Value> x;
+      Value ss = cF32(0.0);
+      for (int64_t e = 0; e < epl; ++e) {
+        x.push_back(loadF32(base, s.ioType, add(at, cI64(e))));
+        ss = fadd(ss, fmul(x.back(), x.back()));
+      }
+      Value scale = cF32(1.0);
+      if (s.qkL2Norm)
+        scale = fdiv(cF32(1.0), sqrt(fadd(xorSum(ss), cF32(1e-6))));
+      scale = sel(valid, scale, cF32(0.0));
+      Value dst = which ? qb : kb;
+      for (int64_t e = 0; e < epl; ++e)
+        store(toBf16(fmul(x[e], scale)), dst, add(mul(i, cI32(K + kPad)), add(mul(lane, cI32(epl)), cI32(e))), 2);
+    }
+    auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, lane, cI32(0)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(lead.thenBlock());
+    auto [gv, bv] = gateAndBeta(tok, hv);
+    store(sel(valid, gv, cF32(0.0)), gr, i, 4);
+    store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
+  }
+  barrier();
+  // chunk_cumsum: padding rows have g = 0, so they repeat the last decay.
+  threadLoop(C, [&](Value i) {
+    auto sum = scf::ForOp::create(b, cI32(0), add(i, cI32(1)), cI32(1), ValueRange{cF32(0.0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(sum.getBody());
+      scf::YieldOp::create(b, fadd(sum.getRegionIterArg(0), load(f32, gr, sum.getInductionVar(), 4)));
+    }
+    store(sum.getResult(0), gam, i, 4);
+  });
+  barrier();
+  bool gated = s.rule == Rule::gated;
+  // exp(Gamma_i - Gamma_j) on keep (i >= j) only; the argument is selected
+  // first so no positive exponent is evaluated.
+  auto decay = [&](Value keep, Value i, Value jj) -> Value {
+    if (!gated)
+      return cF32(1.0);
+    Value d = fsub(load(f32, gam, i, 4), load(f32, gam, jj, 4));
+    return exp(sel(keep, d, cF32(0.0)));
+  };
+  // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
+  {
+    SmallVector<Frag> acc = zeroFrags(C, C);
+    mma(kb, K + kPad, kb, K + kPad, C, C, K, acc);
+    forEachElement(C, acc, [&](Value i, Value jj, Value x) {
+      Value below = cmp(arith::CmpIPredicate::ugt, i, jj);
+      Value l = fmul(fmul(x, load(f32, betaS, i, 4)), decay(below, i, jj));
+      store(sel(below, l, cF32(0.0)), lf, add(mul(i, cI32(C + 1)), jj), 4);
+    });
+  }
+  // chunk_output, intra-chunk half: P = (Q K^T) ⊙ M, M_ij = exp(Gi - Gj), i >= j.
+  Value ch = chunkHead(c, hv);
+  {
+    SmallVector<Frag> acc = zeroFrags(C, C);
+    mma(qb, K + kPad, kb, K + kPad, C, C, K, acc);
+    Value p = gep(workRegion(6), bf16, mul(ch, cI64(C * C)));
+    forEachElement(C, acc, [&](Value i, Value jj, Value x) {
+      Value causal = cmp(arith::CmpIPredicate::uge, i, jj);
+      store(toBf16(sel(causal, fmul(x, decay(causal, i, jj)), cF32(0.0))), p, add(mul(i, cI32(C)), jj), 2);
+    });
+  }
+  barrier();
+  // solve_tril: column j by thread j, forward substitution in fp32:
+  // A_ij = -sum_{m=j}^{i-1} L_im A_mj; only thread j touches column j.
+  threadLoop(C, [&](Value jj) {
+    auto rowsLoop = scf::ForOp::create(b, cI32(0), cI32(C), cI32(1));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rowsLoop.getBody());
+    Value i = rowsLoop.getInductionVar();
+    auto inner = scf::ForOp::create(b, jj, i, cI32(1), ValueRange{cF32(0.0)});
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(inner.getBody());
+      Value m = inner.getInductionVar();
+      Value lim = load(f32, lf, add(mul(i, cI32(C + 1)), m), 4);
+      Value amj = load(f32, af, add(mul(m, cI32(C + 1)), jj), 4);
+      scf::YieldOp::create(b, fadd(inner.getRegionIterArg(0), fmul(lim, amj)));
+    }
+    Value diag = cmp(arith::CmpIPredicate::eq, i, jj);
+    Value below = cmp(arith::CmpIPredicate::ugt, i, jj);
+    Value a = sel(diag, cF32(1.0), sel(below, fsub(cF32(0.0), inner.getResult(0)), cF32(0.0)));
+    store(a, af, add(mul(i, cI32(C + 1)), jj), 4);
+    store(toBf16(a), ab, add(mul(i, cI32(C + kPad)), jj), 2);
+  });
+  // Operands of the WY products, transposed: (beta e^G K)^T and (beta V)^T;
+  // and the recurrence's inputs: KdT = (K ⊙ e^(G_last - G))^T and
+  // Qg = scale Q ⊙ e^G.
+  Value gLast = load(f32, gam, cI32(C - 1), 4);
+  Value kdt = gep(workRegion(5), bf16, mul(ch, cI64(K * C)));
+  Value qg = gep(workRegion(4), bf16, mul(ch, cI64(C * K)));
+  threadLoop(C * K, [&](Value e) {
+    Value m = arith::RemUIOp::create(b, e, cI32(C)), d = divu(e, cI32(C));
+    Value kmd = toF32(load(bf16, kb, add(mul(m, cI32(K + kPad)), d), 2));
+    Value gm = gated ? load(f32, gam, m, 4) : cF32(0.0);
+    Value eg = gated ? exp(gm) : cF32(1.0);
+    store(toBf16(fmul(kmd, fmul(load(f32, betaS, m, 4), eg))), kst, add(mul(d, cI32(C + kPad)), m), 2);
+    Value kd = gated ? fmul(kmd, exp(fsub(gLast, gm))) : kmd;
+    store(toBf16(kd), kdt, add(mul(d, cI32(C)), m), 2);
+  });
+  threadLoop(C * K, [&](Value e) {
+    Value m = divu(e, cI32(K)), d = arith::RemUIOp::create(b, e, cI32(K));
+    Value qmd = toF32(load(bf16, qb, add(mul(m, cI32(K + kPad)), d), 2));
+    Value eg = gated ? exp(load(f32, gam, m, 4)) : cF32(1.0);
+    store(toBf16(fmul(qmd, fmul(eg, param(pScale)))), qg, add(mul(m, cI32(K)), d), 2);
+  });
+  threadLoop(C * V, [&](Value e) {
+    Value m = divu(e, cI32(V)), vv = arith::RemUIOp::create(b, e, cI32(V));
+    Value valid = cmp(arith::CmpIPredicate::slt, m, rows);
+    Value tok = add(t0, toI64(sel(valid, m, cI32(0))));
+    Value x = loadF32(param(pV), s.ioType, add(add(mul(tok, param(pVStride)), mul(toI64(hv), cI64(V))), toI64(vv)));
+    Value bx = sel(valid, fmul(x, load(f32, betaS, m, 4)), cF32(0.0));
+    store(toBf16(bx), vst, add(mul(vv, cI32(C + kPad)), m), 2);
+  });
+  barrier();
+  // chunk_wy: W = A (beta e^G K), U = A (beta V), to the workspace.
+  auto product = [&](Value bt, int64_t cols, int64_t which) {
+    SmallVector<Frag> acc = zeroFrags(C, cols);
+    mma(ab, C + kPad, bt, C + kPad, C, cols, C, acc);
+    Value dst = gep(workRegion(which), bf16, mul(ch, cI64(C * cols)));
+    forEachElement(cols, acc, [&](Value i, Value col, Value x) {
+      store(toBf16(x), dst, add(mul(i, cI32(cols)), col), 2);
+    });
+  };
+  product(kst, K, 2);
+  product(vst, V, 3);
+  auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
+  b.setInsertionPointToStart(lead.thenBlock());
+  store(gLast, gep(workRegion(1), f32, ch), cI32(0), 4);
+}
+
+//===----------------------------------------------------------------------===//
+// recur: the state from chunk to chunk
+//===----------------------------------------------------------------------===//
+
+void PrefillEmitter::emitRecur() {
+  int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
+  RecurSmem L(s, BV);
+  Value n = blockId(gpu::Dimension::x), hv = blockId(gpu::Dimension::y),
+        vt = blockId(gpu::Dimension::z);
+  Value v0 = mul(vt, cI32(BV));
+  // Slots: in_idx / out_idx (null: row n; out null: the slot read).
+  // Negative = padding (no read / no write); >= slots raises the flag.
+  auto slotOf = [&](Value idx, Value fallback) {
+    auto r = scf::IfOp::create(b, TypeRange{i64}, isNull(idx), true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(r.thenBlock());
+    scf::YieldOp::create(b, fallback);
+    b.setInsertionPointToStart(r.elseBlock());
+    scf::YieldOp::create(b, toI64(load(i32, idx, n, 4)));
+    return r.getResult(0);
+  };
+  Value inSlot = slotOf(param(pInIdx), toI64(n));
+  Value outSlot = slotOf(param(pOutIdx), inSlot);
+  auto usable = [&](Value slot, Value pool) {
+    Value tooBig = andI(cmp(arith::CmpIPredicate::sge, slot, param(pSlots)), notNull(pool));
+    auto r = scf::IfOp::create(b, tooBig, false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(r.thenBlock());
+      raiseError();
+    }
+    return andI(andI(cmp(arith::CmpIPredicate::sge, slot, cI64(0)),
+                     cmp(arith::CmpIPredicate::slt, slot, param(pSlots))),
+                notNull(pool));
+  };
+  Value readOk = usable(inSlot, param(pInitial));
+  Value writeOk = usable(outSlot, param(pFinal));
+  bool vk = s.layout == StateLayout::vk;
+  auto stateIndex = [&](Value slot, Value d, Value col) {
+    Value head = mul(add(mul(slot, toI64(param(pHV))), toI64(hv)), cI64(K * V));
+    Value vcol = toI64(add(v0, col));
+    return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
+  };
+  // The state tile [K, BV] as mma accumulators.
+  SmallVector<Frag> S = zeroFrags(K, BV);
+  {
+    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(S.size() * 4, f32)), readOk, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifRead.thenBlock());
+    SmallVector<Value> vals;
+    forEachElement(BV, S, [&](Value d, Value col, Value) {
+      vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
+    });
+    scf::YieldOp::create(b, vals);
+    b.setInsertionPointToStart(ifRead.elseBlock());
+    scf::YieldOp::create(b, SmallVector<Value>(S.size() * 4, cF32(0.0)));
+    b.setInsertionPointAfter(ifRead);
+    for (size_t i = 0; i < S.size() * 4; ++i)
+      S[i / 4].c[i % 4] = ifRead.getResult(i);
+  }
+  Value offsets = gep(workRegion(0), i32, cI64(0));
+  Value c0 = load(i32, offsets, n, 4), c1 = load(i32, offsets, add(n, cI32(1)), 4);
+  Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
+  Value st = region(L.st), wb = region(L.wb), qgb = region(L.qgb), kdt = region(L.kdt),
+        pb = region(L.pb), vnt = region(L.vnt);
+  SmallVector<Value> init;
+  for (Frag &f : S)
+    init.append(f.c, f.c + 4);
+  auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    for (size_t i = 0; i < S.size() * 4; ++i)
+      S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+    Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
+    Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
+    Value ch = chunkHead(c, hv);
+    copyTile(wb, workRegion(2), mul(ch, cI64(C * K)), C, K);
+    copyTile(qgb, workRegion(4), mul(ch, cI64(C * K)), C, K);
+    copyTile(kdt, workRegion(5), mul(ch, cI64(K * C)), K, C);
+    copyTile(pb, workRegion(6), mul(ch, cI64(C * C)), C, C);
+    // S^T in bf16: the B operand of W S and Qg S.
+    forEachElement(BV, S, [&](Value d, Value col, Value x) {
+      store(toBf16(x), st, add(mul(col, cI32(K + kPad)), d), 2);
+    });
+    barrier();
+    // chunk_residual: V' = U - W S, stored transposed for the next products.
+    {
+      SmallVector<Frag> acc = zeroFrags(C, BV);
+      mma(wb, K + kPad, st, K + kPad, C, BV, K, acc);
+      Value u = gep(workRegion(3), bf16, mul(ch, cI64(C * V)));
+      forEachElement(BV, acc, [&](Value i, Value col, Value x) {
+        Value uv = toF32(load(bf16, u, add(mul(i, cI32(V)), add(v0, col)), 2));
+        store(toBf16(fsub(uv, x)), vnt, add(mul(col, cI32(C + kPad)), i), 2);
+      });
+    }
+    barrier();
+    // chunk_output: O = Qg S + P V'.
+    {
+      SmallVector<Frag> acc = zeroFrags(C, BV);
+      mma(qgb, K + kPad, st, K + kPad, C, BV, K, acc);
+      mma(pb, C + kPad, vnt, C + kPad, C, BV, C, acc);
+      forEachElement(BV, acc, [&](Value i, Value col, Value x) {
+        auto inside = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, i, rows), false);
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(inside.thenBlock());
+        Value tok = add(t0, toI64(i));
+        Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
+        store(arith::TruncFOp::create(b, s.ioType, x).getResult(), param(pO), at,
+              s.ioType.getIntOrFloatBitWidth() / 8);
+      });
+    }
+    // chunk_state_step: S = e^G_last S + KdT V'.
+    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gep(workRegion(1), f32, ch), cI32(0), 4)) : cF32(1.0);
+    for (Frag &f : S)
+      for (Value &x : f.c)
+        x = fmul(x, decayLast);
+    mma(kdt, C + kPad, vnt, C + kPad, K, BV, C, S);
+    barrier();
+    SmallVector<Value> next;
+    for (Frag &f : S)
+      next.append(f.c, f.c + 4);
+    scf::YieldOp::create(b, next);
+  }
+  for (size_t i = 0; i < S.size() * 4; ++i)
+    S[i / 4].c[i % 4] = loop.getResult(i);
+  auto ifWrite = scf::IfOp::create(b, writeOk, false);
+  b.setInsertionPointToStart(ifWrite.thenBlock());
+  forEachElement(BV, S, [&](Value d, Value col, Value x) {
+    Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
+    store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
+  });
+}
+} // namespace
+
+ArrayRef<KernelParam> mlir::delta::prefillKernelParams() { return kParams; }
+
+PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile) {
+  PrefillPlan p;
+  p.valueTile = valueTile > 0 ? valueTile : std::min<int64_t>(32, spec.v);
+  p.chunksSmem = ChunksSmem(spec).total;
+  p.recurSmem = RecurSmem(spec, p.valueTile).total;
+  p.prepSmem = 2 * p.threads * 4;
+  return p;
+}
+
+int64_t mlir::delta::prefillWorkspaceBytes(const PrefillSpec &s, int64_t maxChunks,
+                                           int64_t valueHeads, int64_t numSeqs) {
+  int64_t C = s.chunk, K = s.k, V = s.v, chunks = maxChunks * valueHeads;
+  int64_t total = align256((numSeqs + 1) * 4);
+  for (int64_t per : {int64_t(4), C * K * 2, C * V * 2, C * K * 2, K * C * 2, C * C * 2})
+    total += align256(chunks * per);
+  return total;
+}
+
+ArrayRef<StringRef> mlir::delta::prefillKernelParts() {
+  static const StringRef parts[] = {"prep", "chunks", "recur"};
+  return parts;
+}
+
+void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
+                                     gpu::GPUModuleOp module, StringRef name,
+                                     StringRef part, const PrefillSpec &spec,
+                                     const PrefillPlan &plan) {
+  MLIRContext *ctx = builder.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx, 1);
+  SmallVector<Type> inputs;
+  for (const KernelParam &p : prefillKernelParams()) {
+    switch (p.kind) {
+    case ParamKind::Pointer: inputs.push_back(ptr); break;
+    case ParamKind::I32: inputs.push_back(builder.getI32Type()); break;
+    case ParamKind::I64: inputs.push_back(builder.getI64Type()); break;
+    case ParamKind::F32: inputs.push_back(builder.getF32Type()); break;
+    }
+  }
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  // Dynamic shared memory: the kernels need more than the 48 KiB a static
+  // array may have; the host raises the limit per kernel.
+  std::string kernelName = (name + "_" + part).str();
+  std::string smemName = kernelName + "_smem";
+  LLVM::GlobalOp::create(builder, loc, LLVM::LLVMArrayType::get(builder.getI8Type(), 0),
+                         /*isConstant=*/false, LLVM::Linkage::External, smemName,
+                         Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+  int64_t smemBytes = part == "prep"     ? plan.prepSmem
+                      : part == "chunks" ? plan.chunksSmem
+                                         : plan.recurSmem;
+  auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
+                                     builder.getFunctionType(inputs, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  func->setAttr(DeltaDialect::kBlockThreadsAttrName, builder.getI64IntegerAttr(plan.threads));
+  func->setAttr(DeltaDialect::kDynamicSmemAttrName, builder.getI64IntegerAttr(smemBytes));
+  func->setAttr(DeltaDialect::kGridXAttrName, builder.getI64IntegerAttr(spec.v / plan.valueTile));
+  for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
+    if (p.kind == ParamKind::Pointer)
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
+  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({(int32_t)plan.threads, 1, 1}));
+  ImplicitLocOpBuilder b(loc, builder);
+  b.setInsertionPointToStart(&func.getBody().front());
+  Value smem = LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(ctx, 3), smemName);
+  PrefillEmitter emitter(b, func, spec, plan, smem);
+  if (part == "prep")
+    emitter.emitPrep();
+  else if (part == "chunks")
+    emitter.emitChunks();
+  else
+    emitter.emitRecur();
+  b.setInsertionPointToEnd(&func.getBody().front());
+  gpu::ReturnOp::create(b);
+}

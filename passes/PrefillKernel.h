@@ -1,0 +1,79 @@
+//===- PrefillKernel.h - the chunked (prefill) GPU kernels -------*- C++ -*-===//
+//
+// Prefill runs the chunk-level IR of `delta-chunk` as three kernels that
+// share one parameter list (the host fills it once and launches all three):
+//
+//   prep    one block: cu_seqlens -> chunk offsets per sequence in the
+//           workspace (a block-wide scan; checks cu_seqlens, raising the
+//           error flag), so nothing waits on the host.
+//   chunks  one block per (chunk, value head), all chunks in parallel: the
+//           ops that do not read the state - the prepared inputs (L2 norm,
+//           gate, beta), chunk_cumsum, chunk_kkt, solve_tril, chunk_wy and
+//           the intra-chunk half of chunk_output - written to the workspace
+//           as bf16 tensor-core operands.
+//   recur   one block per (sequence, value head, V tile): the ops that read
+//           the state - chunk_residual, chunk_output, chunk_state_step -
+//           chunk after chunk, the [K, V tile] state in fp32 registers.
+//
+// All products are mma.sync m16n8k16 (bf16 operands, fp32 accumulation).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_PASSES_PREFILLKERNEL_H
+#define DELTAC_PASSES_PREFILLKERNEL_H
+
+#include "passes/DecodeKernel.h"
+
+namespace mlir::delta {
+
+/// The prefill kernels' parameters, in order (tests/unit/DecodeAbiTest.cpp
+/// checks templates/runtime/deltac_prefill.cpp fills the same list).
+///   q, k [tokens, q_stride / k_stride apart; head h at h*K]; v, o likewise
+///   with value heads at hv*V; g, beta [tokens, HV] (the spec's forms);
+///   a_log, dt_bias [HV] (raw gates); initial_state / final_state: state
+///   tensors [N or slots, HV, ...] (null: zeros / not written); in_idx,
+///   out_idx: int32 [N] slots (null: sequence n uses row n); cu_seqlens
+///   [N + 1] int32 or int64 per cu_is_i64 (null: N rows of T / N tokens);
+///   work: the workspace; error_flag: int32 set to 1 on bad device data.
+llvm::ArrayRef<KernelParam> prefillKernelParams();
+
+/// What the prefill kernels are specialised for, read from the chunk IR.
+struct PrefillSpec {
+  Rule rule;         ///< gated or delta (kda: not yet on the GPU)
+  GateForm gate;     ///< none, log, linear or raw
+  BetaForm beta;     ///< given, sigmoid or sigmoid2
+  bool qkL2Norm;
+  StateLayout layout;
+  Type ioType, stateType, gateType, betaType;
+  int64_t k, v, chunk;
+};
+
+/// The V tile of one `recur` block, its threads and the dynamic shared
+/// memory of each kernel, from the spec.
+struct PrefillPlan {
+  int64_t threads = 128;
+  int64_t valueTile = 32;
+  int64_t chunksSmem = 0, recurSmem = 0, prepSmem = 0;
+};
+PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0);
+
+/// Bytes of workspace a call needs: chunk offsets plus the per-chunk
+/// operands, for at most `maxChunks` chunks (total tokens / C + N bounds
+/// it) and HV value heads. The host runtime computes the same formula.
+int64_t prefillWorkspaceBytes(const PrefillSpec &spec, int64_t maxChunks,
+                              int64_t valueHeads, int64_t numSeqs);
+
+/// The kernels of a prefill entry in launch order: "prep", "chunks", "recur".
+llvm::ArrayRef<llvm::StringRef> prefillKernelParts();
+
+/// Builds kernel `<name>_<part>` into `module`. The gpu.func carries
+/// `delta.block_threads`, `delta.dynamic_smem` and `delta.grid_x` (V tiles
+/// of the recur grid).
+void buildPrefillKernel(OpBuilder &builder, Location loc,
+                        gpu::GPUModuleOp module, StringRef name,
+                        StringRef part, const PrefillSpec &spec,
+                        const PrefillPlan &plan);
+
+} // namespace mlir::delta
+
+#endif // DELTAC_PASSES_PREFILLKERNEL_H
