@@ -520,7 +520,7 @@ void PrefillEmitter::emitChunks() {
       store(sel(below, l, cF32(0.0)), lf, add(mul(i, cI32(C + 1)), jj), 4);
     });
   }
-  // chunk_output, intra-chunk half: P = (Q K^T) ⊙ M, M_ij = exp(Gi - Gj), i >= j.
+  // chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M, M_ij = exp(Gi - Gj), i >= j.
   Value ch = chunkHead(c, hv);
   {
     SmallVector<Frag> acc = zeroFrags(C, C);
@@ -528,7 +528,8 @@ void PrefillEmitter::emitChunks() {
     Value p = gep(workRegion(6), bf16, mul(ch, cI64(C * C)));
     forEachElement(C, acc, [&](Value i, Value jj, Value x) {
       Value causal = cmp(arith::CmpIPredicate::uge, i, jj);
-      store(toBf16(sel(causal, fmul(x, decay(causal, i, jj)), cF32(0.0))), p, add(mul(i, cI32(C)), jj), 2);
+      Value scaled = fmul(fmul(x, decay(causal, i, jj)), param(pScale));
+      store(toBf16(sel(causal, scaled, cF32(0.0))), p, add(mul(i, cI32(C)), jj), 2);
     });
   }
   barrier();

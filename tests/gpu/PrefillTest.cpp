@@ -132,13 +132,15 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     return r;
   }
 
-  // Pool: rows = N + 3; sequence n reads row in[n], writes row out[n].
+  // Pool of 2N + 2 rows: sequence n reads even row 2n and writes odd row
+  // 2(N - 1 - n) + 1 (in place: no sequence writes a row another reads);
+  // the last two rows are never named.
   int64_t per = sz.state / N;
-  int64_t rows = c.pool ? N + 3 : N;
+  int64_t rows = c.pool ? 2 * N + 2 : N;
   std::vector<int32_t> inIdx(N), outIdx(N);
   for (int64_t n = 0; n < N; ++n) {
-    inIdx[n] = int32_t((n * 2 + 1) % rows);
-    outIdx[n] = int32_t(rows - 1 - n);
+    inIdx[n] = int32_t(2 * n);
+    outIdx[n] = int32_t(2 * (N - 1 - n) + 1);
   }
   std::vector<double> pool(rows * per);
   for (size_t i = 0; i < pool.size(); ++i)
