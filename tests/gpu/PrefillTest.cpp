@@ -49,7 +49,7 @@ const Spec kSpecs[] = {
     {"gkv", deltac_test_prefill_gkv_prefill,
      deltac_test_prefill_gkv_prefill_workspace_bytes,
      deltac_test_prefill_last_error, ref::Rule::Gated, ref::GateForm::Log,
-     ref::BetaForm::Given, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
+     ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
      128, 128},
     {"dn", deltac_test_prefill_dn_prefill,
      deltac_test_prefill_dn_prefill_workspace_bytes,

@@ -2,10 +2,10 @@
 // (generated into generated/deltac_test_prefill). The Qwen3-Next example
 // (examples/qwen3_next_gdn.mlir: vk pool, raw gate, sigmoid beta, L2 norm)
 // covers the serving form; these add FLA's chunk_gated_delta_rule form
-// (kv state, log gate, given beta: what the benchmark compares), plain
+// (kv state, log gate, given beta, L2 norm: what the benchmark compares), plain
 // DeltaNet with a bf16 state and a linear gate with chunk 32.
 delta.spec @gkv rule = gated dims = [128x128] io = bf16 state = f32
-    layout = kv gate = log beta = given chunk = 64 entries = [prefill]
+    layout = kv gate = log beta = given l2norm chunk = 64 entries = [prefill]
 delta.spec @dn rule = delta dims = [64x64] io = bf16 state = bf16
     layout = vk gate = none beta = sigmoid2 l2norm chunk = 32 entries = [prefill]
 delta.spec @glin rule = gated dims = [64x128] io = bf16 state = f32

@@ -62,6 +62,8 @@ run_bench() {
   export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
   PYTHONPATH="$PYTHONPATH:${FLA_DIR:-$PWD/.fla}" python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
     --out "$OUT"
+  python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" \
+    --out "$OUT"
 }
 
 # Tuning experiments: VARIANTS (default .variants/) holds libraries made by
@@ -83,6 +85,8 @@ case "${1:-all}" in
   variants) run_variants ;;
   build) build ;;
   test) build && run_tests ;;
+  bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
+      python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   bench) build && run_bench ;;
   all) build && run_tests; s=$?; run_bench; exit $s ;;
