@@ -251,21 +251,27 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             return &p;
         return nullptr;
       };
-      const EmittedKernel *chunks = part("_chunks"), *recur = part("_recur");
-      if (!chunks || !recur)
+      const EmittedKernel *chunks = part("_chunks");
+      if (!chunks)
         continue;
-      ++count;
-      variants += "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) +
-                  ", " + std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) +
-                  ", " + dtypeEnum(k.stateType) + ", " + gateKind(k.gate) +
-                  ", " +
-                  (k.layout == delta::StateLayout::vk ? "true" : "false") +
-                  ", " + std::to_string(k.threads) + ", " +
-                  std::to_string(recur->gridX) + ", " +
-                  std::to_string(k.smem) + ", " + std::to_string(chunks->smem) +
-                  ", " + std::to_string(recur->smem) + ", &" + k.name +
-                  "_kernel, &" + chunks->name + "_kernel, &" + recur->name +
-                  "_kernel},\n";
+      // One table entry per recur kernel, in dispatch order.
+      for (const EmittedKernel &recur : kernels) {
+        StringRef rest = recur.name;
+        if (!rest.consume_front(base + "_recur") ||
+            !(rest.empty() || rest.starts_with("_v")))
+          continue;
+        ++count;
+        variants +=
+            "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) + ", " +
+            std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) + ", " +
+            dtypeEnum(k.stateType) + ", " + gateKind(k.gate) + ", " +
+            (k.layout == delta::StateLayout::vk ? "true" : "false") + ", " +
+            std::to_string(k.threads) + ", " + std::to_string(recur.gridX) +
+            ", " + std::to_string(recur.minBlocksPerSM) + ", " +
+            std::to_string(k.smem) + ", " + std::to_string(chunks->smem) +
+            ", " + std::to_string(recur.smem) + ", &" + k.name + "_kernel, &" +
+            chunks->name + "_kernel, &" + recur.name + "_kernel},\n";
+      }
     }
     if (count == 0)
       continue;

@@ -54,7 +54,8 @@ std::string deltac::checkTargets(ArrayRef<std::string> targets) {
 
 LogicalResult deltac::expandSpecs(ModuleOp module,
                                   ArrayRef<std::string> targets,
-                                  StringRef decodeTuning) {
+                                  StringRef decodeTuning,
+                                  StringRef prefillPlan) {
   PassManager pm(module->getName());
   pm.addPass(delta::createDeltaAttachTargets(
       delta::DeltaAttachTargetsOptions{llvm::to_vector(targets)}));
@@ -72,6 +73,12 @@ LogicalResult deltac::expandSpecs(ModuleOp module,
   // Prefill: the chunk-level IR, then its GPU kernels.
   pm.addNestedPass<func::FuncOp>(delta::createDeltaChunk());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  std::unique_ptr<Pass> plan = delta::createDeltaPlanPrefill();
+  if (failed(plan->initializeOptions(prefillPlan, [&](const Twine &msg) {
+        return module.emitError("--prefill-plan: ") << msg;
+      })))
+    return failure();
+  pm.addNestedPass<func::FuncOp>(std::move(plan));
   pm.addPass(delta::createDeltaLowerPrefillToGPU());
   return pm.run(module);
 }

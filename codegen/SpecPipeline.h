@@ -33,15 +33,18 @@ mlir::OwningOpRef<mlir::ModuleOp> loadSpecs(llvm::SourceMgr &sourceMgr,
 std::string checkTargets(llvm::ArrayRef<std::string> targets);
 
 /// Records `targets` in the module, expands every spec, lowers decode
-/// entries to GPU kernels and brings prefill entries to the chunk-ready
-/// sequence level (delta-attach-targets, delta-expand-spec,
+/// entries to GPU kernels and prefill entries through the chunk level to
+/// theirs (delta-attach-targets, delta-expand-spec,
 /// delta-lower-decode-to-gpu, delta-normalize-options,
-/// delta-prepare-chunking).
+/// delta-prepare-chunking, delta-chunk, delta-plan-prefill,
+/// delta-lower-prefill-to-gpu).
 /// `decodeTuning` holds options of delta-lower-decode-to-gpu, e.g.
-/// "rows-per-thread=4 prefetch=false" (empty: the defaults).
+/// "rows-per-thread=4 prefetch=false", `prefillPlan` those of
+/// delta-plan-prefill, e.g. "value-tiles=32" (empty: the defaults).
 mlir::LogicalResult expandSpecs(mlir::ModuleOp module,
                                 llvm::ArrayRef<std::string> targets,
-                                llvm::StringRef decodeTuning = "");
+                                llvm::StringRef decodeTuning = "",
+                                llvm::StringRef prefillPlan = "");
 
 /// One kernel the library will hold: a function of the expanded module
 /// compiled for one target.

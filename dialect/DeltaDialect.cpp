@@ -121,6 +121,23 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must name a delta.spec";
     return success();
   }
+  if (name == kRecurVariantsAttrName) {
+    auto list = dyn_cast<ArrayAttr>(value);
+    if (!list || list.empty())
+      return op->emitError() << "'" << name
+                             << "' must be a non-empty array of variants";
+    for (Attribute v : list) {
+      auto dict = dyn_cast<DictionaryAttr>(v);
+      auto tile = dict ? dict.getAs<IntegerAttr>("value_tile") : nullptr;
+      auto minBlocks =
+          dict ? dict.getAs<IntegerAttr>("min_blocks_per_sm") : nullptr;
+      if (!tile || !minBlocks || tile.getInt() < 8 || minBlocks.getInt() < 0)
+        return op->emitError()
+               << "'" << name << "' entries need value_tile >= 8 and "
+               << "min_blocks_per_sm >= 0, got " << v;
+    }
+    return success();
+  }
   if (name == kEntryAttrName) {
     if (!isa<EntryKindAttr>(value))
       return op->emitError() << "'" << name

@@ -47,6 +47,9 @@ def Delta_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGridXAttrName = "delta.grid_x";
     static constexpr ::llvm::StringLiteral kMinBlocksPerSMAttrName =
         "delta.min_blocks_per_sm";
+    /// Prefill recur kernels and their dispatch (delta-plan-prefill).
+    static constexpr ::llvm::StringLiteral kRecurVariantsAttrName =
+        "delta.recur_variants";
     /// Bytes of dynamic shared memory a kernel launches with.
     static constexpr ::llvm::StringLiteral kDynamicSmemAttrName =
         "delta.dynamic_smem";

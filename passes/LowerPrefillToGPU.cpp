@@ -125,23 +125,50 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                                "K, V multiples of 32 up to 256, got chunk "
                             << spec.chunk << ", K = " << spec.k
                             << ", V = " << spec.v;
-  PrefillPlan plan = planPrefill(spec, valueTile);
-  if (spec.v % plan.valueTile != 0 || plan.valueTile % 8 != 0)
-    return func.emitError() << "V tile " << plan.valueTile
-                            << " must divide V = " << spec.v;
+  // The recur variants of delta-plan-prefill (or one, of `valueTile`).
+  SmallVector<std::pair<int64_t, int64_t>> recurs; // (tile, min blocks/SM)
+  if (auto list = func->getAttrOfType<ArrayAttr>(
+          DeltaDialect::kRecurVariantsAttrName)) {
+    for (Attribute v : list) {
+      auto d = cast<DictionaryAttr>(v);
+      recurs.emplace_back(d.getAs<IntegerAttr>("value_tile").getInt(),
+                          d.getAs<IntegerAttr>("min_blocks_per_sm").getInt());
+    }
+  } else {
+    recurs.emplace_back(valueTile, 0);
+  }
   OpBuilder builder(func);
   std::string name = func.getSymName().str();
-  // One gpu.module (one PTX file per target) per kernel.
-  for (StringRef part : prefillKernelParts()) {
-    std::string kernel = name + "_" + part.str();
+  // One gpu.module (one PTX file per target) per kernel; recur kernels
+  // after the first carry their V tile in the name.
+  auto emit = [&](StringRef part, const PrefillPlan &plan, StringRef suffix,
+                  int64_t minBlocks) -> LogicalResult {
+    if (spec.v % plan.valueTile != 0 || plan.valueTile % 8 != 0)
+      return func.emitError() << "V tile " << plan.valueTile
+                              << " must divide V = " << spec.v;
+    std::string kernel = name + "_" + part.str() + suffix.str();
     auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
                                            kernel + "_gpu", targets);
-    buildPrefillKernel(builder, func.getLoc(), module, name, part, spec, plan);
-    for (auto k : module.getOps<gpu::GPUFuncOp>())
+    buildPrefillKernel(builder, func.getLoc(), module, name, part, spec, plan,
+                       suffix);
+    for (auto k : module.getOps<gpu::GPUFuncOp>()) {
       for (StringRef attr : {DeltaDialect::kSpecAttrName,
                              DeltaDialect::kEntryAttrName,
                              DeltaDialect::kChunkSizeAttrName})
         k->setAttr(attr, func->getAttr(attr));
+      k->setAttr(DeltaDialect::kMinBlocksPerSMAttrName,
+                 builder.getI64IntegerAttr(minBlocks));
+    }
+    return success();
+  };
+  PrefillPlan first = planPrefill(spec, recurs.front().first);
+  if (failed(emit("prep", first, "", 0)) ||
+      failed(emit("chunks", first, "", 0)))
+    return failure();
+  for (auto [i, r] : llvm::enumerate(recurs)) {
+    std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.first);
+    if (failed(emit("recur", planPrefill(spec, r.first), suffix, r.second)))
+      return failure();
   }
   func.erase();
   return success();

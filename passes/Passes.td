@@ -142,6 +142,23 @@ def DeltaChunkToLinalg : Pass<"delta-chunk-to-linalg", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def DeltaPlanPrefill : Pass<"delta-plan-prefill", "::mlir::func::FuncOp"> {
+  let summary = "choose the prefill kernel variants and their dispatch table";
+  let description = [{
+    For a chunked prefill function, writes `delta.recur_variants`: the
+    recur kernels to emit, widest V tile first, each with the dispatch
+    predicate the host evaluates per call (`min_blocks_per_sm`: launched when
+    N * HV * V / value_tile >= min_blocks_per_sm * SMs; the last is
+    unconditional). Wide tiles repeat less work on K; narrow ones make more
+    blocks for calls with few sequences and heads. `value-tiles` overrides
+    the candidates (default 32, 16).
+  }];
+  let options = [
+    ListOption<"valueTiles", "value-tiles", "int64_t",
+               "candidate V tiles of the recur kernel">
+  ];
+}
+
 def DeltaLowerPrefillToGPU : Pass<"delta-lower-prefill-to-gpu",
                                   "::mlir::ModuleOp"> {
   let summary = "lower chunk-level prefill functions to tensor-core kernels";
@@ -160,7 +177,8 @@ def DeltaLowerPrefillToGPU : Pass<"delta-lower-prefill-to-gpu",
   }];
   let options = [
     Option<"valueTile", "value-tile", "int64_t", /*default=*/"0",
-           "V columns per recur block (0: 32)">
+           "V columns per recur block when the function has no "
+           "delta.recur_variants (0: 32)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -765,7 +765,8 @@ ArrayRef<StringRef> mlir::delta::prefillKernelParts() {
 void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module, StringRef name,
                                      StringRef part, const PrefillSpec &spec,
-                                     const PrefillPlan &plan) {
+                                     const PrefillPlan &plan,
+                                     StringRef suffix) {
   MLIRContext *ctx = builder.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx, 1);
   SmallVector<Type> inputs;
@@ -781,7 +782,7 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   builder.setInsertionPointToEnd(module.getBody());
   // Dynamic shared memory: the kernels need more than the 48 KiB a static
   // array may have; the host raises the limit per kernel.
-  std::string kernelName = (name + "_" + part).str();
+  std::string kernelName = (name + "_" + part + suffix).str();
   std::string smemName = kernelName + "_smem";
   LLVM::GlobalOp::create(builder, loc, LLVM::LLVMArrayType::get(builder.getI8Type(), 0),
                          /*isConstant=*/false, LLVM::Linkage::External, smemName,

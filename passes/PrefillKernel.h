@@ -66,13 +66,13 @@ int64_t prefillWorkspaceBytes(const PrefillSpec &spec, int64_t maxChunks,
 /// The kernels of a prefill entry in launch order: "prep", "chunks", "recur".
 llvm::ArrayRef<llvm::StringRef> prefillKernelParts();
 
-/// Builds kernel `<name>_<part>` into `module`. The gpu.func carries
-/// `delta.block_threads`, `delta.dynamic_smem` and `delta.grid_x` (V tiles
-/// of the recur grid).
+/// Builds kernel `<name>_<part><suffix>` into `module`. The gpu.func
+/// carries `delta.block_threads`, `delta.dynamic_smem` and `delta.grid_x`
+/// (V tiles of the recur grid).
 void buildPrefillKernel(OpBuilder &builder, Location loc,
                         gpu::GPUModuleOp module, StringRef name,
                         StringRef part, const PrefillSpec &spec,
-                        const PrefillPlan &plan);
+                        const PrefillPlan &plan, StringRef suffix = "");
 
 } // namespace mlir::delta
 

@@ -50,6 +50,11 @@ cl::opt<std::string> decodeTuning(
              "delta-lower-decode-to-gpu, e.g. \"rows-per-thread=4 "
              "prefetch=false\")"),
     cl::value_desc("options"), cl::cat(category));
+cl::opt<std::string> prefillPlan(
+    "prefill-plan",
+    cl::desc("override the prefill plan (options of delta-plan-prefill, "
+             "e.g. \"value-tiles=32\")"),
+    cl::value_desc("options"), cl::cat(category));
 cl::opt<bool> embedImages(
     "embed-images",
     cl::desc("also write <lib>_images.cpp with the PTX embedded, so the "
@@ -117,7 +122,8 @@ int main(int argc, char **argv) {
   mlir::OwningOpRef<mlir::ModuleOp> module =
       deltac::loadSpecs(sourceMgr, context);
   if (!module ||
-      failed(deltac::expandSpecs(*module, targetList, decodeTuning)))
+      failed(deltac::expandSpecs(*module, targetList, decodeTuning,
+                                  prefillPlan)))
     return 1; // the diagnostic handler has printed file:line:col messages
   if (printIR)
     module->print(outs());

@@ -17,6 +17,9 @@ struct PrefillVariant {
   bool stateVFirst;
   unsigned threads;
   unsigned valueTiles; // recur blocks along V
+  /// Dispatch: the first variant of a (K, V) whose recur grid N * HV *
+  /// valueTiles has at least this many blocks per SM is launched (0: always).
+  int64_t minBlocksPerSM;
   unsigned smemPrep, smemChunks, smemRecur;
   Kernel *prep, *chunks, *recur;
 };
@@ -30,6 +33,13 @@ int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
 const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
                                          int count, int64_t K, int64_t V,
                                          deltac::Status &status);
+
+/// The dispatch table evaluated for a call: the first variant of (K, V)
+/// whose predicate holds for N sequences, HV heads and `sms` SMs (the last
+/// of the (K, V) when none does); null when no variant has (K, V).
+const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
+                                           int count, int64_t K, int64_t V,
+                                           int64_t N, int64_t HV, int sms);
 
 /// Checks `args` (everything the host can see) and launches the three
 /// kernels on `stream`. Nothing is launched on a rejected call.

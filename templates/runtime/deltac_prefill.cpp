@@ -88,6 +88,21 @@ const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
   return nullptr;
 }
 
+const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
+                                           int count, int64_t K, int64_t V,
+                                           int64_t N, int64_t HV, int sms) {
+  const PrefillVariant *last = nullptr;
+  for (int i = 0; i < count; ++i) {
+    const PrefillVariant &c = variants[i];
+    if (c.K != K || c.V != V)
+      continue;
+    last = &c;
+    if (N * HV * int64_t(c.valueTiles) >= c.minBlocksPerSM * int64_t(sms))
+      return &c;
+  }
+  return last;
+}
+
 deltac::Status runPrefill(const PrefillVariant *variants, int count,
                           const deltac_prefill_args &a, void *stream) {
   deltac::Status status;
@@ -168,6 +183,16 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       return s;
   if (a.T == 0 && !a.final_state)
     return {}; // nothing to compute or write
+  // The dispatch table: the SM count only matters when a predicate asks.
+  int sms = 0;
+  std::string error;
+  for (int i = 0; i < count && sms == 0; ++i)
+    if (variants[i].K == a.K && variants[i].V == a.V &&
+        variants[i].minBlocksPerSM > 0 &&
+        (sms = multiprocessorCount(&error)) == 0)
+      return {DELTAC_CUDA_ERROR, error};
+  const PrefillVariant &chosen =
+      *choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms);
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
@@ -185,13 +210,13 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
                     &qs,    &ks,   &vs,    &os,   &slots, &scale};
-  std::string error;
-  if (!v.prep->launch(1, 1, 1, v.threads, stream, params, &error,
-                      v.smemPrep) ||
-      !v.chunks->launch((unsigned)chunks, (unsigned)HV, 1, v.threads, stream,
-                        params, &error, v.smemChunks) ||
-      !v.recur->launch((unsigned)N, (unsigned)HV, v.valueTiles, v.threads,
-                       stream, params, &error, v.smemRecur))
+  if (!chosen.prep->launch(1, 1, 1, chosen.threads, stream, params, &error,
+                           chosen.smemPrep) ||
+      !chosen.chunks->launch((unsigned)chunks, (unsigned)HV, 1, chosen.threads,
+                             stream, params, &error, chosen.smemChunks) ||
+      !chosen.recur->launch((unsigned)N, (unsigned)HV, chosen.valueTiles,
+                            chosen.threads, stream, params, &error,
+                            chosen.smemRecur))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

@@ -1,0 +1,70 @@
+//===- PlanPrefill.cpp - kernel variants and their dispatch table -*- C++ -*-===//
+//
+// `delta-plan-prefill` decides, for each chunked prefill function, which
+// recur kernels to emit and when the host launches each. The cost model is
+// deliberately small: the recurrence is sequential over chunks, so a call
+// is as fast as its busiest block; a block's work per chunk grows with its
+// V tile, while the number of blocks, N * HV * V / tile, must fill the GPU
+// to use it. Hence: wide tiles (less redundant work on K) when the grid
+// already covers every SM, narrower ones when it does not. The decision is
+// written as `delta.recur_variants`, one dictionary per kernel in dispatch
+// order with its `value_tile` and `min_blocks_per_sm` (the first variant
+// whose grid has at least that many blocks per SM is launched; 0: always),
+// which delta-lower-prefill-to-gpu and the host wrapper consume.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/DeltaOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::delta {
+#define GEN_PASS_DEF_DELTAPLANPREFILL
+#include "passes/Passes.h.inc"
+
+namespace {
+struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    auto entry = func->getAttrOfType<EntryKindAttr>(DeltaDialect::kEntryAttrName);
+    if (!entry || entry.getValue() != EntryKind::prefill)
+      return;
+    SmallVector<ChunkStateStepOp> steps;
+    func.walk([&](ChunkStateStepOp op) { steps.push_back(op); });
+    if (steps.size() != 1) {
+      func.emitError("delta-plan-prefill expects the chunk IR of one "
+                     "recurrence; run delta-chunk first");
+      return signalPassFailure();
+    }
+    int64_t V = steps.front().getState().getType().getDimSize(1);
+    SmallVector<int64_t> tiles(valueTiles.begin(), valueTiles.end());
+    if (tiles.empty())
+      tiles = {32, 16};
+    SmallVector<int64_t> usable;
+    for (int64_t t : tiles) {
+      if (t < 8 || t % 8 != 0 || V % t != 0) {
+        func.emitError() << "value tile " << t
+                         << " must be a multiple of 8 that divides V = " << V;
+        return signalPassFailure();
+      }
+      if (!llvm::is_contained(usable, t))
+        usable.push_back(t);
+    }
+    llvm::sort(usable, std::greater<int64_t>());
+    OpBuilder b(func);
+    SmallVector<Attribute> variants;
+    for (auto [i, t] : llvm::enumerate(usable)) {
+      // All but the narrowest tile require a full wave of blocks.
+      int64_t minBlocks = i + 1 < usable.size() ? 1 : 0;
+      variants.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("value_tile", b.getI64IntegerAttr(t)),
+           b.getNamedAttr("min_blocks_per_sm", b.getI64IntegerAttr(minBlocks))}));
+    }
+    func->setAttr(DeltaDialect::kRecurVariantsAttrName, b.getArrayAttr(variants));
+  }
+};
+} // namespace
+} // namespace mlir::delta

@@ -1,0 +1,30 @@
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
+
+// The chunk IR of a Qwen3-Next-style prefill becomes one gpu.module per
+// kernel: prep (chunk offsets), chunks (parallel per chunk), and one recur
+// kernel per dispatch-table entry, with launch shapes as attributes.
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @qwen rule = gated dims = [128x128] io = bf16 state = f32
+      layout = vk gate = raw beta = sigmoid l2norm chunk = 64 entries = [prefill]
+}
+
+// CHECK-NOT: func.func @qwen_k128_v128_prefill
+// CHECK: gpu.module @qwen_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @qwen_k128_v128_prefill_prep(
+// CHECK-SAME: delta.block_threads = 128
+// CHECK: gpu.module @qwen_k128_v128_prefill_chunks_gpu
+// CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
+// CHECK-SAME: delta.dynamic_smem = 114944
+// CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK: gpu.module @qwen_k128_v128_prefill_recur_gpu
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur(
+// CHECK-SAME: delta.grid_x = 4
+// CHECK-SAME: delta.min_blocks_per_sm = 1
+// CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
+// CHECK-SAME: delta.grid_x = 8
+// CHECK-SAME: delta.min_blocks_per_sm = 0
+
+// PTX: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
