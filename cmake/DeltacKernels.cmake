@@ -34,9 +34,11 @@ function(deltac_generate_kernels name)
   set(dir ${ARG_OUTPUT_DIR})
   string(REPLACE ";" "," targets "${ARG_TARGETS}")
   set(sources ${dir}/${name}.cpp ${dir}/${name}_images.cpp
-              ${dir}/deltac_runtime.cpp ${dir}/deltac_decode.cpp)
+              ${dir}/deltac_runtime.cpp ${dir}/deltac_decode.cpp
+              ${dir}/deltac_prefill.cpp)
   set(headers ${dir}/${name}.h ${dir}/deltac_api.h ${dir}/deltac_runtime.h
-              ${dir}/deltac_decode.h)
+              ${dir}/deltac_decode.h ${dir}/deltac_prefill.h
+              ${dir}/deltac_checks.h)
   add_custom_command(
     OUTPUT ${sources} ${headers}
     COMMAND deltac::deltac ${spec} --target=${targets} -o ${dir}

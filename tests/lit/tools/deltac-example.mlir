@@ -5,9 +5,15 @@
 
 // The README's main job on the shipped example: verify, expand, lower what
 // has a lowering, write the library.
-// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 6 kernels planned, 4 generated
-// CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_90a {{ *}}prefill K=128 V=128  not generated yet (no prefill lowering)
-// CHECK-NEXT: qwen3_next_k128_v128_prefill.sm_80 {{ *}}prefill K=128 V=128  not generated yet
+// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 12 kernels planned, 12 generated
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_90a {{ *}}prefill K=128 V=128  PTX {{[0-9]+}} B, 128 threads
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_80 {{ *}}prefill K=128 V=128  PTX
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_chunks.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 0 B stack, 0 B spills
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_chunks.sm_80 {{ *}}prefill K=128 V=128  PTX {{.*}} 0 B stack, 0 B spills
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_recur.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads x 4 blocks/head
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_recur.sm_80 {{ *}}prefill
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads x 8 blocks/head
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_80 {{ *}}prefill
 // CHECK-NEXT: qwen3_next_k128_v128_decode.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x {{[0-9]+}} blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_decode.sm_80 {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B
 // CHECK-NEXT: qwen3_next_k128_v128_decode_small.sm_90a {{ *}}decode  K=128 V=128  PTX
@@ -22,14 +28,21 @@
 // FILES-DAG: qwen3_next_gdn.h
 // FILES-DAG: qwen3_next_k128_v128_decode.sm_80.ptx
 // FILES-DAG: qwen3_next_k128_v128_decode.sm_90a.ptx
+// FILES-DAG: deltac_prefill.cpp
+// FILES-DAG: qwen3_next_k128_v128_prefill_chunks.sm_90a.ptx
+// FILES-DAG: qwen3_next_k128_v128_prefill_recur.sm_80.ptx
 
 // HEADER: namespace qwen3_next_gdn {
 // HEADER: namespace qwen3_next {
 // HEADER: deltac::Status decode(const deltac_decode_args &args, void *stream);
+// HEADER: deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+// HEADER: int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 // HEADER: int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, void *stream);
+// HEADER: int qwen3_next_gdn_qwen3_next_prefill(const deltac_prefill_args *args, void *stream);
 // HEADER: const char *qwen3_next_gdn_last_error(void);
 
 // PRINT: module attributes {delta.targets = ["sm_100a"], gpu.container_module}
-// PRINT: delta.chunked_recurrence gated layout = vk chunk = 64
+// PRINT: gpu.module @qwen3_next_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
+// PRINT: gpu.module @qwen3_next_k128_v128_prefill_chunks_gpu
 // PRINT: gpu.module @qwen3_next_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
-// PRINT: 3 kernels planned, 2 generated
+// PRINT: 6 kernels planned, 6 generated

@@ -1,0 +1,87 @@
+//===- PrefillPlanTest.cpp - the prefill ABI and dispatch table ----------===//
+//
+// Host-only checks of the prefill path: the runtime packs the compiler's
+// kernel parameters in the compiler's order; the workspace formula of the
+// runtime equals the compiler's; and the dispatch table is evaluated as
+// delta-plan-prefill wrote it (the first variant whose grid fills the SMs
+// min_blocks_per_sm times, else the last) for given shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillKernel.h"
+
+#include "deltac_prefill.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+TEST(PrefillAbi, RuntimePacksTheCompilersParameters) {
+  int count = 0;
+  const char *const *runtime = deltac_rt::prefillParamNames(&count);
+  llvm::ArrayRef<mlir::delta::KernelParam> compiler =
+      mlir::delta::prefillKernelParams();
+  ASSERT_EQ(size_t(count), compiler.size());
+  for (size_t i = 0; i < compiler.size(); ++i)
+    EXPECT_STREQ(runtime[i], compiler[i].name) << "parameter " << i;
+}
+
+namespace {
+deltac_rt::PrefillVariant variant(int64_t K, int64_t V, unsigned tiles,
+                                  int64_t minBlocks) {
+  return {K, V, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log,
+          false, 128, tiles, minBlocks, 0, 0, 0, nullptr, nullptr, nullptr};
+}
+} // namespace
+
+TEST(PrefillDispatch, WideTileOnlyWhenTheGridFillsTheGpu) {
+  // delta-plan-prefill's default table for V = 128: tile 32 (4 blocks per
+  // head) when N * HV * 4 >= SMs, else tile 16 (8 blocks per head).
+  const deltac_rt::PrefillVariant table[] = {
+      variant(64, 64, 2, 1), variant(128, 128, 4, 1), variant(128, 128, 8, 0)};
+  const int sms = 132; // H200
+  auto tiles = [&](int64_t N, int64_t HV) {
+    const deltac_rt::PrefillVariant *v =
+        deltac_rt::choosePrefillVariant(table, 3, 128, 128, N, HV, sms);
+    return v ? int(v->valueTiles) : -1;
+  };
+  EXPECT_EQ(tiles(1, 16), 8);  // T=32K H=HV=16: 64 blocks < 132
+  EXPECT_EQ(tiles(1, 32), 8);  // T=4K HV32: 128 < 132
+  EXPECT_EQ(tiles(8, 32), 4);  // varlen 8 x HV32: 1024 >= 132
+  EXPECT_EQ(tiles(33, 1), 4);  // exactly 132
+  EXPECT_EQ(tiles(32, 1), 8);  // 128
+  EXPECT_EQ(deltac_rt::choosePrefillVariant(table, 3, 96, 128, 1, 1, sms),
+            nullptr);
+  // The 64x64 entry is alone: chosen even though its predicate fails.
+  EXPECT_EQ(deltac_rt::choosePrefillVariant(table, 3, 64, 64, 1, 1, sms),
+            &table[0]);
+}
+
+TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
+  mlir::MLIRContext ctx;
+  mlir::Type bf16 = mlir::BFloat16Type::get(&ctx),
+             f32 = mlir::Float32Type::get(&ctx);
+  mlir::delta::PrefillSpec spec{mlir::delta::Rule::gated,
+                                mlir::delta::GateForm::log,
+                                mlir::delta::BetaForm::given,
+                                true,
+                                mlir::delta::StateLayout::kv,
+                                bf16,
+                                f32,
+                                f32,
+                                bf16,
+                                128,
+                                128,
+                                64};
+  deltac_rt::PrefillVariant v = variant(128, 128, 4, 1);
+  for (auto [T, N, HV] : {std::tuple<int64_t, int64_t, int64_t>{512, 1, 32},
+                          {16000, 8, 32},
+                          {131072, 1, 16},
+                          {0, 3, 2},
+                          {1, 1, 1}}) {
+    int64_t maxChunks = (T + 63) / 64 + N;
+    EXPECT_EQ(deltac_rt::prefillWorkspaceBytes(v, T, N, HV),
+              mlir::delta::prefillWorkspaceBytes(spec, maxChunks, HV, N))
+        << "T=" << T << " N=" << N << " HV=" << HV;
+  }
+}
