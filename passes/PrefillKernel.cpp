@@ -45,12 +45,15 @@ const KernelParam kParams[] = {
     {"scale", ParamKind::F32},
 };
 
+
+/// Rows of q/k the chunks kernel loads per loop iteration (4 spills).
+constexpr int64_t kRowsAtOnce = 2;
 constexpr int64_t kPad = 8; // bf16 elements of row padding in shared memory
 int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 
 /// Shared-memory regions of the chunks kernel (byte offsets).
 struct ChunksSmem {
-  int64_t kb, qb, lf, af, ab, kst, vst, gam, gr, beta, total;
+  int64_t kb, qb, lf, af, ab, kst, vst, gam, gr, beta, tmp, total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
@@ -64,22 +67,28 @@ struct ChunksSmem {
     gam = take(C * 4);
     gr = take(C * 4);
     beta = take(C * 4);
+    tmp = take(3 * 256 * 4); // the solve's off-diagonal products
     total = off;
   }
 };
 
 /// Shared-memory regions of the recur kernel.
+/// The chunk operands (wb, qgb, kdt, pb) are double-buffered: the second
+/// copy of each sits `half` bytes after the first.
 struct RecurSmem {
-  int64_t st, wb, qgb, kdt, pb, vnt, total;
+  int64_t st, vnt, wb, qgb, kdt, pb, half, total;
   RecurSmem(const PrefillSpec &s, int64_t bv) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
     st = take(bv * (K + kPad) * 2);
+    vnt = take(bv * (C + kPad) * 2);
+    int64_t first = off;
     wb = take(C * (K + kPad) * 2);
     qgb = take(C * (K + kPad) * 2);
     kdt = take(K * (C + kPad) * 2);
     pb = take(C * (C + kPad) * 2);
-    vnt = take(bv * (C + kPad) * 2);
+    half = off - first;
+    off += half;
     total = off;
   }
 };
@@ -232,32 +241,50 @@ private:
       }
     }
   }
-  /// A loop over [0, count) in steps of the block's threads (a real loop:
-  /// unrolling it only raises register pressure and code size).
-  void threadLoop(int64_t count, function_ref<void(Value)> body) {
+  /// A loop over [0, count) in steps of the block's threads: a real loop
+  /// (unrolling everything only raises register pressure and code size), or
+  /// unrolled where the body's global loads should all be in flight.
+  void threadLoop(int64_t count, function_ref<void(Value)> body,
+                  bool unroll = false) {
     int64_t n = plan.threads;
+    auto guarded = [&](Value i) {
+      if (count % n == 0) {
+        body(i);
+        return;
+      }
+      auto inside = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, i, cI32(count)), false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(inside.thenBlock());
+      body(i);
+    };
+    if (unroll) {
+      for (int64_t base = 0; base < count; base += n)
+        guarded(add(tid, cI32(base)));
+      return;
+    }
     auto loop = scf::ForOp::create(b, cI32(0), cI32(count), cI32(n));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value i = add(tid, loop.getInductionVar());
-    if (count % n == 0) {
-      body(i);
-      return;
-    }
-    auto inside = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, i, cI32(count)), false);
-    b.setInsertionPointToStart(inside.thenBlock());
-    body(i);
+    guarded(add(tid, loop.getInductionVar()));
   }
-  /// Copies `rows` x `cols` bf16 (cols % 8 == 0) from global (row stride
-  /// `cols`) to shared memory (row stride cols + pad), 16 bytes at a time.
+  /// Starts copying `rows` x `cols` bf16 (cols % 8 == 0) from global (row
+  /// stride `cols`) to shared memory (row stride cols + pad) with cp.async,
+  /// 16 bytes per instruction, all in flight; waitCopies() completes them.
   void copyTile(Value dst, Value src, Value srcBase, int64_t rows, int64_t cols) {
     int64_t vecs = cols / 8;
-    auto vt = VectorType::get({8}, bf16);
     threadLoop(rows * vecs, [&](Value i) {
       Value r = divu(i, cI32(vecs)), c = mul(arith::RemUIOp::create(b, i, cI32(vecs)), cI32(8));
-      Value x = LLVM::LoadOp::create(b, vt, gep(src, bf16, add(srcBase, toI64(add(mul(r, cI32(cols)), c)))), 16);
-      LLVM::StoreOp::create(b, x, gep(dst, bf16, toI64(add(mul(r, cI32(cols + kPad)), c))), 16);
-    });
+      Value from = gep(src, bf16, add(srcBase, toI64(add(mul(r, cI32(cols)), c))));
+      Value to = gep(dst, bf16, toI64(add(mul(r, cI32(cols + kPad)), c)));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{to, from});
+    }, /*unroll=*/true);
+  }
+  void commitCopies() {
+    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
+  }
+  void waitCopies() {
+    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.wait.all"), ValueRange{});
   }
   /// The gate input of a token as a log decay, and its beta.
   std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
@@ -457,11 +484,12 @@ void PrefillEmitter::emitChunks() {
   // Rows: q, k (normalised), the decay and beta of each token; zero padding.
   int64_t epl = K / 32;
   int64_t warps = plan.threads / 32;
-  auto rowLoop = scf::ForOp::create(b, cI32(0), cI32(C), cI32(warps));
-  {
-    OpBuilder::InsertionGuard rowGuard(b);
-    b.setInsertionPointToStart(rowLoop.getBody());
-    Value i = add(warp, rowLoop.getInductionVar());
+  // kRowsAtOnce rows per iteration, their loads in flight together.
+  auto rowLoop = scf::ForOp::create(b, cI32(0), cI32(C), cI32(warps * kRowsAtOnce));
+  OpBuilder::InsertionGuard rowGuard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  for (int64_t r = 0; r < kRowsAtOnce * warps; r += warps) {
+    Value i = add(warp, add(rowLoop.getInductionVar(), cI32(r)));
     Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
     Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
     for (int which = 0; which < 2; ++which) {
@@ -489,6 +517,7 @@ void PrefillEmitter::emitChunks() {
     store(sel(valid, gv, cF32(0.0)), gr, i, 4);
     store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
   }
+  b.setInsertionPointAfter(rowLoop);
   barrier();
   // chunk_cumsum: padding rows have g = 0, so they repeat the last decay.
   threadLoop(C, [&](Value i) {
@@ -533,27 +562,87 @@ void PrefillEmitter::emitChunks() {
     });
   }
   barrier();
-  // solve_tril: column j by thread j, forward substitution in fp32:
-  // A_ij = -sum_{m=j}^{i-1} L_im A_mj; only thread j touches column j.
-  threadLoop(C, [&](Value jj) {
-    auto rowsLoop = scf::ForOp::create(b, cI32(0), cI32(C), cI32(1));
+  // solve_tril, blocked by 16: (1) each diagonal 16x16 block inverted by
+  // forward substitution, one lane per column with the column in
+  // registers (A_ij = -sum_{m<i} L_im A_mj; entries above the diagonal are
+  // zero, so the sum may start at the block's first row); blocks above the
+  // diagonal set to zero. (2) Block rows below, by distance d from the
+  // diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32.
+  int64_t nb = C / 16;
+  {
+    Value blk = add(mul(warp, cI32(2)), divu(lane, cI32(16)));
+    Value jl = arith::RemUIOp::create(b, lane, cI32(16));
+    auto active = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, blk, cI32(nb)), false);
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(rowsLoop.getBody());
-    Value i = rowsLoop.getInductionVar();
-    auto inner = scf::ForOp::create(b, jj, i, cI32(1), ValueRange{cF32(0.0)});
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(inner.getBody());
-      Value m = inner.getInductionVar();
-      Value lim = load(f32, lf, add(mul(i, cI32(C + 1)), m), 4);
-      Value amj = load(f32, af, add(mul(m, cI32(C + 1)), jj), 4);
-      scf::YieldOp::create(b, fadd(inner.getRegionIterArg(0), fmul(lim, amj)));
+    b.setInsertionPointToStart(active.thenBlock());
+    Value base = mul(blk, cI32(16));
+    SmallVector<Value> a;
+    for (int64_t m = 0; m < 16; ++m)
+      a.push_back(sel(cmp(arith::CmpIPredicate::eq, jl, cI32(m)), cF32(1.0), cF32(0.0)));
+    for (int64_t i = 1; i < 16; ++i) {
+      Value row = mul(add(base, cI32(i)), cI32(C + 1));
+      SmallVector<Value> terms;
+      for (int64_t m = 0; m < i; ++m)
+        terms.push_back(fmul(load(f32, lf, add(row, add(base, cI32(m))), 4), a[m]));
+      while (terms.size() > 1) { // a tree: a short dependent chain
+        SmallVector<Value> half;
+        for (size_t t = 0; t + 1 < terms.size(); t += 2)
+          half.push_back(fadd(terms[t], terms[t + 1]));
+        if (terms.size() % 2)
+          half.push_back(terms.back());
+        terms = half;
+      }
+      a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), terms[0]), a[i]);
     }
-    Value diag = cmp(arith::CmpIPredicate::eq, i, jj);
-    Value below = cmp(arith::CmpIPredicate::ugt, i, jj);
-    Value a = sel(diag, cF32(1.0), sel(below, fsub(cF32(0.0), inner.getResult(0)), cF32(0.0)));
-    store(a, af, add(mul(i, cI32(C + 1)), jj), 4);
-    store(toBf16(a), ab, add(mul(i, cI32(C + kPad)), jj), 2);
+    for (int64_t i = 0; i < 16; ++i)
+      store(a[i], af, add(mul(add(base, cI32(i)), cI32(C + 1)), add(base, jl)), 4);
+  }
+  threadLoop(C * C, [&](Value e) {
+    Value i = divu(e, cI32(C)), jj = arith::RemUIOp::create(b, e, cI32(C));
+    Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
+    auto ifAbove = scf::IfOp::create(b, above, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifAbove.thenBlock());
+    store(cF32(0.0), af, add(mul(i, cI32(C + 1)), jj), 4);
+  });
+  barrier();
+  Value tmp = region(L.tmp);
+  for (int64_t d = 1; d < nb; ++d) {
+    int64_t pairs = nb - d;
+    // T_p = sum_k L_rk A_kc over the block columns c .. r - 1 (r = p + d, c = p).
+    threadLoop(pairs * 256, [&](Value e) {
+      Value pIdx = divu(e, cI32(256)), ii = divu(arith::RemUIOp::create(b, e, cI32(256)), cI32(16));
+      Value jl = arith::RemUIOp::create(b, e, cI32(16));
+      Value rowG = add(mul(add(pIdx, cI32(d)), cI32(16)), ii), colG = add(mul(pIdx, cI32(16)), jl);
+      Value first = mul(pIdx, cI32(16));
+      auto sum = scf::ForOp::create(b, first, add(first, cI32(16 * d)), cI32(1), ValueRange{cF32(0.0)});
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(sum.getBody());
+        Value m = sum.getInductionVar();
+        Value x = fmul(load(f32, lf, add(mul(rowG, cI32(C + 1)), m), 4),
+                       load(f32, af, add(mul(m, cI32(C + 1)), colG), 4));
+        scf::YieldOp::create(b, fadd(sum.getRegionIterArg(0), x));
+      }
+      store(sum.getResult(0), tmp, e, 4);
+    });
+    barrier();
+    // A_rc = -A_rr T_p.
+    threadLoop(pairs * 256, [&](Value e) {
+      Value pIdx = divu(e, cI32(256)), ii = divu(arith::RemUIOp::create(b, e, cI32(256)), cI32(16));
+      Value jl = arith::RemUIOp::create(b, e, cI32(16));
+      Value r0 = mul(add(pIdx, cI32(d)), cI32(16));
+      Value acc = cF32(0.0);
+      for (int64_t m = 0; m < 16; ++m)
+        acc = fadd(acc, fmul(load(f32, af, add(mul(add(r0, ii), cI32(C + 1)), add(r0, cI32(m))), 4),
+                             load(f32, tmp, add(mul(pIdx, cI32(256)), add(mul(cI32(m), cI32(16)), jl)), 4)));
+      store(fsub(cF32(0.0), acc), af, add(mul(add(r0, ii), cI32(C + 1)), add(mul(pIdx, cI32(16)), jl)), 4);
+    });
+    barrier();
+  }
+  threadLoop(C * C, [&](Value e) {
+    Value i = divu(e, cI32(C)), jj = arith::RemUIOp::create(b, e, cI32(C));
+    store(toBf16(load(f32, af, add(mul(i, cI32(C + 1)), jj), 4)), ab, add(mul(i, cI32(C + kPad)), jj), 2);
   });
   // Operands of the WY products, transposed: (beta e^G K)^T and (beta V)^T;
   // and the recurrence's inputs: KdT = (K ⊙ e^(G_last - G))^T and
@@ -576,14 +665,22 @@ void PrefillEmitter::emitChunks() {
     Value eg = gated ? exp(load(f32, gam, m, 4)) : cF32(1.0);
     store(toBf16(fmul(qmd, fmul(eg, param(pScale)))), qg, add(mul(m, cI32(K)), d), 2);
   });
-  threadLoop(C * V, [&](Value e) {
-    Value m = divu(e, cI32(V)), vv = arith::RemUIOp::create(b, e, cI32(V));
+  // (beta V)^T: 16-byte loads of v rows, all of a thread's in flight.
+  int64_t perVec = 16 / (s.ioType.getIntOrFloatBitWidth() / 8);
+  threadLoop(C * V / perVec, [&](Value e) {
+    Value m = divu(e, cI32(V / perVec));
+    Value vv = mul(arith::RemUIOp::create(b, e, cI32(V / perVec)), cI32(perVec));
     Value valid = cmp(arith::CmpIPredicate::slt, m, rows);
     Value tok = add(t0, toI64(sel(valid, m, cI32(0))));
-    Value x = loadF32(param(pV), s.ioType, add(add(mul(tok, param(pVStride)), mul(toI64(hv), cI64(V))), toI64(vv)));
-    Value bx = sel(valid, fmul(x, load(f32, betaS, m, 4)), cF32(0.0));
-    store(toBf16(bx), vst, add(mul(vv, cI32(C + kPad)), m), 2);
-  });
+    Value at = add(add(mul(tok, param(pVStride)), mul(toI64(hv), cI64(V))), toI64(vv));
+    auto vt = VectorType::get({perVec}, s.ioType);
+    Value vec = LLVM::LoadOp::create(b, vt, gep(param(pV), s.ioType, at), 16);
+    Value bm = sel(valid, load(f32, betaS, m, 4), cF32(0.0));
+    for (int64_t x = 0; x < perVec; ++x) {
+      Value elt = toF32(LLVM::ExtractElementOp::create(b, vec, cI32(x)).getResult());
+      store(toBf16(fmul(elt, bm)), vst, add(mul(add(vv, cI32(x)), cI32(C + kPad)), m), 2);
+    }
+  }, /*unroll=*/true);
   barrier();
   // chunk_wy: W = A (beta e^G K), U = A (beta V), to the workspace.
   auto product = [&](Value bt, int64_t cols, int64_t which) {
@@ -664,8 +761,26 @@ void PrefillEmitter::emitRecur() {
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value c0 = load(i32, offsets, n, 4), c1 = load(i32, offsets, add(n, cI32(1)), 4);
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
-  Value st = region(L.st), wb = region(L.wb), qgb = region(L.qgb), kdt = region(L.kdt),
-        pb = region(L.pb), vnt = region(L.vnt);
+  Value st = region(L.st), vnt = region(L.vnt);
+  // The chunk's operands, double-buffered: chunk c + 1 is copied (cp.async)
+  // while chunk c computes.
+  auto startCopies = [&](Value c, Value parity) {
+    Value ch = chunkHead(c, hv);
+    auto buf = [&](int64_t at) {
+      return LLVM::SelectOp::create(b, parity, region(at + L.half), region(at)).getResult();
+    };
+    copyTile(buf(L.wb), workRegion(2), mul(ch, cI64(C * K)), C, K);
+    copyTile(buf(L.qgb), workRegion(4), mul(ch, cI64(C * K)), C, K);
+    copyTile(buf(L.kdt), workRegion(5), mul(ch, cI64(K * C)), K, C);
+    copyTile(buf(L.pb), workRegion(6), mul(ch, cI64(C * C)), C, C);
+    commitCopies();
+  };
+  {
+    auto any = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c0, c1), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(any.thenBlock());
+    startCopies(c0, arith::ConstantIntOp::create(b, 0, 1));
+  }
   SmallVector<Value> init;
   for (Frag &f : S)
     init.append(f.c, f.c + 4);
@@ -679,10 +794,23 @@ void PrefillEmitter::emitRecur() {
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
     Value ch = chunkHead(c, hv);
-    copyTile(wb, workRegion(2), mul(ch, cI64(C * K)), C, K);
-    copyTile(qgb, workRegion(4), mul(ch, cI64(C * K)), C, K);
-    copyTile(kdt, workRegion(5), mul(ch, cI64(K * C)), K, C);
-    copyTile(pb, workRegion(6), mul(ch, cI64(C * C)), C, C);
+    Value odd = cmp(arith::CmpIPredicate::ne,
+                    arith::RemUIOp::create(b, sub(c, c0), cI32(2)), cI32(0));
+    // Chunk c's operands have landed for every thread, and every thread is
+    // done with chunk c - 1 (whose buffer the next copies overwrite).
+    waitCopies();
+    barrier();
+    {
+      Value next = add(c, cI32(1));
+      auto more = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, next, c1), false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(more.thenBlock());
+      startCopies(next, arith::XOrIOp::create(b, odd, arith::ConstantIntOp::create(b, 1, 1)));
+    }
+    auto cur = [&](int64_t at) {
+      return LLVM::SelectOp::create(b, odd, region(at + L.half), region(at)).getResult();
+    };
+    Value wb = cur(L.wb), qgb = cur(L.qgb), kdt = cur(L.kdt), pb = cur(L.pb);
     // S^T in bf16: the B operand of W S and Qg S.
     forEachElement(BV, S, [&](Value d, Value col, Value x) {
       store(toBf16(x), st, add(mul(col, cI32(K + kPad)), d), 2);
@@ -720,7 +848,6 @@ void PrefillEmitter::emitRecur() {
       for (Value &x : f.c)
         x = fmul(x, decayLast);
     mma(kdt, C + kPad, vnt, C + kPad, K, BV, C, S);
-    barrier();
     SmallVector<Value> next;
     for (Frag &f : S)
       next.append(f.c, f.c + 4);
