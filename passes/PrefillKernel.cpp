@@ -53,30 +53,44 @@ int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 
 /// Shared-memory regions of the chunks kernel (byte offsets).
 struct ChunksSmem {
-  int64_t kb, qb, lf, af, ab, kst, vst, gam, gr, beta, tmp, total;
+  int64_t kb, qb, lf, af, ab, kst, vst, gam, gr, beta, tmp, eg, egl, beg,
+      total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
     kb = take(C * (K + kPad) * 2);
     qb = take(C * (K + kPad) * 2);
+    // Q is dead once Qg is written: the solve's bf16 result and its
+    // off-diagonal products live in Q's place when they fit (K = V = 128,
+    // C = 64: 2 blocks per SM instead of 1).
+    int64_t abBytes = align256(C * (C + kPad) * 2), tmpBytes = 3 * 256 * 4;
+    if (abBytes + tmpBytes <= align256(C * (K + kPad) * 2)) {
+      ab = qb;
+      tmp = qb + abBytes;
+    } else {
+      ab = take(abBytes);
+      tmp = take(tmpBytes);
+    }
     lf = take(C * (C + 1) * 4);
     af = take(C * (C + 1) * 4);
-    ab = take(C * (C + kPad) * 2);
     kst = take(K * (C + kPad) * 2);
     vst = take(V * (C + kPad) * 2);
     gam = take(C * 4);
     gr = take(C * 4);
     beta = take(C * 4);
-    tmp = take(3 * 256 * 4); // the solve's off-diagonal products
+    eg = take(C * 4);
+    egl = take(C * 4);
+    beg = take(C * 4);
     total = off;
   }
 };
 
 /// Shared-memory regions of the recur kernel.
-/// The chunk operands (wb, qgb, kdt, pb) are double-buffered: the second
+/// The chunk operands (wb, qgb, kdt, pb, the U tile ub, G_last gl) are
+/// double-buffered: the second
 /// copy of each sits `half` bytes after the first.
 struct RecurSmem {
-  int64_t st, vnt, wb, qgb, kdt, pb, half, total;
+  int64_t st, vnt, wb, qgb, kdt, pb, ub, gl, half, total;
   RecurSmem(const PrefillSpec &s, int64_t bv) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
@@ -87,6 +101,8 @@ struct RecurSmem {
     qgb = take(C * (K + kPad) * 2);
     kdt = take(K * (C + kPad) * 2);
     pb = take(C * (C + kPad) * 2);
+    ub = take(C * (bv + kPad) * 2);
+    gl = take(4);
     half = off - first;
     off += half;
     total = off;
@@ -270,11 +286,14 @@ private:
   /// Starts copying `rows` x `cols` bf16 (cols % 8 == 0) from global (row
   /// stride `cols`) to shared memory (row stride cols + pad) with cp.async,
   /// 16 bytes per instruction, all in flight; waitCopies() completes them.
-  void copyTile(Value dst, Value src, Value srcBase, int64_t rows, int64_t cols) {
+  void copyTile(Value dst, Value src, Value srcBase, int64_t rows, int64_t cols,
+                int64_t srcStride = 0) {
     int64_t vecs = cols / 8;
+    if (srcStride == 0)
+      srcStride = cols;
     threadLoop(rows * vecs, [&](Value i) {
       Value r = divu(i, cI32(vecs)), c = mul(arith::RemUIOp::create(b, i, cI32(vecs)), cI32(8));
-      Value from = gep(src, bf16, add(srcBase, toI64(add(mul(r, cI32(cols)), c))));
+      Value from = gep(src, bf16, add(srcBase, toI64(add(mul(r, cI32(srcStride)), c))));
       Value to = gep(dst, bf16, toI64(add(mul(r, cI32(cols + kPad)), c)));
       LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
                                     ValueRange{to, from});
@@ -496,10 +515,14 @@ void PrefillEmitter::emitChunks() {
       Value base = which ? param(pQ) : param(pK);
       Value stride = which ? param(pQStride) : param(pKStride);
       Value at = add(add(mul(tok, stride), mul(toI64(h), cI64(K))), toI64(mul(lane, cI32(epl))));
+      // One vector load per lane (epl contiguous elements).
+      int64_t bytes = s.ioType.getIntOrFloatBitWidth() / 8;
+      auto vt = VectorType::get({epl}, s.ioType);
+      Value vec = LLVM::LoadOp::create(b, vt, gep(base, s.ioType, at), epl * bytes);
       SmallVector<Value> x;
       Value ss = cF32(0.0);
       for (int64_t e = 0; e < epl; ++e) {
-        x.push_back(loadF32(base, s.ioType, add(at, cI64(e))));
+        x.push_back(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
         ss = fadd(ss, fmul(x.back(), x.back()));
       }
       Value scale = cF32(1.0);
@@ -510,25 +533,53 @@ void PrefillEmitter::emitChunks() {
       for (int64_t e = 0; e < epl; ++e)
         store(toBf16(fmul(x[e], scale)), dst, add(mul(i, cI32(K + kPad)), add(mul(lane, cI32(epl)), cI32(e))), 2);
     }
-    auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, lane, cI32(0)), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(lead.thenBlock());
+  }
+  b.setInsertionPointAfter(rowLoop);
+  // The decay and beta of each row, one thread per row (zero padding).
+  threadLoop(C, [&](Value i) {
+    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+    Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
     auto [gv, bv] = gateAndBeta(tok, hv);
     store(sel(valid, gv, cF32(0.0)), gr, i, 4);
     store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
-  }
-  b.setInsertionPointAfter(rowLoop);
+  }, /*unroll=*/true);
   barrier();
-  // chunk_cumsum: padding rows have g = 0, so they repeat the last decay.
-  threadLoop(C, [&](Value i) {
-    auto sum = scf::ForOp::create(b, cI32(0), add(i, cI32(1)), cI32(1), ValueRange{cF32(0.0)});
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(sum.getBody());
-      scf::YieldOp::create(b, fadd(sum.getRegionIterArg(0), load(f32, gr, sum.getInductionVar(), 4)));
+  // chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan); padding
+  // rows have g = 0, so they repeat the last decay. Then the per-row
+  // factors every later step uses: e^G, e^(G_last - G), beta e^G.
+  {
+    int64_t per = C / 32;
+    auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(w0.thenBlock());
+    SmallVector<Value> run;
+    Value total = cF32(0.0);
+    for (int64_t e = 0; e < per; ++e) {
+      total = fadd(total, load(f32, gr, add(mul(lane, cI32(per)), cI32(e)), 4));
+      run.push_back(total);
     }
-    store(sum.getResult(0), gam, i, 4);
-  });
+    Value incl = total;
+    for (int64_t off = 1; off < 32; off *= 2) {
+      Value up = gpu::ShuffleOp::create(b, incl, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
+      incl = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), fadd(incl, up), incl);
+    }
+    Value before = fsub(incl, total);
+    for (int64_t e = 0; e < per; ++e)
+      store(fadd(before, run[e]), gam, add(mul(lane, cI32(per)), cI32(e)), 4);
+  }
+  barrier();
+  Value eG = region(L.eg), eGL = region(L.egl), bEG = region(L.beg);
+  {
+    Value gLastRow = load(f32, gam, cI32(C - 1), 4);
+    threadLoop(C, [&](Value m) {
+      bool gatedRule = s.rule == Rule::gated;
+      Value gm = load(f32, gam, m, 4);
+      Value e1 = gatedRule ? exp(gm) : cF32(1.0);
+      store(e1, eG, m, 4);
+      store(gatedRule ? exp(fsub(gLastRow, gm)) : cF32(1.0), eGL, m, 4);
+      store(fmul(load(f32, betaS, m, 4), e1), bEG, m, 4);
+    });
+  }
   barrier();
   bool gated = s.rule == Rule::gated;
   // exp(Gamma_i - Gamma_j) on keep (i >= j) only; the argument is selected
@@ -559,6 +610,16 @@ void PrefillEmitter::emitChunks() {
       Value causal = cmp(arith::CmpIPredicate::uge, i, jj);
       Value scaled = fmul(fmul(x, decay(causal, i, jj)), param(pScale));
       store(toBf16(sel(causal, scaled, cF32(0.0))), p, add(mul(i, cI32(C)), jj), 2);
+    });
+  }
+  // Qg = scale Q ⊙ e^G for the recurrence: the last use of Q, whose shared
+  // memory the solve reuses after the barrier.
+  {
+    Value qg = gep(workRegion(4), bf16, mul(ch, cI64(C * K)));
+    threadLoop(C * K, [&](Value e) {
+      Value m = divu(e, cI32(K)), d = arith::RemUIOp::create(b, e, cI32(K));
+      Value qmd = toF32(load(bf16, qb, add(mul(m, cI32(K + kPad)), d), 2));
+      store(toBf16(fmul(qmd, fmul(load(f32, eG, m, 4), param(pScale)))), qg, add(mul(m, cI32(K)), d), 2);
     });
   }
   barrier();
@@ -645,25 +706,14 @@ void PrefillEmitter::emitChunks() {
     store(toBf16(load(f32, af, add(mul(i, cI32(C + 1)), jj), 4)), ab, add(mul(i, cI32(C + kPad)), jj), 2);
   });
   // Operands of the WY products, transposed: (beta e^G K)^T and (beta V)^T;
-  // and the recurrence's inputs: KdT = (K ⊙ e^(G_last - G))^T and
-  // Qg = scale Q ⊙ e^G.
+  // and the recurrence's KdT = (K ⊙ e^(G_last - G))^T.
   Value gLast = load(f32, gam, cI32(C - 1), 4);
   Value kdt = gep(workRegion(5), bf16, mul(ch, cI64(K * C)));
-  Value qg = gep(workRegion(4), bf16, mul(ch, cI64(C * K)));
   threadLoop(C * K, [&](Value e) {
     Value m = arith::RemUIOp::create(b, e, cI32(C)), d = divu(e, cI32(C));
     Value kmd = toF32(load(bf16, kb, add(mul(m, cI32(K + kPad)), d), 2));
-    Value gm = gated ? load(f32, gam, m, 4) : cF32(0.0);
-    Value eg = gated ? exp(gm) : cF32(1.0);
-    store(toBf16(fmul(kmd, fmul(load(f32, betaS, m, 4), eg))), kst, add(mul(d, cI32(C + kPad)), m), 2);
-    Value kd = gated ? fmul(kmd, exp(fsub(gLast, gm))) : kmd;
-    store(toBf16(kd), kdt, add(mul(d, cI32(C)), m), 2);
-  });
-  threadLoop(C * K, [&](Value e) {
-    Value m = divu(e, cI32(K)), d = arith::RemUIOp::create(b, e, cI32(K));
-    Value qmd = toF32(load(bf16, qb, add(mul(m, cI32(K + kPad)), d), 2));
-    Value eg = gated ? exp(load(f32, gam, m, 4)) : cF32(1.0);
-    store(toBf16(fmul(qmd, fmul(eg, param(pScale)))), qg, add(mul(m, cI32(K)), d), 2);
+    store(toBf16(fmul(kmd, load(f32, bEG, m, 4))), kst, add(mul(d, cI32(C + kPad)), m), 2);
+    store(toBf16(fmul(kmd, load(f32, eGL, m, 4))), kdt, add(mul(d, cI32(C)), m), 2);
   });
   // (beta V)^T: 16-byte loads of v rows, all of a thread's in flight.
   int64_t perVec = 16 / (s.ioType.getIntOrFloatBitWidth() / 8);
@@ -773,6 +823,14 @@ void PrefillEmitter::emitRecur() {
     copyTile(buf(L.qgb), workRegion(4), mul(ch, cI64(C * K)), C, K);
     copyTile(buf(L.kdt), workRegion(5), mul(ch, cI64(K * C)), K, C);
     copyTile(buf(L.pb), workRegion(6), mul(ch, cI64(C * C)), C, C);
+    copyTile(buf(L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
+    auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(first.thenBlock());
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
+                                    ValueRange{buf(L.gl), gep(workRegion(1), f32, ch)});
+    }
     commitCopies();
   };
   {
@@ -810,7 +868,8 @@ void PrefillEmitter::emitRecur() {
     auto cur = [&](int64_t at) {
       return LLVM::SelectOp::create(b, odd, region(at + L.half), region(at)).getResult();
     };
-    Value wb = cur(L.wb), qgb = cur(L.qgb), kdt = cur(L.kdt), pb = cur(L.pb);
+    Value wb = cur(L.wb), qgb = cur(L.qgb), kdt = cur(L.kdt), pb = cur(L.pb),
+          ub = cur(L.ub), gl = cur(L.gl);
     // S^T in bf16: the B operand of W S and Qg S.
     forEachElement(BV, S, [&](Value d, Value col, Value x) {
       store(toBf16(x), st, add(mul(col, cI32(K + kPad)), d), 2);
@@ -820,9 +879,8 @@ void PrefillEmitter::emitRecur() {
     {
       SmallVector<Frag> acc = zeroFrags(C, BV);
       mma(wb, K + kPad, st, K + kPad, C, BV, K, acc);
-      Value u = gep(workRegion(3), bf16, mul(ch, cI64(C * V)));
       forEachElement(BV, acc, [&](Value i, Value col, Value x) {
-        Value uv = toF32(load(bf16, u, add(mul(i, cI32(V)), add(v0, col)), 2));
+        Value uv = toF32(load(bf16, ub, add(mul(i, cI32(BV + kPad)), col), 2));
         store(toBf16(fsub(uv, x)), vnt, add(mul(col, cI32(C + kPad)), i), 2);
       });
     }
@@ -843,7 +901,7 @@ void PrefillEmitter::emitRecur() {
       });
     }
     // chunk_state_step: S = e^G_last S + KdT V'.
-    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gep(workRegion(1), f32, ch), cI32(0), 4)) : cF32(1.0);
+    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
     for (Frag &f : S)
       for (Value &x : f.c)
         x = fmul(x, decayLast);
