@@ -146,6 +146,15 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     if (spec.v % plan.valueTile != 0 || plan.valueTile % 8 != 0)
       return func.emitError() << "V tile " << plan.valueTile
                               << " must divide V = " << spec.v;
+    // Every product is split into 16x8 tiles evenly over the warps.
+    int64_t warps = plan.threads / 32;
+    auto even = [&](int64_t m, int64_t n) {
+      return ((m / 16) * (n / 8)) % warps == 0 && (m / 16) * (n / 8) >= warps;
+    };
+    if (!even(spec.chunk, plan.valueTile) || !even(spec.k, plan.valueTile))
+      return func.emitError() << "V tile " << plan.valueTile
+                              << " is too narrow for " << warps
+                              << " warps with chunk " << spec.chunk;
     std::string kernel = name + "_" + part.str() + suffix.str();
     auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
                                            kernel + "_gpu", targets);
@@ -161,13 +170,18 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     }
     return success();
   };
-  PrefillPlan first = planPrefill(spec, recurs.front().first);
+  // One block size for all kernels of the entry: the smallest any needs.
+  int64_t threads = 256;
+  for (auto [tile, minBlocks] : recurs)
+    threads = std::min(threads, planPrefill(spec, tile).threads);
+  PrefillPlan first = planPrefill(spec, recurs.front().first, threads);
   if (failed(emit("prep", first, "", 0)) ||
       failed(emit("chunks", first, "", 0)))
     return failure();
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.first);
-    if (failed(emit("recur", planPrefill(spec, r.first), suffix, r.second)))
+    if (failed(emit("recur", planPrefill(spec, r.first, threads), suffix,
+                    r.second)))
       return failure();
   }
   func.erase();

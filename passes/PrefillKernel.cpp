@@ -187,6 +187,11 @@ private:
   void store(Value v, Value base, Value idx, int64_t align) {
     LLVM::StoreOp::create(b, v, gep(base, v.getType(), idx), align);
   }
+  /// Stores a vector at element `idx` of `elt` (the GEP steps by `elt`, not
+  /// by the vector).
+  void storeVec(Value v, Value base, Type elt, Value idx, int64_t align) {
+    LLVM::StoreOp::create(b, v, gep(base, elt, idx), align);
+  }
   /// A global element converted to f32.
   Value loadF32(Value base, Type elt, Value idx) {
     return toF32(load(elt, base, idx, elt.getIntOrFloatBitWidth() / 8));
@@ -758,7 +763,7 @@ void PrefillEmitter::emitChunks() {
     mma(ab, C + kPad, bt, C + kPad, C, cols, C, acc);
     Value dst = gep(workRegion(which), bf16, mul(ch, cI64(C * cols)));
     forEachPair(cols, acc, [&](Value i, Value col, Value x0, Value x1) {
-      store(pack2(x0, x1, bf16), dst, add(mul(i, cI32(cols)), col), 4);
+      storeVec(pack2(x0, x1, bf16), dst, bf16, add(mul(i, cI32(cols)), col), 4);
     });
   };
   product(kst, K, 2);
@@ -916,7 +921,7 @@ void PrefillEmitter::emitRecur() {
         b.setInsertionPointToStart(inside.thenBlock());
         Value tok = add(t0, toI64(i));
         Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
-        store(pack2(x0, x1, s.ioType), param(pO), at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
+        storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
       });
     }
     // chunk_state_step: S = e^G_last S + KdT V'.
@@ -943,7 +948,8 @@ void PrefillEmitter::emitRecur() {
 
 ArrayRef<KernelParam> mlir::delta::prefillKernelParams() { return kParams; }
 
-PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile) {
+PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
+                                     int64_t threads) {
   PrefillPlan p;
   p.valueTile = valueTile > 0 ? valueTile : std::min<int64_t>(32, spec.v);
   // Eight warps when every product has a multiple of eight 16x8 tiles
@@ -954,7 +960,7 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile)
                tiles(spec.chunk, spec.k) % 8 == 0 &&
                tiles(spec.chunk, spec.v) % 8 == 0 &&
                tiles(spec.k, p.valueTile) % 8 == 0 && spec.chunk / 8 >= 4;
-  p.threads = eight ? 256 : 128;
+  p.threads = threads > 0 ? threads : eight ? 256 : 128;
   p.chunksSmem = ChunksSmem(spec).total;
   p.recurSmem = RecurSmem(spec, p.valueTile).total;
   p.prepSmem = 2 * p.threads * 4;

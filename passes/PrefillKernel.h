@@ -55,7 +55,10 @@ struct PrefillPlan {
   int64_t valueTile = 32;
   int64_t chunksSmem = 0, recurSmem = 0, prepSmem = 0;
 };
-PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0);
+/// `threads` (0: chosen) fixes the block size: the kernels of one entry
+/// share it, since the host launches them with one size.
+PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0,
+                        int64_t threads = 0);
 
 /// Bytes of workspace a call needs: chunk offsets plus the per-chunk
 /// operands, for at most `maxChunks` chunks (total tokens / C + N bounds
