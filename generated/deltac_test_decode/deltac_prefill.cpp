@@ -77,6 +77,10 @@ const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
   for (int i = 0; i < count; ++i) {
     if (variants[i].K == K && variants[i].V == V)
       return &variants[i];
+    // Variants of one (K, V) are adjacent in the table: list each pair once.
+    if (i > 0 && variants[i - 1].K == variants[i].K &&
+        variants[i - 1].V == variants[i].V)
+      continue;
     available += (available.empty() ? "" : ", ") +
                  std::to_string(variants[i].K) + "x" +
                  std::to_string(variants[i].V);

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|bench|all|variants - GPU tests and benchmarks.
+# tests/gpu/run.sh build|test|bench|all|variants|prefill|bench-prefill - GPU tests
+# and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
+# extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
 # Runs on the GPU machine from the repository root. Needs the CUDA toolkit,
 # CMake and Ninja, not LLVM/MLIR: it builds the checked-in generated/
@@ -52,6 +54,9 @@ run_tests() {
     compute-sanitizer --tool memcheck --error-exitcode 3 "$BUILD/decode_test" --quick \
       > "$OUT/memcheck.log" 2>&1 || status=1
     echo "memcheck: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$BUILD/prefill_test" --quick \
+      > "$OUT/memcheck_prefill.log" 2>&1 || status=1
+    echo "memcheck prefill: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_prefill.log" | tail -1)"
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi

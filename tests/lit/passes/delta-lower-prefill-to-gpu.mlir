@@ -12,10 +12,11 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-NOT: func.func @qwen_k128_v128_prefill
 // CHECK: gpu.module @qwen_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @qwen_k128_v128_prefill_prep(
-// CHECK-SAME: delta.block_threads = 128
+// CHECK-SAME: delta.block_threads = 256
 // CHECK: gpu.module @qwen_k128_v128_prefill_chunks_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
-// CHECK-SAME: delta.dynamic_smem = 114944
+// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.dynamic_smem = 106496
 // CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
@@ -27,4 +28,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.min_blocks_per_sm = 0
 
 // PTX: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
+// PTX-SAME: cp.async.cg.shared.global
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
