@@ -309,7 +309,7 @@ Value lower(Gen &g, SolveTrilOp op) {
       g.empty(type), {}, {}, g.map(2, {0, 1}), {par, par},
       [&](OpBuilder &b, Location loc, ValueRange, ArrayRef<Value> idx) {
         Value diag = cmp(b, loc, arith::CmpIPredicate::eq, idx[0], idx[1]);
-        return select(b, loc, diag, fconst(g.b, loc, 1.0),
+        return select(b, loc, diag, fconst(b, loc, 1.0),
                       fconst(b, loc, 0.0));
       });
   OpBuilder &b = g.b;

@@ -876,7 +876,6 @@ void PrefillEmitter::emitRecur() {
       S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-    Value ch = chunkHead(c, hv);
     Value odd = cmp(arith::CmpIPredicate::ne,
                     arith::RemUIOp::create(b, sub(c, c0), cI32(2)), cI32(0));
     // Chunk c's operands have landed for every thread, and every thread is
