@@ -319,24 +319,34 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         "::prefill_workspace_bytes(K, V, T, N, HV);\n}\n\n";
   }
 
-  // The Python module's table: one entry per spec with decode kernels.
+  // The Python module's table: one entry per spec with kernels, the entry
+  // points it has, its (K, V) pairs, max_t (decode) and chunk (prefill).
   std::string pySpecs;
   for (const std::string &spec : specs) {
     const EmittedKernel *first = nullptr;
     std::string dims;
+    bool decode = false, prefill = false;
+    int64_t maxT = 0, chunk = 0;
     for (const EmittedKernel &k : kernels) {
-      if (k.spec != spec || k.entry != "decode")
+      if (k.spec != spec)
         continue;
+      decode |= k.entry == "decode";
+      prefill |= k.entry == "prefill";
+      maxT = std::max(maxT, k.maxT);
+      chunk = std::max(chunk, k.chunk);
       std::string pair =
           "(" + std::to_string(k.k) + ", " + std::to_string(k.v) + ")";
       if (dims.find(pair) != std::string::npos)
-        continue; // the small variant of a specialization already listed
+        continue; // another kernel of a specialization already listed
       if (!first)
         first = &k;
       dims += (dims.empty() ? "" : ", ") + pair;
     }
     if (!first)
       continue;
+    std::string entries = std::string(decode ? "\"decode\"" : "") +
+                          (decode && prefill ? ", " : "") +
+                          (prefill ? "\"prefill\"" : "");
     pySpecs += "    dict(name=\"" + spec + "\", rule=\"" + first->rule +
                "\", gate=\"" +
                delta::stringifyGateForm(first->gate).str() + "\", beta=\"" +
@@ -345,8 +355,9 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
                first->ioType + "\", state=\"" + first->stateType +
                "\", layout=\"" +
                delta::stringifyStateLayout(first->layout).str() +
-               "\", dims=[" + dims + "], max_t=" +
-               std::to_string(first->maxT) + "),\n";
+               "\", dims=[" + dims + "], entries=[" + entries +
+               "], max_t=" + std::to_string(maxT) +
+               ", chunk=" + std::to_string(chunk) + "),\n";
   }
 
   std::string targetList;

@@ -5,20 +5,22 @@ Torch front end of the deltac_test_decode kernel library (see deltac_torch.py):
     deltac_test_decode.load("/path/to/libdeltac_test_decode.so")   # or $DELTAC_DELTAC_TEST_DECODE_LIB, or beside this file
     o, ht = deltac_test_decode.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, ...)
     o = deltac_test_decode.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, ...)
+    o, ht = deltac_test_decode.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, ...)  # prefill specs
 """
 from deltac_torch import Library
 
 SPECS = [
-    dict(name="gdn_log", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128), (64, 64)], max_t=8),
-    dict(name="gdn_raw_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], max_t=4),
-    dict(name="gdn_linear", rule="gated", gate="linear", beta="sigmoid2", l2norm=False, io="f16", state="f32", layout="vk", dims=[(64, 128), (128, 64)], max_t=4),
-    dict(name="deltanet", rule="delta", gate="none", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], max_t=2),
-    dict(name="gdn_log_kv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128), (64, 128)], max_t=8),
-    dict(name="gdn_raw_kv_bf16", rule="gated", gate="raw", beta="sigmoid2", l2norm=False, io="bf16", state="bf16", layout="kv", dims=[(128, 128), (128, 48)], max_t=4),
-    dict(name="deltanet_kv", rule="delta", gate="none", beta="sigmoid", l2norm=True, io="f16", state="f32", layout="kv", dims=[(64, 64)], max_t=2),
+    dict(name="gdn_log", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128), (64, 64)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="gdn_raw_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="gdn_linear", rule="gated", gate="linear", beta="sigmoid2", l2norm=False, io="f16", state="f32", layout="vk", dims=[(64, 128), (128, 64)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="deltanet", rule="delta", gate="none", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=2, chunk=0),
+    dict(name="gdn_log_kv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128), (64, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="gdn_raw_kv_bf16", rule="gated", gate="raw", beta="sigmoid2", l2norm=False, io="bf16", state="bf16", layout="kv", dims=[(128, 128), (128, 48)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="deltanet_kv", rule="delta", gate="none", beta="sigmoid", l2norm=True, io="f16", state="f32", layout="kv", dims=[(64, 64)], entries=["decode"], max_t=2, chunk=0),
 ]
 
 _library = Library("deltac_test_decode", SPECS, __file__)
 load = _library.load
 fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
+chunk_gated_delta_rule = _library.chunk_gated_delta_rule

@@ -5,13 +5,18 @@ Torch front end of the deltac_test_prefill kernel library (see deltac_torch.py):
     deltac_test_prefill.load("/path/to/libdeltac_test_prefill.so")   # or $DELTAC_DELTAC_TEST_PREFILL_LIB, or beside this file
     o, ht = deltac_test_prefill.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, ...)
     o = deltac_test_prefill.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, ...)
+    o, ht = deltac_test_prefill.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, ...)  # prefill specs
 """
 from deltac_torch import Library
 
 SPECS = [
+    dict(name="gkv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
+    dict(name="dn", rule="delta", gate="none", beta="sigmoid2", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="glin", rule="gated", gate="linear", beta="given", l2norm=False, io="bf16", state="f32", layout="vk", dims=[(64, 128)], entries=["prefill"], max_t=0, chunk=32),
 ]
 
 _library = Library("deltac_test_prefill", SPECS, __file__)
 load = _library.load
 fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
+chunk_gated_delta_rule = _library.chunk_gated_delta_rule

@@ -5,18 +5,20 @@ Torch front end of the gdn_decode kernel library (see deltac_torch.py):
     gdn_decode.load("/path/to/libgdn_decode.so")   # or $DELTAC_GDN_DECODE_LIB, or beside this file
     o, ht = gdn_decode.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, ...)
     o = gdn_decode.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, ...)
+    o, ht = gdn_decode.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, ...)  # prefill specs
 """
 from deltac_torch import Library
 
 SPECS = [
-    dict(name="fla_kv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128), (256, 256)], max_t=8),
-    dict(name="fla_vk", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(64, 64), (128, 128), (256, 256)], max_t=8),
-    dict(name="fla_kv_f16", rule="gated", gate="log", beta="given", l2norm=True, io="f16", state="f32", layout="kv", dims=[(128, 128)], max_t=8),
-    dict(name="serving", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], max_t=8),
-    dict(name="serving_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], max_t=8),
+    dict(name="fla_kv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128), (256, 256)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="fla_vk", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(64, 64), (128, 128), (256, 256)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="fla_kv_f16", rule="gated", gate="log", beta="given", l2norm=True, io="f16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="serving", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="serving_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
 ]
 
 _library = Library("gdn_decode", SPECS, __file__)
 load = _library.load
 fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
+chunk_gated_delta_rule = _library.chunk_gated_delta_rule

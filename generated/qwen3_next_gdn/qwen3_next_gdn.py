@@ -5,14 +5,16 @@ Torch front end of the qwen3_next_gdn kernel library (see deltac_torch.py):
     qwen3_next_gdn.load("/path/to/libqwen3_next_gdn.so")   # or $DELTAC_QWEN3_NEXT_GDN_LIB, or beside this file
     o, ht = qwen3_next_gdn.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, ...)
     o = qwen3_next_gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, ...)
+    o, ht = qwen3_next_gdn.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, ...)  # prefill specs
 """
 from deltac_torch import Library
 
 SPECS = [
-    dict(name="qwen3_next", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], max_t=4),
+    dict(name="qwen3_next", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=4, chunk=64),
 ]
 
 _library = Library("qwen3_next_gdn", SPECS, __file__)
 load = _library.load
 fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
+chunk_gated_delta_rule = _library.chunk_gated_delta_rule

@@ -43,6 +43,30 @@ class _DecodeArgs(ctypes.Structure):
     ]
 
 
+class _PrefillArgs(ctypes.Structure):
+    # Mirrors deltac_prefill_args in deltac_api.h, field for field.
+    _fields_ = [
+        ("K", ctypes.c_int64), ("V", ctypes.c_int64),
+        ("T", ctypes.c_int64), ("N", ctypes.c_int64),
+        ("H", ctypes.c_int64), ("HV", ctypes.c_int64),
+        ("io_dtype", ctypes.c_int32), ("state_dtype", ctypes.c_int32),
+        ("q", ctypes.c_void_p), ("q_stride", ctypes.c_int64),
+        ("k", ctypes.c_void_p), ("k_stride", ctypes.c_int64),
+        ("v", ctypes.c_void_p), ("v_stride", ctypes.c_int64),
+        ("o", ctypes.c_void_p), ("o_stride", ctypes.c_int64),
+        ("g", ctypes.c_void_p), ("beta", ctypes.c_void_p),
+        ("A_log", ctypes.c_void_p), ("dt_bias", ctypes.c_void_p),
+        ("initial_state", ctypes.c_void_p), ("final_state", ctypes.c_void_p),
+        ("slots", ctypes.c_int64),
+        ("initial_state_indices", ctypes.c_void_p),
+        ("output_state_indices", ctypes.c_void_p),
+        ("cu_seqlens", ctypes.c_void_p), ("cu_seqlens_i64", ctypes.c_int32),
+        ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
+        ("error_flag", ctypes.c_void_p), ("scale", ctypes.c_float),
+        ("debug_checks", ctypes.c_int32),
+    ]
+
+
 def _ptr(t):
     return None if t is None else t.data_ptr()
 
@@ -110,7 +134,9 @@ class Library:
         naming the closest spec's first mismatch."""
         best, best_score = None, -1
         for spec in self.specs:
-            mismatch = [k for k, v in want.items() if k != "dims" and spec[k] != v]
+            mismatch = [k for k, v in want.items() if k not in ("dims", "entry") and spec[k] != v]
+            if want.get("entry", "decode") not in spec.get("entries", ["decode"]):
+                mismatch.append("entries")
             dims_ok = want["dims"] in spec["dims"]
             if not mismatch and dims_ok:
                 return spec
@@ -118,16 +144,18 @@ class Library:
             if score > best_score:
                 best, best_score = (spec, mismatch, dims_ok), score
         spec, mismatch, dims_ok = best
-        what = ", ".join(f"{k}={want[k]!r} (spec @{spec['name']} has {spec[k]!r})" for k in mismatch)
+        what = ", ".join(f"entry {want.get('entry', 'decode')!r} (spec @{spec['name']} has "
+                         f"{spec.get('entries')!r})" if k == "entries" else
+                         f"{k}={want[k]!r} (spec @{spec['name']} has {spec[k]!r})" for k in mismatch)
         if not dims_ok:
             what = (what + ", " if what else "") + \
                 f"K x V = {want['dims']} (available: {sorted({d for s in self.specs for d in s['dims']})})"
         raise ValueError(f"no specialization of {self.name} covers this call: {what}")
 
-    def _call(self, spec, a):
+    def _call(self, spec, a, entry="decode"):
         lib = self.load()
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        rc = lib[f"{self.name}_{spec['name']}_decode"](ctypes.byref(a), stream)
+        rc = lib[f"{self.name}_{spec['name']}_{entry}"](ctypes.byref(a), stream)
         if rc != 0:
             msg = lib[f"{self.name}_last_error"]().decode()
             if rc in (1, 2):
@@ -209,6 +237,121 @@ class Library:
         o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         self._decode(spec, q, k, v, o, state, g, beta, scale)
         return o, (state if output_final_state else None)
+
+    # ------------------------------------------------------------- prefill
+    def chunk_gated_delta_rule(self, q, k, v, g, beta, scale=None, initial_state=None,
+                               output_final_state=False, use_qk_l2norm_in_kernel=False,
+                               use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+                               state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
+                               chunk_indices=None, use_gate_in_kernel=False, A_log=None,
+                               dt_bias=None, initial_state_indices=None,
+                               output_state_indices=None, error_flag=None, **kwargs):
+        """flash-linear-attention's chunk_gated_delta_rule: q, k [1 or B, T, H, K],
+        v [.., T, HV, V], g [.., T, HV] log decays (or the raw `a` with
+        use_gate_in_kernel, A_log, dt_bias), beta [.., T, HV] (logits with
+        use_beta_sigmoid_in_kernel; 2 * sigmoid with allow_neg_eigval).
+        cu_seqlens [N + 1] (int32/int64, on the GPU) packs N sequences in
+        B = 1; it is never copied to the host (cu_seqlens_cpu and
+        chunk_indices are accepted and ignored). States are [N, HV, K, V],
+        or [N, HV, V, K] with state_v_first. With initial_state_indices
+        (int32 [N]), initial_state is a pool [slots, ...] read by index and,
+        with output_final_state, updated in place at output_state_indices
+        (default: the rows read); the call then returns (o, the pool).
+        error_flag (int32 [1]) receives the kernels' device check. Returns
+        (o, final_state or None)."""
+        _check_gpu_q(q)
+        for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
+            _check_cuda(name, t, q.device)
+        if v.dim() != 4:
+            raise ValueError(f"v must be [B, T, HV, V], got shape {tuple(v.shape)}")
+        B, T, H, K = q.shape
+        HV, V = v.shape[2], v.shape[3]
+        if HV % H:
+            raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
+        if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+            raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raw = bool(use_gate_in_kernel)
+        sigmoid = bool(use_beta_sigmoid_in_kernel) or bool(allow_neg_eigval)
+        spec = self._spec({"entry": "prefill", "gate": "raw" if raw else "log",
+                           "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
+                           "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype),
+                           "layout": "vk" if state_v_first else "kv", "dims": (K, V)})
+        if cu_seqlens is not None:
+            if B != 1:
+                raise ValueError(f"cu_seqlens needs B = 1 (sequences packed along T), got B = {B}")
+            _check_cuda("cu_seqlens", cu_seqlens, q.device)
+            if cu_seqlens.dim() != 1 or cu_seqlens.dtype not in (torch.int32, torch.int64):
+                raise ValueError(f"cu_seqlens must be a 1-D int32/int64 tensor, got "
+                                 f"{tuple(cu_seqlens.shape)} {cu_seqlens.dtype}")
+            cu = cu_seqlens.contiguous()
+            N = cu.numel() - 1
+        else:
+            cu, N = None, B
+        q, qs = _token_major("q", q, B, T, H, K)
+        k, ks = _token_major("k", k, B, T, H, K)
+        v, vs = _token_major("v", v, B, T, HV, V)
+        gdt = q.dtype if raw else torch.float32
+        if tuple(g.shape) != (B, T, HV):
+            raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
+        g = g.to(gdt).contiguous()
+        if tuple(beta.shape) != (B, T, HV):
+            raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
+        beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
+        if raw:
+            for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
+                if t is None:
+                    raise ValueError(f"{name} is needed with use_gate_in_kernel")
+                _check_cuda(name, t, q.device)
+                if tuple(t.shape) != (HV,):
+                    raise ValueError(f"{name} must be [{HV}], got {tuple(t.shape)}")
+            A_log, dt_bias = A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous()
+        sdt = _NAMES[spec["state"]]
+        per = (HV, V, K) if state_v_first else (HV, K, V)
+        in_idx = None if initial_state_indices is None else \
+            _index("initial_state_indices", initial_state_indices, (N,), q.device)
+        out_idx = None if output_state_indices is None else \
+            _index("output_state_indices", output_state_indices, (N,), q.device)
+        pooled = in_idx is not None or out_idx is not None
+        if initial_state is not None:
+            _check_cuda("initial_state", initial_state, q.device)
+            rows = initial_state.shape[0] if pooled else N
+            if initial_state.dim() != 4 or tuple(initial_state.shape) != (rows,) + per:
+                raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}, "
+                                 f"expected {(rows,) + per}")
+            if pooled and (initial_state.dtype != sdt or not initial_state.is_contiguous()):
+                raise ValueError(f"a state pool must be contiguous {sdt}")
+            if not pooled:
+                initial_state = initial_state.to(sdt).contiguous()
+        elif pooled:
+            raise ValueError("initial_state_indices need initial_state (the pool)")
+        if pooled:
+            final = initial_state if output_final_state else None
+        else:
+            final = torch.empty((N,) + per, dtype=sdt, device=q.device) if output_final_state else None
+        o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+        lib = self.load()
+        size = lib[f"{self.name}_{spec['name']}_prefill_workspace_bytes"]
+        size.restype = ctypes.c_int64
+        size.argtypes = [ctypes.c_int64] * 5
+        work = torch.empty(max(size(K, V, B * T, N, HV), 16), dtype=torch.uint8, device=q.device)
+        flag = error_flag if error_flag is not None else torch.zeros(1, dtype=torch.int32, device=q.device)
+        a = _PrefillArgs()
+        a.K, a.V, a.T, a.N, a.H, a.HV = K, V, B * T, N, H, HV
+        a.io_dtype, a.state_dtype = _DTYPES[q.dtype], _DTYPES[sdt]
+        a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
+        a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
+        a.g, a.beta = _ptr(g), _ptr(beta)
+        a.A_log, a.dt_bias = _ptr(A_log if raw else None), _ptr(dt_bias if raw else None)
+        a.initial_state, a.final_state = _ptr(initial_state), _ptr(final)
+        a.slots = initial_state.shape[0] if pooled else N
+        a.initial_state_indices, a.output_state_indices = _ptr(in_idx), _ptr(out_idx)
+        a.cu_seqlens = _ptr(cu)
+        a.cu_seqlens_i64 = int(cu is not None and cu.dtype == torch.int64)
+        a.workspace, a.workspace_bytes = work.data_ptr(), work.numel()
+        a.error_flag = flag.data_ptr()
+        a.scale = float(K ** -0.5 if scale is None else scale)
+        self._call(spec, a, entry="prefill")
+        return o, final
 
     # ------------------------------------------------------- serving decode
     def gated_delta_rule_decode(self, q, k, v, a, b, A_log, dt_bias, state,

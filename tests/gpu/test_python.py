@@ -147,6 +147,53 @@ torch.cuda.synchronize()
 check("graph capture + replay equals eager (bitwise)",
       torch.equal(o_buf, eager_o) and torch.equal(pool, eager_h))
 
+# 4b. chunk_gated_delta_rule (prefill) against FLA and fp64, in a graph, and
+# its argument errors; the gkv spec of generated/deltac_test_prefill.
+sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_prefill"))
+os.environ["DELTAC_DELTAC_TEST_PREFILL_LIB"] = os.path.join(
+    BUILD, "deltac_test_prefill", "libdeltac_test_prefill.so")
+import deltac_test_prefill  # noqa: E402
+from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_chunk  # noqa: E402
+
+lens, Hq, HV = [5, 100, 64, 300], 4, 8
+q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, Hq, HV, seed=1)
+scale = 128 ** -0.5
+ro, rh = H.ref_fp64(q, k, v, g, beta, h0, scale, cu.tolist())
+fo, fh = fla_chunk(q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+                   use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+
+
+def prefill():
+    return deltac_test_prefill.chunk_gated_delta_rule(
+        q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu, cu_seqlens_cpu=cu.cpu())
+
+
+po, ph = prefill()
+torch.cuda.synchronize()
+e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(po, ro), dh=H.rel(ph, rh), vs=H.rel(po, fo))
+check("chunk_gated_delta_rule varlen vs fp64 and FLA",
+      e["do"] < 1e-2 and e["dh"] < 1e-2 and e["vs"] < 1e-2,
+      f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), vs FLA {e['vs']:.2e}")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    prefill()
+torch.cuda.current_stream().wait_stream(side)
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    go, gh = prefill()
+graph.replay()
+torch.cuda.synchronize()
+check("chunk_gated_delta_rule captured in a CUDA graph and replayed",
+      torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
+raises("prefill cu_seqlens dtype", lambda: deltac_test_prefill.chunk_gated_delta_rule(
+    q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu.float()), "cu_seqlens")
+raises("prefill without a raw-gate spec", lambda: deltac_test_prefill.chunk_gated_delta_rule(
+    q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, use_gate_in_kernel=True,
+    A_log=torch.zeros(HV, device=q.device), dt_bias=torch.zeros(HV, device=q.device)),
+    "no specialization")
+
 # 5. Cold start: a new process to its first result.
 cold = """
 import os, sys, time
