@@ -163,10 +163,13 @@ fo, fh = fla_chunk(q, k, v, g, beta, scale=scale, initial_state=h0, output_final
                    use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
 
 
+cu_cpu = cu.cpu()  # FLA's optional host copy: accepted, never needed
+
+
 def prefill():
     return deltac_test_prefill.chunk_gated_delta_rule(
         q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
-        use_qk_l2norm_in_kernel=True, cu_seqlens=cu, cu_seqlens_cpu=cu.cpu())
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu, cu_seqlens_cpu=cu_cpu)
 
 
 po, ph = prefill()
