@@ -15,7 +15,9 @@
 //           the state - chunk_residual, chunk_output, chunk_state_step -
 //           chunk after chunk, the [K, V tile] state in fp32 registers.
 //
-// All products are mma.sync m16n8k16 (bf16 operands, fp32 accumulation).
+// All products are mma.sync m16n8k16 (bf16 operands, fp32 accumulation);
+// the triangular solve is fp32 in shared memory. recur prefetches the next
+// chunk's operands with cp.async while it computes the current one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +28,7 @@
 
 namespace mlir::delta {
 
-/// The prefill kernels' parameters, in order (tests/unit/DecodeAbiTest.cpp
+/// The prefill kernels' parameters, in order (tests/unit/PrefillPlanTest.cpp
 /// checks templates/runtime/deltac_prefill.cpp fills the same list).
 ///   q, k [tokens, q_stride / k_stride apart; head h at h*K]; v, o likewise
 ///   with value heads at hv*V; g, beta [tokens, HV] (the spec's forms);
@@ -48,8 +50,9 @@ struct PrefillSpec {
   int64_t k, v, chunk;
 };
 
-/// The V tile of one `recur` block, its threads and the dynamic shared
-/// memory of each kernel, from the spec.
+/// The V tile of one `recur` block, the block size (256 threads when every
+/// product splits into a multiple of eight 16x8 tiles, else 128) and the
+/// dynamic shared memory of each kernel, from the spec.
 struct PrefillPlan {
   int64_t threads = 128;
   int64_t valueTile = 32;
