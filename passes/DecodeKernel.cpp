@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/DecodeKernel.h"
+#include "passes/KernelEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -138,60 +139,17 @@ mlir::delta::decodeVariants(const DecodeTuning &overrides, StringRef only) {
 namespace {
 /// What both layouts share: constants, math, memory access, slot handling,
 /// gate and beta.
-class EmitterBase {
+class EmitterBase : protected KernelEmitter {
 public:
   EmitterBase(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
               const DecodeSpec &spec, const DecodeTiling &tiling,
               const DecodeTuning &tuning)
-      : b(b), func(func), s(spec), t(tiling), tune(tuning) {
-    f32 = b.getF32Type();
-    i32 = b.getI32Type();
-    i64 = b.getI64Type();
-    ptr = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  }
+      : KernelEmitter(b), func(func), s(spec), t(tiling), tune(tuning) {}
 
 protected:
   Value param(Param p) { return func.getArgument(p); }
-  Value cI32(int64_t v) { return arith::ConstantIntOp::create(b, i32, v); }
-  Value cI64(int64_t v) { return arith::ConstantIntOp::create(b, i64, v); }
-  Value cF32(double v) {
-    return arith::ConstantFloatOp::create(b, cast<FloatType>(f32),
-                                          APFloat((float)v));
-  }
-  Value cTrue() { return arith::ConstantIntOp::create(b, 1, 1); }
-  Value toI64(Value v) { return arith::ExtSIOp::create(b, i64, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
   Value notI1(Value x) { return arith::XOrIOp::create(b, x, cTrue()); }
   Value andI1(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, p, x, y);
-  }
-
-  // NVVM's own intrinsics: convert-gpu-to-nvvm would otherwise turn the
-  // generic llvm.intr.* forms into libdevice calls.
-  Value intrinsic(StringRef name, ValueRange args) {
-    return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name), args)
-        .getResult(0);
-  }
-  /// exp(x) as ex2.approx(x log2 e): the instruction Triton uses too.
-  Value exp(Value x) {
-    return intrinsic("llvm.nvvm.ex2.approx.f32",
-                     fmul(x, cF32(1.4426950408889634)));
-  }
-  /// log(x) as lg2.approx(x) ln 2.
-  Value log(Value x) {
-    return fmul(intrinsic("llvm.nvvm.lg2.approx.f", x),
-                cF32(0.6931471805599453));
-  }
-  Value sqrt(Value x) { return intrinsic("llvm.nvvm.sqrt.rn.f", x); }
-  Value fma(Value x, Value y, Value z) {
-    return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
-  }
   /// Dot product in four interleaved partial sums: the dependent chain is
   /// a quarter as long, which is what limits a token's latency.
   Value sum(ArrayRef<Value> x, ArrayRef<Value> y) {
@@ -212,30 +170,6 @@ protected:
       partial = halves;
     }
     return partial.front();
-  }
-  /// Butterfly sum over the lanes whose index differs in the bits of
-  /// [first, last] (powers of two): every such lane gets the total.
-  Value xorSum(Value x, int64_t first, int64_t last) {
-    for (int64_t offset = first; offset <= last; offset *= 2)
-      x = fadd(x, gpu::ShuffleOp::create(b, x, offset, 32,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
-    return x;
-  }
-
-  Value gep(Value base, Type element, Value index64) {
-    return LLVM::GEPOp::create(b, cast<LLVM::LLVMPointerType>(base.getType()),
-                               element, base, ValueRange{index64});
-  }
-  Value isNull(Value p) {
-    Value null = LLVM::ZeroOp::create(b, ptr);
-    return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::eq, p, null);
-  }
-  Value toF32(Value v) {
-    return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v);
-  }
-  Value blockId(gpu::Dimension d) {
-    return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));
   }
 
   SmallVector<Value> loadElems(Value base, Type element, Value index,
@@ -299,12 +233,10 @@ protected:
     return add(add(mul(tok, stride), mul(hv, cI64(s.v))), column);
   }
 
-  ImplicitLocOpBuilder &b;
   gpu::GPUFuncOp func;
   DecodeSpec s;
   DecodeTiling t;
   DecodeTuning tune;
-  Type f32, i32, i64, ptr;
   // Set by prologue().
   Value tid, lane, warp, bx, bb, hv, h, inSlot, outSlot, writePool;
   // Set by loadHeadParams() for raw gates.

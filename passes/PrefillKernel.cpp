@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/PrefillKernel.h"
+#include "passes/KernelEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -115,17 +116,12 @@ struct Frag {
   Value c[4];
 };
 
-class PrefillEmitter {
+class PrefillEmitter : KernelEmitter {
 public:
   PrefillEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                  const PrefillSpec &s, const PrefillPlan &plan, Value smem)
-      : b(b), func(func), s(s), plan(plan), smem(smem) {
-    f32 = b.getF32Type();
+      : KernelEmitter(b), func(func), s(s), plan(plan), smem(smem) {
     bf16 = b.getBF16Type();
-    i32 = b.getI32Type();
-    i64 = b.getI64Type();
-    ptr = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    sptr = LLVM::LLVMPointerType::get(b.getContext(), 3);
     tid = arith::IndexCastOp::create(b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
     warp = arith::DivUIOp::create(b, tid, cI32(32));
     lane = arith::RemUIOp::create(b, tid, cI32(32));
@@ -139,47 +135,16 @@ public:
 
 private:
   // Constants and arithmetic.
-  Value cI32(int64_t v) { return arith::ConstantIntOp::create(b, i32, v); }
-  Value cI64(int64_t v) { return arith::ConstantIntOp::create(b, i64, v); }
-  Value cF32(double v) {
-    return arith::ConstantFloatOp::create(b, cast<FloatType>(f32), APFloat((float)v));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
   Value divu(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
   Value minS(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) { return arith::CmpIOp::create(b, p, x, y); }
   Value sel(Value c, Value x, Value y) { return arith::SelectOp::create(b, c, x, y); }
-  Value toI64(Value v) { return v.getType() == i64 ? v : arith::ExtSIOp::create(b, i64, v).getResult(); }
   Value toI32(Value v) { return v.getType() == i32 ? v : arith::TruncIOp::create(b, i32, v).getResult(); }
-  Value toF32(Value v) { return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v).getResult(); }
   Value toBf16(Value v) { return arith::TruncFOp::create(b, bf16, v); }
-  Value intrinsic(StringRef name, ValueRange args) {
-    return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name), args).getResult(0);
-  }
-  Value exp(Value x) { return intrinsic("llvm.nvvm.ex2.approx.f32", fmul(x, cF32(1.4426950408889634))); }
-  Value log(Value x) { return fmul(intrinsic("llvm.nvvm.lg2.approx.f", x), cF32(0.6931471805599453)); }
-  Value sqrt(Value x) { return intrinsic("llvm.nvvm.sqrt.rn.f", x); }
   Value param(Param p) { return func.getArgument(p); }
-  Value blockId(gpu::Dimension d) {
-    return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));
-  }
   void barrier() { gpu::BarrierOp::create(b); }
-  Value xorSum(Value x) {
-    for (int64_t off = 1; off < 32; off *= 2)
-      x = fadd(x, gpu::ShuffleOp::create(b, x, off, 32, gpu::ShuffleMode::XOR).getShuffleResult());
-    return x;
-  }
 
   // Memory.
-  Value gep(Value base, Type elt, Value idx) {
-    return LLVM::GEPOp::create(b, cast<LLVM::LLVMPointerType>(base.getType()), elt, base, ValueRange{toI64(idx)});
-  }
   Value region(int64_t byteOffset) { return gep(smem, b.getI8Type(), cI64(byteOffset)); }
   Value load(Type t, Value base, Value idx, int64_t align) {
     return LLVM::LoadOp::create(b, t, gep(base, t, idx), align);
@@ -199,9 +164,6 @@ private:
   Value andI(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
   Value notNull(Value p) {
     return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::ne, p, LLVM::ZeroOp::create(b, ptr));
-  }
-  Value isNull(Value p) {
-    return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::eq, p, LLVM::ZeroOp::create(b, ptr));
   }
   /// cu_seqlens[n] as i64 (int32 or int64 per the call; null: n * T / N).
   Value cuAt(Value n) {
@@ -333,12 +295,11 @@ private:
   /// The gate input of a token as a log decay, and its beta.
   std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
 
-  ImplicitLocOpBuilder &b;
   gpu::GPUFuncOp func;
   const PrefillSpec &s;
   const PrefillPlan &plan;
   Value smem;
-  Type f32, bf16, i32, i64, ptr, sptr;
+  Type bf16;
   Value tid, warp, lane, group, quad;
 };
 
@@ -552,7 +513,7 @@ void PrefillEmitter::emitChunks() {
       }
       Value scale = cF32(1.0);
       if (s.qkL2Norm)
-        scale = fdiv(cF32(1.0), sqrt(fadd(xorSum(ss), cF32(1e-6))));
+        scale = fdiv(cF32(1.0), sqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6))));
       scale = sel(valid, scale, cF32(0.0));
       Value dst = which ? qb : kb;
       for (int64_t e = 0; e < epl; ++e)
