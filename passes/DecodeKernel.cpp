@@ -833,16 +833,7 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                                               const DecodeSpec &spec,
                                               const DecodeTuning &tuning) {
   MLIRContext *ctx = builder.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> inputs;
-  for (const KernelParam &p : decodeKernelParams()) {
-    switch (p.kind) {
-    case ParamKind::Pointer: inputs.push_back(ptr); break;
-    case ParamKind::I32: inputs.push_back(builder.getI32Type()); break;
-    case ParamKind::I64: inputs.push_back(builder.getI64Type()); break;
-    case ParamKind::F32: inputs.push_back(builder.getF32Type()); break;
-    }
-  }
+  SmallVector<Type> inputs = kernelParamTypes(builder, decodeKernelParams());
   DecodeTiling tiling = chooseDecodeTiling(spec, tuning);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());

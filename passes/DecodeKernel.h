@@ -13,20 +13,12 @@
 #define DELTAC_PASSES_DECODEKERNEL_H
 
 #include "dialect/DeltaOps.h"
+#include "passes/KernelAbi.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/ADT/ArrayRef.h"
 
 namespace mlir::delta {
-
-/// What one kernel parameter carries: a device pointer, a 32/64-bit integer
-/// or an f32. The wrapper emitter maps each to a C type.
-enum class ParamKind { Pointer, I32, I64, F32 };
-
-struct KernelParam {
-  const char *name;
-  ParamKind kind;
-};
 
 /// The decode kernel's parameters, in order. Pointers that an option does not
 /// use (g for `delta`, A_log without a raw gate, the index and step buffers

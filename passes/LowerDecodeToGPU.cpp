@@ -17,18 +17,6 @@ namespace mlir::delta {
 
 namespace {
 /// The NVVM targets of the module's `delta.targets`, e.g. sm_90a.
-ArrayAttr nvvmTargets(ModuleOp module) {
-  MLIRContext *ctx = module.getContext();
-  SmallVector<Attribute> targets;
-  if (auto list = module->getAttrOfType<ArrayAttr>(
-          DeltaDialect::kTargetsAttrName))
-    for (Attribute name : list)
-      targets.push_back(NVVM::NVVMTargetAttr::get(
-          ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
-          cast<StringAttr>(name).getValue()));
-  return ArrayAttr::get(ctx, targets);
-}
-
 LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
                           const DecodeTuning &tuning, StringRef only) {
   auto recurrences = llvm::to_vector(func.getOps<RecurrenceOp>());

@@ -56,7 +56,6 @@ Value argumentOf(Value v, PrefillSpec &spec) {
 }
 
 template <typename OpT> OpT theOnly(func::FuncOp func, LogicalResult &ok) {
-  auto ops = llvm::to_vector(func.getOps<OpT>());
   SmallVector<OpT> all;
   func.walk([&](OpT op) { all.push_back(op); });
   if (all.size() != 1) {
@@ -186,18 +185,6 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   }
   func.erase();
   return success();
-}
-
-ArrayAttr nvvmTargets(ModuleOp module) {
-  MLIRContext *ctx = module.getContext();
-  SmallVector<Attribute> targets;
-  if (auto list = module->getAttrOfType<ArrayAttr>(
-          DeltaDialect::kTargetsAttrName))
-    for (Attribute name : list)
-      targets.push_back(NVVM::NVVMTargetAttr::get(
-          ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
-          cast<StringAttr>(name).getValue()));
-  return ArrayAttr::get(ctx, targets);
 }
 
 struct LowerPrefillToGPU

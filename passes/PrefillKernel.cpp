@@ -947,16 +947,7 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
                                      const PrefillPlan &plan,
                                      StringRef suffix) {
   MLIRContext *ctx = builder.getContext();
-  Type ptr = LLVM::LLVMPointerType::get(ctx, 1);
-  SmallVector<Type> inputs;
-  for (const KernelParam &p : prefillKernelParams()) {
-    switch (p.kind) {
-    case ParamKind::Pointer: inputs.push_back(ptr); break;
-    case ParamKind::I32: inputs.push_back(builder.getI32Type()); break;
-    case ParamKind::I64: inputs.push_back(builder.getI64Type()); break;
-    case ParamKind::F32: inputs.push_back(builder.getF32Type()); break;
-    }
-  }
+  SmallVector<Type> inputs = kernelParamTypes(builder, prefillKernelParams());
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
   // Dynamic shared memory: the kernels need more than the 48 KiB a static
