@@ -9,6 +9,8 @@
 
 namespace deltac_rt {
 
+enum class GateKind { None, Log, Linear, Raw };
+
 inline const char *dtypeName(deltac_dtype d) {
   switch (d) {
   case DELTAC_BF16: return "bf16";
@@ -48,6 +50,42 @@ inline std::string tokenStride(const char *name, int64_t given,
     return std::string(name) + " = " + std::to_string(given) +
            " must be a multiple of " + std::to_string(multiple) +
            " elements (16-byte aligned tokens)";
+  return "";
+}
+
+/// The call's dtypes against the specialization's.
+inline std::string checkDtypes(deltac_dtype io, deltac_dtype state,
+                               deltac_dtype wantIo, deltac_dtype wantState) {
+  if (io != wantIo)
+    return std::string("io_dtype is ") + dtypeName(io) +
+           "; this library was generated for " + dtypeName(wantIo);
+  if (state != wantState)
+    return std::string("state_dtype is ") + dtypeName(state) +
+           "; this library was generated for " + dtypeName(wantState);
+  return "";
+}
+
+/// H and HV positive, HV a grid dimension and a multiple of H (GVA).
+inline std::string checkHeads(int64_t H, int64_t HV) {
+  if (H < 1 || HV < 1 || HV > 65535)
+    return "H = " + std::to_string(H) + " and HV = " + std::to_string(HV) +
+           " must be positive, HV at most 65535";
+  if (HV % H != 0)
+    return "HV = " + std::to_string(HV) + " must be a multiple of H = " +
+           std::to_string(H);
+  return "";
+}
+
+/// The gate inputs the spec's gate form needs, and none it has no use for.
+inline std::string checkGateInputs(GateKind gate, const void *g,
+                                   const void *aLog, const void *dtBias) {
+  if (gate != GateKind::None && !g)
+    return "g must not be null (the spec has a gate)";
+  if (gate == GateKind::None && g)
+    return "g must be null (the spec's rule has no gate)";
+  if (gate == GateKind::Raw && (!aLog || !dtBias))
+    return std::string(!aLog ? "A_log" : "dt_bias") +
+           " must not be null (the spec's gate is raw)";
   return "";
 }
 

@@ -66,25 +66,16 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
                                     ": no specialization (available: " +
                                     available + ")"};
   const DecodeVariant &v = *variant;
-  if (a.io_dtype != v.io)
-    return invalid(std::string("io_dtype is ") + dtypeName(a.io_dtype) +
-                   "; this library was generated for " + dtypeName(v.io));
-  if (a.state_dtype != v.state)
-    return invalid(std::string("state_dtype is ") +
-                   dtypeName(a.state_dtype) +
-                   "; this library was generated for " + dtypeName(v.state));
+  if (std::string e = checkDtypes(a.io_dtype, a.state_dtype, v.io, v.state);
+      !e.empty())
+    return invalid(e);
   if (a.B < 1 || a.B > 65535)
     return invalid("B = " + std::to_string(a.B) + " must lie in [1, 65535]");
   if (a.T < 1 || a.T > v.maxT)
     return invalid("T = " + std::to_string(a.T) + " must lie in [1, " +
                    std::to_string(v.maxT) + "] (max_t of the spec)");
-  if (a.H < 1 || a.HV < 1 || a.HV > 65535)
-    return invalid("H = " + std::to_string(a.H) + " and HV = " +
-                   std::to_string(a.HV) +
-                   " must be positive, HV at most 65535");
-  if (a.HV % a.H != 0)
-    return invalid("HV = " + std::to_string(a.HV) +
-                   " must be a multiple of H = " + std::to_string(a.H));
+  if (std::string e = checkHeads(a.H, a.HV); !e.empty())
+    return invalid(e);
   if (a.slots < 1)
     return invalid("slots = " + std::to_string(a.slots) +
                    " must be positive");
@@ -96,13 +87,9 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
                          {"state", a.state}})
     if (std::string e = needPointer(name, p); !e.empty())
       return invalid(e);
-  if (v.gate != GateKind::None && !a.g)
-    return invalid("g must not be null (the spec has a gate)");
-  if (v.gate == GateKind::None && a.g)
-    return invalid("g must be null (the spec's rule has no gate)");
-  if (v.gate == GateKind::Raw && (!a.A_log || !a.dt_bias))
-    return invalid(std::string(!a.A_log ? "A_log" : "dt_bias") +
-                   " must not be null (the spec's gate is raw)");
+  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.dt_bias);
+      !e.empty())
+    return invalid(e);
   if (a.step_states && !aligned16(a.step_states))
     return invalid("step_states must be 16-byte aligned");
   int64_t slotStride = a.state_indices_2d_stride == 0

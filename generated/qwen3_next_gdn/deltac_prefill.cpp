@@ -115,12 +115,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   if (!found)
     return status;
   const PrefillVariant &v = *found;
-  if (a.io_dtype != v.io)
-    return invalid(std::string("io_dtype is ") + dtypeName(a.io_dtype) +
-                   "; this library was generated for " + dtypeName(v.io));
-  if (a.state_dtype != v.state)
-    return invalid(std::string("state_dtype is ") + dtypeName(a.state_dtype) +
-                   "; this library was generated for " + dtypeName(v.state));
+  if (std::string e = checkDtypes(a.io_dtype, a.state_dtype, v.io, v.state);
+      !e.empty())
+    return invalid(e);
   if (a.N < 1 || a.N > (int64_t(1) << 30))
     return invalid("N = " + std::to_string(a.N) + " must lie in [1, 2^30]");
   if (a.T < 0 || a.T > (int64_t(1) << 40))
@@ -128,13 +125,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   if (!a.cu_seqlens && a.T % a.N != 0)
     return invalid("T = " + std::to_string(a.T) + " must be a multiple of "
                    "N = " + std::to_string(a.N) + " without cu_seqlens");
-  if (a.H < 1 || a.HV < 1 || a.HV > 65535)
-    return invalid("H = " + std::to_string(a.H) + " and HV = " +
-                   std::to_string(a.HV) +
-                   " must be positive, HV at most 65535");
-  if (a.HV % a.H != 0)
-    return invalid("HV = " + std::to_string(a.HV) +
-                   " must be a multiple of H = " + std::to_string(a.H));
+  if (std::string e = checkHeads(a.H, a.HV); !e.empty())
+    return invalid(e);
   int64_t slots = a.slots == 0 ? a.N : a.slots;
   if (slots < 1)
     return invalid("slots = " + std::to_string(a.slots) +
@@ -153,13 +145,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       return invalid(e);
   if (!a.error_flag)
     return invalid("error_flag must not be null");
-  if (v.gate != GateKind::None && !a.g)
-    return invalid("g must not be null (the spec has a gate)");
-  if (v.gate == GateKind::None && a.g)
-    return invalid("g must be null (the spec's rule has no gate)");
-  if (v.gate == GateKind::Raw && (!a.A_log || !a.dt_bias))
-    return invalid(std::string(!a.A_log ? "A_log" : "dt_bias") +
-                   " must not be null (the spec's gate is raw)");
+  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.dt_bias);
+      !e.empty())
+    return invalid(e);
   for (auto [name, p] :
        {std::pair<const char *, const void *>{"initial_state",
                                               a.initial_state},

@@ -6,11 +6,10 @@
 #define DELTAC_DECODE_H
 
 #include "deltac_api.h"
+#include "deltac_checks.h"
 #include "deltac_runtime.h"
 
 namespace deltac_rt {
-
-enum class GateKind { None, Log, Linear, Raw };
 
 /// One decode kernel of a spec: its options, tiling and images.
 struct DecodeVariant {
