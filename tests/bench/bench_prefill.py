@@ -22,23 +22,13 @@ import torch
 import fla_harness as H
 from fla.ops.gated_delta_rule import chunk_gated_delta_rule
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_prefill"))
+# deltac_prefill_args as the generated Python module declares it.
+from deltac_torch import _PrefillArgs as PrefillArgs  # noqa: E402
+
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
-I32 = ctypes.c_int32
-
-
-class PrefillArgs(ctypes.Structure):
-    """deltac_prefill_args of templates/runtime/deltac_api.h."""
-    _fields_ = [("K", I64), ("V", I64), ("T", I64), ("N", I64), ("H", I64), ("HV", I64),
-                ("io_dtype", ctypes.c_int), ("state_dtype", ctypes.c_int),
-                ("q", P), ("q_stride", I64), ("k", P), ("k_stride", I64),
-                ("v", P), ("v_stride", I64), ("o", P), ("o_stride", I64),
-                ("g", P), ("beta", P), ("A_log", P), ("dt_bias", P),
-                ("initial_state", P), ("final_state", P), ("slots", I64),
-                ("initial_state_indices", P), ("output_state_indices", P),
-                ("cu_seqlens", P), ("cu_seqlens_i64", I32),
-                ("workspace", P), ("workspace_bytes", I64), ("error_flag", P),
-                ("scale", ctypes.c_float), ("debug_checks", I32)]
 
 
 class Deltac:
