@@ -118,6 +118,12 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       spec.gate = before;
     spec.gateType = cast<RankedTensorType>(g.getType()).getElementType();
   }
+  // The chunks kernel copies raw q/k/v rows into its bf16 operand buffers
+  // and converts them in place: 16-bit activations only.
+  if (spec.ioType.getIntOrFloatBitWidth() != 16)
+    return func.emitError() << "prefill on the GPU needs bf16 or f16 "
+                               "activations, got "
+                            << spec.ioType;
   if (spec.chunk < 32 || spec.k % 32 != 0 || spec.v % 32 != 0 ||
       spec.k > 256 || spec.v > 256)
     return func.emitError() << "prefill on the GPU needs chunk 32 or 64 and "

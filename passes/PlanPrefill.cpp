@@ -6,11 +6,13 @@
 // is as fast as its busiest block; a block's work per chunk grows with its
 // V tile, while the number of blocks, N * HV * V / tile, must fill the GPU
 // to use it. Hence: wide tiles (less redundant work on K) when the grid
-// already covers every SM, narrower ones when it does not. The decision is
-// written as `delta.recur_variants`, one dictionary per kernel in dispatch
-// order with its `value_tile` and `min_blocks_per_sm` (the first variant
-// whose grid has at least that many blocks per SM is launched; 0: always),
-// which delta-lower-prefill-to-gpu and the host wrapper consume.
+// already covers half the SMs, narrower ones when it does not (a block of
+// half the width is not twice as fast: one wave of wide blocks beats two
+// of narrow ones, measured on the H200). The decision is written as
+// `delta.recur_variants`, one dictionary per kernel in dispatch order with
+// its `value_tile` and `min_blocks_per_sm` (the first variant whose grid
+// has at least half that many blocks per SM is launched; 0: always), which
+// delta-lower-prefill-to-gpu and the host wrapper consume.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,7 +59,7 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
     OpBuilder b(func);
     SmallVector<Attribute> variants;
     for (auto [i, t] : llvm::enumerate(usable)) {
-      // All but the narrowest tile require a full wave of blocks.
+      // All but the narrowest tile require half a wave of blocks.
       int64_t minBlocks = i + 1 < usable.size() ? 1 : 0;
       variants.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("value_tile", b.getI64IntegerAttr(t)),

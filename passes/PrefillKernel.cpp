@@ -47,35 +47,31 @@ const KernelParam kParams[] = {
 };
 
 
-/// Rows of q/k the chunks kernel loads per loop iteration (4 spills).
-constexpr int64_t kRowsAtOnce = 2;
 constexpr int64_t kPad = 8; // bf16 elements of row padding in shared memory
 int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 
-/// Shared-memory regions of the chunks kernel (byte offsets).
+/// Shared-memory regions of the chunks kernel (byte offsets). kb, qb, vb
+/// first receive the raw k, q, v rows (cp.async) and are then normalised /
+/// converted to bf16 in place; lf and af hold L and its inverse in fp32.
+/// One region is reused three times: Q until Q K^T is done, then L (and,
+/// after it, the solve's scratch), then the two bf16 factors of the WY
+/// products, A diag(beta e^G) and A diag(beta). With K = V = 128, C = 64
+/// that is 72 KiB: 3 blocks per SM.
 struct ChunksSmem {
-  int64_t kb, qb, lf, af, ab, kst, vst, gam, gr, beta, tmp, eg, egl, beg,
+  int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, gam, gr, beta, eg, egl, beg,
       total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
     kb = take(C * (K + kPad) * 2);
-    qb = take(C * (K + kPad) * 2);
-    // Q is dead once Qg is written: the solve's bf16 result and its
-    // off-diagonal products live in Q's place when they fit (K = V = 128,
-    // C = 64: 2 blocks per SM instead of 1).
-    int64_t abBytes = align256(C * (C + kPad) * 2), tmpBytes = 3 * 256 * 4;
-    if (abBytes + tmpBytes <= align256(C * (K + kPad) * 2)) {
-      ab = qb;
-      tmp = qb + abBytes;
-    } else {
-      ab = take(abBytes);
-      tmp = take(tmpBytes);
-    }
-    lf = take(C * (C + 1) * 4);
-    af = take(C * (C + 1) * 4);
-    kst = take(K * (C + kPad) * 2);
-    vst = take(V * (C + kPad) * 2);
+    int64_t qOrL = align256(std::max(C * (K + kPad) * 2, C * (C + 4) * 4));
+    int64_t scratch = align256((C / 16 - 1) * 256 * 4);
+    int64_t abBytes = align256(C * (C + kPad) * 2);
+    qb = lf = ab1 = take(std::max(qOrL + scratch, 2 * abBytes));
+    tmp = qb + qOrL;
+    ab2 = ab1 + abBytes;
+    af = take(C * (C + 4) * 4);
+    vb = take(C * (V + kPad) * 2);
     gam = take(C * 4);
     gr = take(C * 4);
     beta = take(C * 4);
@@ -86,22 +82,23 @@ struct ChunksSmem {
   }
 };
 
-/// Shared-memory regions of the recur kernel.
-/// The chunk operands (wb, qgb, kdt, pb, the U tile ub, G_last gl) are
-/// double-buffered: the second
-/// copy of each sits `half` bytes after the first.
+/// Shared-memory regions of the recur kernel. S and V' row-major (bf16
+/// operands of the products); the chunk operands W, Kd, the U tile and
+/// G_last double-buffered (the second copy `half` bytes after the first,
+/// prefetched a chunk ahead), Qg and P single-buffered (prefetched while
+/// the state step runs): 2 blocks per SM fit for V tiles of 16.
 struct RecurSmem {
-  int64_t st, vnt, wb, qgb, kdt, pb, ub, gl, half, total;
+  int64_t st, vn, qgb, pb, wb, kd, ub, gl, half, total;
   RecurSmem(const PrefillSpec &s, int64_t bv) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
-    st = take(bv * (K + kPad) * 2);
-    vnt = take(bv * (C + kPad) * 2);
+    st = take(K * (bv + kPad) * 2);
+    vn = take(C * (bv + kPad) * 2);
+    qgb = take(C * (K + kPad) * 2);
+    pb = take(C * (C + kPad) * 2);
     int64_t first = off;
     wb = take(C * (K + kPad) * 2);
-    qgb = take(C * (K + kPad) * 2);
-    kdt = take(K * (C + kPad) * 2);
-    pb = take(C * (C + kPad) * 2);
+    kd = take(C * (K + kPad) * 2);
     ub = take(C * (bv + kPad) * 2);
     gl = take(4);
     half = off - first;
@@ -114,6 +111,18 @@ struct RecurSmem {
 /// 2t+1), c2, c3 at (row g + 8, same cols); g = lane / 4, t = lane % 4.
 struct Frag {
   Value c[4];
+};
+
+/// A bf16 mma operand in shared memory: row stride `ld` elements (a
+/// multiple of 8, so every row of 8 is one aligned 16-byte ldmatrix row).
+/// `kRows`: the rows are indexed by the reduction dimension (A stored as
+/// [k][m], B as [k][n], i.e. row-major B); otherwise A is [m][k] and B
+/// [n][k]. kRows operands are loaded with ldmatrix.trans, so no operand is
+/// ever transposed in memory.
+struct Operand {
+  Value base;
+  int64_t ld;
+  bool kRows = false;
 };
 
 class PrefillEmitter : KernelEmitter {
@@ -137,6 +146,19 @@ private:
   // Constants and arithmetic.
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
   Value divu(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
+  /// Sum as a balanced tree (a short dependent chain).
+  Value treeSum(SmallVector<Value> terms) {
+    while (terms.size() > 1) {
+      SmallVector<Value> half;
+      for (size_t t = 0; t + 1 < terms.size(); t += 2)
+        half.push_back(fadd(terms[t], terms[t + 1]));
+      if (terms.size() % 2)
+        half.push_back(terms.back());
+      terms = half;
+    }
+    return terms.empty() ? cF32(0.0) : terms[0];
+  }
   Value minS(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
   Value sel(Value c, Value x, Value y) { return arith::SelectOp::create(b, c, x, y); }
   Value toI32(Value v) { return v.getType() == i32 ? v : arith::TruncIOp::create(b, i32, v).getResult(); }
@@ -190,21 +212,51 @@ private:
   Value workRegion(int64_t which);
   Value chunkHead(Value c, Value hv) { return add(mul(toI64(c), toI64(param(pHV))), toI64(hv)); }
 
-  /// Warp tiles of an M x N product: 16x8 tiles numbered row-major, tile
-  /// `warp + r * warps` belongs to this warp (r = 0, 1, ...).
+  /// How the warps share an M x N product of 16x8 tiles: a wm x wn grid of
+  /// warps, each owning a block of (M/16/wm) x (N/8/wn) tiles, so that per
+  /// k step a warp loads each A fragment (one per tile row of its block,
+  /// 4 registers) and each B fragment (one per tile column, 2) once. The
+  /// grid with the fewest fragment loads wins; {0, 0} when no grid divides
+  /// the tiles (then tile `warp + r * warps` of the row-major numbering).
+  std::pair<int64_t, int64_t> warpGrid(int64_t M, int64_t N) const {
+    int64_t warps = plan.threads / 32, Mt = M / 16, Nt = N / 8;
+    std::pair<int64_t, int64_t> best{0, 0};
+    int64_t bestLoads = INT64_MAX;
+    for (int64_t wm = 1; wm <= warps; wm *= 2) {
+      int64_t wn = warps / wm;
+      if (Mt % wm != 0 || Nt % wn != 0)
+        continue;
+      int64_t loads = Mt / wm * 4 + Nt / wn * 2;
+      if (loads < bestLoads)
+        best = {wm, wn}, bestLoads = loads;
+    }
+    return best;
+  }
   int64_t tilesPerWarp(int64_t M, int64_t N) const {
     return (M / 16) * (N / 8) / (plan.threads / 32);
   }
-  std::pair<Value, Value> tileOrigin(int64_t N, int64_t r) {
-    Value tile = add(warp, cI32(r * (plan.threads / 32)));
-    Value mt = divu(tile, cI32(N / 8)), nt = arith::RemUIOp::create(b, tile, cI32(N / 8));
+  /// The (row, column) origin of this warp's r-th tile.
+  std::pair<Value, Value> tileOrigin(int64_t M, int64_t N, int64_t r) {
+    auto [wm, wn] = warpGrid(M, N);
+    Value mt, nt;
+    if (wm == 0) {
+      Value tile = add(warp, cI32(r * (plan.threads / 32)));
+      mt = divu(tile, cI32(N / 8));
+      nt = remu(tile, cI32(N / 8));
+    } else {
+      int64_t tm = M / 16 / wm, tn = N / 8 / wn;
+      mt = add(mul(divu(warp, cI32(wn)), cI32(tm)), cI32(r / tn));
+      nt = add(mul(remu(warp, cI32(wn)), cI32(tn)), cI32(r % tn));
+    }
     return {mul(mt, cI32(16)), mul(nt, cI32(8))};
   }
-  /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles; A row-major with row
-  /// stride lda, B stored transposed (Bt[n][k], row stride ldb), bf16 in
-  /// shared memory.
-  void mma(Value A, int64_t lda, Value Bt, int64_t ldb, int64_t M, int64_t N,
-           int64_t Kd, SmallVectorImpl<Frag> &acc);
+  /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles, bf16 operands in
+  /// shared memory loaded with ldmatrix (.trans where the operand's rows
+  /// are the reduction index).
+  void mma(Operand A, Operand B, int64_t M, int64_t N, int64_t Kd,
+           SmallVectorImpl<Frag> &acc);
+  /// ldmatrix of `num` 8x8 b16 matrices at this lane's row address.
+  SmallVector<Value> ldsm(Value rowAddr, int num, bool trans);
   SmallVector<Frag> zeroFrags(int64_t M, int64_t N) {
     SmallVector<Frag> f(tilesPerWarp(M, N));
     for (Frag &x : f)
@@ -213,10 +265,10 @@ private:
     return f;
   }
   /// Calls fn(row, col, value) for every element of this warp's tiles.
-  void forEachElement(int64_t N, ArrayRef<Frag> acc,
+  void forEachElement(int64_t M, int64_t N, ArrayRef<Frag> acc,
                       function_ref<void(Value, Value, Value)> fn) {
     for (auto [r, f] : llvm::enumerate(acc)) {
-      auto [row0, col0] = tileOrigin(N, r);
+      auto [row0, col0] = tileOrigin(M, N, r);
       for (int e = 0; e < 4; ++e) {
         Value row = add(row0, add(group, cI32(e >= 2 ? 8 : 0)));
         Value col = add(col0, add(mul(quad, cI32(2)), cI32(e % 2)));
@@ -226,10 +278,10 @@ private:
   }
   /// Calls fn(row, col, x0, x1) for every pair of adjacent elements (col
   /// even) of this warp's tiles: one 4-byte store instead of two.
-  void forEachPair(int64_t N, ArrayRef<Frag> acc,
+  void forEachPair(int64_t M, int64_t N, ArrayRef<Frag> acc,
                    function_ref<void(Value, Value, Value, Value)> fn) {
     for (auto [r, f] : llvm::enumerate(acc)) {
-      auto [row0, col0] = tileOrigin(N, r);
+      auto [row0, col0] = tileOrigin(M, N, r);
       Value col = add(col0, mul(quad, cI32(2)));
       fn(add(row0, group), col, f.c[0], f.c[1]);
       fn(add(row0, add(group, cI32(8))), col, f.c[2], f.c[3]);
@@ -292,6 +344,12 @@ private:
   void waitCopies() {
     LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.wait.all"), ValueRange{});
   }
+  /// Waits until at most `pending` of this thread's newest copy groups are
+  /// still in flight.
+  void waitCopyGroups(int64_t pending) {
+    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.wait.group"),
+                                  ValueRange{cI32(pending)});
+  }
   /// The gate input of a token as a log decay, and its beta.
   std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
 
@@ -303,30 +361,71 @@ private:
   Value tid, warp, lane, group, quad;
 };
 
-void PrefillEmitter::mma(Value A, int64_t lda, Value Bt, int64_t ldb,
-                         int64_t M, int64_t N, int64_t Kd,
-                         SmallVectorImpl<Frag> &acc) {
+SmallVector<Value> PrefillEmitter::ldsm(Value rowAddr, int num, bool trans) {
+  MLIRContext *ctx = b.getContext();
+  Type res = num == 1 ? Type(i32)
+                      : LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(num, i32));
+  Value r = NVVM::LdMatrixOp::create(
+      b, res, rowAddr, num, trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
+  SmallVector<Value> out;
+  for (int i = 0; i < num; ++i)
+    out.push_back(num == 1 ? r : LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i}).getResult());
+  return out;
+}
+
+void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
+                         int64_t Kd, SmallVectorImpl<Frag> &acc) {
   MLIRContext *ctx = b.getContext();
   auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-  Value twoQuad = mul(quad, cI32(2));
-  for (int64_t r = 0; r < static_cast<int64_t>(acc.size()); ++r) {
-    auto [row0, col0] = tileOrigin(N, r);
-    Value aRow = add(row0, group), bRow = add(col0, group);
-    for (int64_t ks = 0; ks < Kd; ks += 16) {
-      Value k0 = add(twoQuad, cI32(ks));
-      auto frag = [&](Value base, int64_t ld, Value row, Value col) {
-        return load(i32, gep(base, bf16, toI64(add(mul(row, cI32(ld)), col))), cI32(0), 4);
-      };
-      Value a0 = frag(A, lda, aRow, k0);
-      Value a1 = frag(A, lda, add(aRow, cI32(8)), k0);
-      Value a2 = frag(A, lda, aRow, add(k0, cI32(8)));
-      Value a3 = frag(A, lda, add(aRow, cI32(8)), add(k0, cI32(8)));
-      Value b0 = frag(Bt, ldb, bRow, k0);
-      Value b1 = frag(Bt, ldb, bRow, add(k0, cI32(8)));
-      Frag &f = acc[r];
+  // This lane's row of the ldmatrix matrices: lanes 8j..8j+7 address the
+  // rows of matrix j. A (x4): matrices (m, k), (m+8, k), (m, k+8),
+  // (m+8, k+8) = fragment registers a0..a3; B (x2): (k, n), (k+8, n).
+  Value r8 = remu(lane, cI32(8)), j = divu(lane, cI32(8));
+  Value jLo = remu(j, cI32(2)), jHi = divu(j, cI32(2));
+  auto addr = [&](const Operand &op, Value row, Value col) {
+    return gep(op.base, bf16, toI64(add(mul(row, cI32(op.ld)), col)));
+  };
+  // A single accumulator chain is split in two (even and odd k steps) so
+  // consecutive mma.sync do not wait on each other.
+  auto [wm, wn] = warpGrid(M, N);
+  int64_t tiles = acc.size(), tn = wm ? N / 8 / wn : 1;
+  int64_t chains = tiles == 1 && Kd / 16 >= 4 ? 2 : 1;
+  // Fragment slots: with a warp grid, tile r uses A row r / tn and B column
+  // r % tn of its block; otherwise each tile loads its own.
+  auto aSlot = [&](int64_t r) { return wm ? r / tn : r; };
+  auto bSlot = [&](int64_t r) { return wm ? r % tn : r; };
+  int64_t numA = wm ? tiles / tn : tiles, numB = wm ? tn : tiles;
+  SmallVector<Value> aRow(numA), bCol(numB);
+  for (int64_t r = 0; r < tiles; ++r) {
+    auto [m0, n0] = tileOrigin(M, N, r);
+    aRow[aSlot(r)] = m0;
+    bCol[bSlot(r)] = n0;
+  }
+  SmallVector<SmallVector<Frag>> part(tiles, SmallVector<Frag>(chains));
+  for (int64_t r = 0; r < tiles; ++r) {
+    part[r][0] = acc[r];
+    for (int64_t c = 1; c < chains; ++c)
+      for (Value &x : part[r][c].c)
+        x = cF32(0.0);
+  }
+  for (int64_t ks = 0; ks < Kd; ks += 16) {
+    Value k0 = cI32(ks);
+    SmallVector<SmallVector<Value>> a, bf;
+    for (Value m0 : aRow)
+      a.push_back(ldsm(A.kRows ? addr(A, add(k0, add(r8, mul(jHi, cI32(8)))), add(m0, mul(jLo, cI32(8))))
+                               : addr(A, add(m0, add(r8, mul(jLo, cI32(8)))), add(k0, mul(jHi, cI32(8)))),
+                       4, A.kRows));
+    for (Value n0 : bCol)
+      bf.push_back(ldsm(B.kRows ? addr(B, add(k0, add(r8, mul(jLo, cI32(8)))), n0)
+                                : addr(B, add(n0, r8), add(k0, mul(jLo, cI32(8)))),
+                        2, B.kRows));
+    for (int64_t r = 0; r < tiles; ++r) {
+      ArrayRef<Value> ar = a[aSlot(r)], br = bf[bSlot(r)];
+      Frag &f = part[r][(ks / 16) % chains];
       auto op = LLVM::InlineAsmOp::create(
           b, resType,
-          ValueRange{a0, a1, a2, a3, b0, b1, f.c[0], f.c[1], f.c[2], f.c[3]},
+          ValueRange{ar[0], ar[1], ar[2], ar[3], br[0], br[1], f.c[0], f.c[1], f.c[2], f.c[3]},
           "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
           "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
           "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
@@ -336,11 +435,17 @@ void PrefillEmitter::mma(Value A, int64_t lda, Value Bt, int64_t ldb,
         f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
     }
   }
+  for (int64_t r = 0; r < tiles; ++r) {
+    acc[r] = part[r][0];
+    for (int64_t c = 1; c < chains; ++c)
+      for (int e = 0; e < 4; ++e)
+        acc[r].c[e] = fadd(acc[r].c[e], part[r][c].c[e]);
+  }
 }
 
 // Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
 // [1] gamma_last f32; [2] W [C, K]; [3] U [C, V]; [4] Qg [C, K];
-// [5] KdT [K, C]; [6] P [C, C] (bf16). Regions start on 256-byte bounds.
+// [5] Kd [C, K]; [6] P [C, C] (bf16, all row-major). Regions start on 256-byte bounds.
 Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   int64_t C = s.chunk, K = s.k, V = s.v;
@@ -483,28 +588,92 @@ void PrefillEmitter::emitChunks() {
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
   Value h = divu(hv, divu(param(pHV), param(pH)));
   Value kb = region(L.kb), qb = region(L.qb), lf = region(L.lf), af = region(L.af),
-        ab = region(L.ab), kst = region(L.kst), vst = region(L.vst), gam = region(L.gam),
-        gr = region(L.gr), betaS = region(L.beta);
+        vb = region(L.vb), gam = region(L.gam), gr = region(L.gr), betaS = region(L.beta),
+        eG = region(L.eg), eGL = region(L.egl), bEG = region(L.beg);
+  Value ch = chunkHead(c, hv);
+  bool gated = s.rule == Rule::gated;
+  int64_t ioBytes = s.ioType.getIntOrFloatBitWidth() / 8;
 
-  // Rows: q, k (normalised), the decay and beta of each token; zero padding.
-  int64_t epl = K / 32;
-  int64_t warps = plan.threads / 32;
-  // kRowsAtOnce rows per iteration, their loads in flight together.
-  auto rowLoop = scf::ForOp::create(b, cI32(0), cI32(C), cI32(warps * kRowsAtOnce));
-  OpBuilder::InsertionGuard rowGuard(b);
-  b.setInsertionPointToStart(rowLoop.getBody());
-  for (int64_t r = 0; r < kRowsAtOnce * warps; r += warps) {
-    Value i = add(warp, add(rowLoop.getInductionVar(), cI32(r)));
+  // (1) Every global read of the chunk in flight at once: the raw k, q, v
+  // rows by cp.async (16 bytes each; padding rows copy the chunk's first
+  // token and are zeroed below), the gate and beta of each row by one
+  // thread each.
+  auto copyRows = [&](Value dst, Value src, Value stride, Value headOffset, int64_t width) {
+    int64_t pieces = width * ioBytes / 16, perPiece = 16 / ioBytes;
+    threadLoop(C * pieces, [&](Value i) {
+      Value r = divu(i, cI32(pieces)), piece = remu(i, cI32(pieces));
+      Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
+      Value from = gep(src, s.ioType,
+                       add(add(mul(tok, stride), headOffset), toI64(mul(piece, cI32(perPiece)))));
+      Value to = gep(dst, bf16, add(mul(r, cI32(width + kPad)), mul(piece, cI32(perPiece))));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{to, from});
+    }, /*unroll=*/true);
+  };
+  copyRows(kb, param(pK), param(pKStride), mul(toI64(h), cI64(K)), K);
+  copyRows(qb, param(pQ), param(pQStride), mul(toI64(h), cI64(K)), K);
+  copyRows(vb, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
+  commitCopies();
+  threadLoop(C, [&](Value i) {
     Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
     Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
+    auto [gv, bv] = gateAndBeta(tok, hv);
+    store(sel(valid, gv, cF32(0.0)), gr, i, 4);
+    store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
+  }, /*unroll=*/true);
+  barrier();
+  // (2) chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan;
+  // padding rows have g = 0, so they repeat the last decay), and the per-row
+  // factors every later step uses: e^G, e^(G_last - G), beta e^G.
+  {
+    int64_t per = C / 32;
+    auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(w0.thenBlock());
+    SmallVector<Value> run;
+    Value sum = cF32(0.0);
+    for (int64_t e = 0; e < per; ++e) {
+      sum = fadd(sum, load(f32, gr, add(mul(lane, cI32(per)), cI32(e)), 4));
+      run.push_back(sum);
+    }
+    Value incl = sum;
+    for (int64_t off = 1; off < 32; off *= 2) {
+      Value up = gpu::ShuffleOp::create(b, incl, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
+      incl = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), fadd(incl, up), incl);
+    }
+    Value last = gpu::ShuffleOp::create(b, incl, 31, 32, gpu::ShuffleMode::IDX).getShuffleResult();
+    Value before = fsub(incl, sum);
+    for (int64_t e = 0; e < per; ++e) {
+      Value m = add(mul(lane, cI32(per)), cI32(e));
+      Value gm = fadd(before, run[e]);
+      Value e1 = gated ? exp(gm) : cF32(1.0);
+      store(gm, gam, m, 4);
+      store(e1, eG, m, 4);
+      store(gated ? exp(fsub(last, gm)) : cF32(1.0), eGL, m, 4);
+      store(fmul(load(f32, betaS, m, 4), e1), bEG, m, 4);
+    }
+  }
+  waitCopies();
+  barrier();
+  // (3) q and k rows L2-normalised in place (bf16; padding rows zero), a
+  // warp per row, K / 32 elements per lane; the recurrence's Qg = scale Q
+  // e^G and Kd = K e^(G_last - G) go straight to the workspace (row-major,
+  // one vector store per lane).
+  int64_t epl = K / 32, warps = plan.threads / 32;
+  {
+    Value qg = gep(workRegion(4), bf16, mul(ch, cI64(C * K)));
+    Value kd = gep(workRegion(5), bf16, mul(ch, cI64(C * K)));
+    auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(warps));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    Value i = rowLoop.getInductionVar();
+    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+    Value col = mul(lane, cI32(epl));
+    auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, bf16);
     for (int which = 0; which < 2; ++which) {
-      Value base = which ? param(pQ) : param(pK);
-      Value stride = which ? param(pQStride) : param(pKStride);
-      Value at = add(add(mul(tok, stride), mul(toI64(h), cI64(K))), toI64(mul(lane, cI32(epl))));
-      // One vector load per lane (epl contiguous elements).
-      int64_t bytes = s.ioType.getIntOrFloatBitWidth() / 8;
-      auto vt = VectorType::get({epl}, s.ioType);
-      Value vec = LLVM::LoadOp::create(b, vt, gep(base, s.ioType, at), epl * bytes);
+      Value buf = which ? qb : kb;
+      Value at = add(mul(i, cI32(K + kPad)), col);
+      Value vec = LLVM::LoadOp::create(b, inVec, gep(buf, bf16, at), epl * 2);
       SmallVector<Value> x;
       Value ss = cF32(0.0);
       for (int64_t e = 0; e < epl; ++e) {
@@ -515,59 +684,30 @@ void PrefillEmitter::emitChunks() {
       if (s.qkL2Norm)
         scale = fdiv(cF32(1.0), sqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6))));
       scale = sel(valid, scale, cF32(0.0));
-      Value dst = which ? qb : kb;
-      for (int64_t e = 0; e < epl; ++e)
-        store(toBf16(fmul(x[e], scale)), dst, add(mul(i, cI32(K + kPad)), add(mul(lane, cI32(epl)), cI32(e))), 2);
+      Value factor = which ? fmul(load(f32, eG, i, 4), param(pScale)) : load(f32, eGL, i, 4);
+      Value normed = LLVM::UndefOp::create(b, outVec), gatedRow = LLVM::UndefOp::create(b, outVec);
+      for (int64_t e = 0; e < epl; ++e) {
+        Value y = fmul(x[e], scale);
+        normed = LLVM::InsertElementOp::create(b, normed, toBf16(y), cI32(e));
+        gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toBf16(fmul(y, factor)), cI32(e));
+      }
+      storeVec(normed, buf, bf16, at, epl * 2);
+      storeVec(gatedRow, which ? qg : kd, bf16, add(mul(i, cI32(K)), col), epl * 2);
     }
   }
-  b.setInsertionPointAfter(rowLoop);
-  // The decay and beta of each row, one thread per row (zero padding).
-  threadLoop(C, [&](Value i) {
-    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
-    Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
-    auto [gv, bv] = gateAndBeta(tok, hv);
-    store(sel(valid, gv, cF32(0.0)), gr, i, 4);
-    store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
-  }, /*unroll=*/true);
-  barrier();
-  // chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan); padding
-  // rows have g = 0, so they repeat the last decay. Then the per-row
-  // factors every later step uses: e^G, e^(G_last - G), beta e^G.
-  {
-    int64_t per = C / 32;
-    auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(w0.thenBlock());
-    SmallVector<Value> run;
-    Value total = cF32(0.0);
-    for (int64_t e = 0; e < per; ++e) {
-      total = fadd(total, load(f32, gr, add(mul(lane, cI32(per)), cI32(e)), 4));
-      run.push_back(total);
-    }
-    Value incl = total;
-    for (int64_t off = 1; off < 32; off *= 2) {
-      Value up = gpu::ShuffleOp::create(b, incl, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
-      incl = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), fadd(incl, up), incl);
-    }
-    Value before = fsub(incl, total);
-    for (int64_t e = 0; e < per; ++e)
-      store(fadd(before, run[e]), gam, add(mul(lane, cI32(per)), cI32(e)), 4);
-  }
-  barrier();
-  Value eG = region(L.eg), eGL = region(L.egl), bEG = region(L.beg);
-  {
-    Value gLastRow = load(f32, gam, cI32(C - 1), 4);
-    threadLoop(C, [&](Value m) {
-      bool gatedRule = s.rule == Rule::gated;
-      Value gm = load(f32, gam, m, 4);
-      Value e1 = gatedRule ? exp(gm) : cF32(1.0);
-      store(e1, eG, m, 4);
-      store(gatedRule ? exp(fsub(gLastRow, gm)) : cF32(1.0), eGL, m, 4);
-      store(fmul(load(f32, betaS, m, 4), e1), bEG, m, 4);
+  // f16 v rows become bf16 operands in place.
+  if (!s.ioType.isBF16()) {
+    threadLoop(C * V / 8, [&](Value e) {
+      Value at = add(mul(divu(e, cI32(V / 8)), cI32(V + kPad)), mul(remu(e, cI32(V / 8)), cI32(8)));
+      Value vec = LLVM::LoadOp::create(b, VectorType::get({8}, s.ioType), gep(vb, bf16, at), 16);
+      Value out = LLVM::UndefOp::create(b, VectorType::get({8}, bf16));
+      for (int64_t x = 0; x < 8; ++x)
+        out = LLVM::InsertElementOp::create(
+            b, out, toBf16(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(x)).getResult())), cI32(x));
+      storeVec(out, vb, bf16, at, 16);
     });
   }
   barrier();
-  bool gated = s.rule == Rule::gated;
   // exp(Gamma_i - Gamma_j) on keep (i >= j) only; the argument is selected
   // first so no positive exponent is evaluated.
   auto decay = [&](Value keep, Value i, Value jj) -> Value {
@@ -576,49 +716,56 @@ void PrefillEmitter::emitChunks() {
     Value d = fsub(load(f32, gam, i, 4), load(f32, gam, jj, 4));
     return exp(sel(keep, d, cF32(0.0)));
   };
-  // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
+  Operand kRow{kb, K + kPad}, qRow{qb, K + kPad};
+  // (4) chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M,
+  // M_ij = exp(Gi - Gj), i >= j. Q is dead afterwards: L takes its place.
   {
     SmallVector<Frag> acc = zeroFrags(C, C);
-    mma(kb, K + kPad, kb, K + kPad, C, C, K, acc);
-    forEachElement(C, acc, [&](Value i, Value jj, Value x) {
-      Value below = cmp(arith::CmpIPredicate::ugt, i, jj);
-      Value l = fmul(fmul(x, load(f32, betaS, i, 4)), decay(below, i, jj));
-      store(sel(below, l, cF32(0.0)), lf, add(mul(i, cI32(C + 1)), jj), 4);
-    });
-  }
-  // chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M, M_ij = exp(Gi - Gj), i >= j.
-  Value ch = chunkHead(c, hv);
-  {
-    SmallVector<Frag> acc = zeroFrags(C, C);
-    mma(qb, K + kPad, kb, K + kPad, C, C, K, acc);
+    mma(qRow, kRow, C, C, K, acc);
     Value p = gep(workRegion(6), bf16, mul(ch, cI64(C * C)));
-    forEachElement(C, acc, [&](Value i, Value jj, Value x) {
-      Value causal = cmp(arith::CmpIPredicate::uge, i, jj);
-      Value scaled = fmul(fmul(x, decay(causal, i, jj)), param(pScale));
-      store(toBf16(sel(causal, scaled, cF32(0.0))), p, add(mul(i, cI32(C)), jj), 2);
-    });
-  }
-  // Qg = scale Q ⊙ e^G for the recurrence: the last use of Q, whose shared
-  // memory the solve reuses after the barrier.
-  {
-    Value qg = gep(workRegion(4), bf16, mul(ch, cI64(C * K)));
-    threadLoop(C * K, [&](Value e) {
-      Value m = divu(e, cI32(K)), d = arith::RemUIOp::create(b, e, cI32(K));
-      Value qmd = toF32(load(bf16, qb, add(mul(m, cI32(K + kPad)), d), 2));
-      store(toBf16(fmul(qmd, fmul(load(f32, eG, m, 4), param(pScale)))), qg, add(mul(m, cI32(K)), d), 2);
+    forEachPair(C, C, acc, [&](Value i, Value jj, Value x0, Value x1) {
+      Value out[2];
+      for (int e = 0; e < 2; ++e) {
+        Value col = add(jj, cI32(e));
+        Value causal = cmp(arith::CmpIPredicate::uge, i, col);
+        Value scaled = fmul(fmul(e ? x1 : x0, decay(causal, i, col)), param(pScale));
+        out[e] = sel(causal, scaled, cF32(0.0));
+      }
+      storeVec(pack2(out[0], out[1], bf16), p, bf16, add(mul(i, cI32(C)), jj), 4);
     });
   }
   barrier();
-  // solve_tril, blocked by 16: (1) each diagonal 16x16 block inverted by
-  // forward substitution, one lane per column with the column in
+  // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
+  {
+    SmallVector<Frag> acc = zeroFrags(C, C);
+    mma(kRow, kRow, C, C, K, acc);
+    forEachElement(C, C, acc, [&](Value i, Value jj, Value x) {
+      Value below = cmp(arith::CmpIPredicate::ugt, i, jj);
+      Value l = fmul(fmul(x, load(f32, betaS, i, 4)), decay(below, i, jj));
+      store(sel(below, l, cF32(0.0)), lf, add(mul(i, cI32(C + 4)), jj), 4);
+    });
+  }
+  barrier();
+  // (5) solve_tril, blocked by 16: (a) each diagonal 16x16 block inverted
+  // by forward substitution, one lane per column with the column in
   // registers (A_ij = -sum_{m<i} L_im A_mj; entries above the diagonal are
   // zero, so the sum may start at the block's first row); blocks above the
-  // diagonal set to zero. (2) Block rows below, by distance d from the
-  // diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32.
-  int64_t nb = C / 16;
+  // diagonal set to zero. (b) Block rows below, by distance d from the
+  // diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32, every
+  // sum unrolled with its loads issued together.
+  int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
+  auto vec4 = VectorType::get({4}, f32);
+  auto load4 = [&](Value base, Value idx) { return LLVM::LoadOp::create(b, vec4, gep(base, f32, idx), 16).getResult(); };
+  auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
+  auto build4 = [&](ArrayRef<Value> x) {
+    Value v = LLVM::UndefOp::create(b, vec4);
+    for (int64_t i = 0; i < 4; ++i)
+      v = LLVM::InsertElementOp::create(b, v, x[i], cI32(i));
+    return v;
+  };
   {
     Value blk = add(mul(warp, cI32(2)), divu(lane, cI32(16)));
-    Value jl = arith::RemUIOp::create(b, lane, cI32(16));
+    Value jl = remu(lane, cI32(16));
     auto active = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, blk, cI32(nb)), false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(active.thenBlock());
@@ -627,111 +774,104 @@ void PrefillEmitter::emitChunks() {
     for (int64_t m = 0; m < 16; ++m)
       a.push_back(sel(cmp(arith::CmpIPredicate::eq, jl, cI32(m)), cF32(1.0), cF32(0.0)));
     for (int64_t i = 1; i < 16; ++i) {
-      Value row = mul(add(base, cI32(i)), cI32(C + 1));
+      Value row = add(mul(add(base, cI32(i)), cI32(ldL)), base);
       SmallVector<Value> terms;
-      for (int64_t m = 0; m < i; ++m)
-        terms.push_back(fmul(load(f32, lf, add(row, add(base, cI32(m))), 4), a[m]));
-      while (terms.size() > 1) { // a tree: a short dependent chain
-        SmallVector<Value> half;
-        for (size_t t = 0; t + 1 < terms.size(); t += 2)
-          half.push_back(fadd(terms[t], terms[t + 1]));
-        if (terms.size() % 2)
-          half.push_back(terms.back());
-        terms = half;
+      for (int64_t q = 0; q * 4 < i; ++q) {
+        Value l4 = load4(lf, add(row, cI32(4 * q)));
+        for (int64_t m = 4 * q; m < std::min<int64_t>(i, 4 * q + 4); ++m)
+          terms.push_back(fmul(elt(l4, m - 4 * q), a[m]));
       }
-      a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), terms[0]), a[i]);
+      a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), treeSum(terms)), a[i]);
     }
     for (int64_t i = 0; i < 16; ++i)
-      store(a[i], af, add(mul(add(base, cI32(i)), cI32(C + 1)), add(base, jl)), 4);
+      store(a[i], af, add(mul(add(base, cI32(i)), cI32(ldL)), add(base, jl)), 4);
   }
-  threadLoop(C * C, [&](Value e) {
-    Value i = divu(e, cI32(C)), jj = arith::RemUIOp::create(b, e, cI32(C));
+  // Blocks above the diagonal are zero (four columns per thread).
+  threadLoop(C * C / 4, [&](Value e) {
+    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
     Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
     auto ifAbove = scf::IfOp::create(b, above, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifAbove.thenBlock());
-    store(cF32(0.0), af, add(mul(i, cI32(C + 1)), jj), 4);
+    storeVec(build4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
+             add(mul(i, cI32(ldL)), jj), 16);
   });
   barrier();
+  // Each thread owns four adjacent columns of one row of a 16x16 block:
+  // every 16-byte load of L or A feeds four (or sixteen) products.
   Value tmp = region(L.tmp);
   for (int64_t d = 1; d < nb; ++d) {
     int64_t pairs = nb - d;
     // T_p = sum_k L_rk A_kc over the block columns c .. r - 1 (r = p + d, c = p).
-    threadLoop(pairs * 256, [&](Value e) {
-      Value pIdx = divu(e, cI32(256)), ii = divu(arith::RemUIOp::create(b, e, cI32(256)), cI32(16));
-      Value jl = arith::RemUIOp::create(b, e, cI32(16));
-      Value rowG = add(mul(add(pIdx, cI32(d)), cI32(16)), ii), colG = add(mul(pIdx, cI32(16)), jl);
+    threadLoop(pairs * 64, [&](Value e) {
+      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
+      Value jq = mul(remu(e, cI32(4)), cI32(4));
+      Value rowG = add(mul(add(pIdx, cI32(d)), cI32(16)), ii), colG = add(mul(pIdx, cI32(16)), jq);
       Value first = mul(pIdx, cI32(16));
-      auto sum = scf::ForOp::create(b, first, add(first, cI32(16 * d)), cI32(1), ValueRange{cF32(0.0)});
-      {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(sum.getBody());
-        Value m = sum.getInductionVar();
-        Value x = fmul(load(f32, lf, add(mul(rowG, cI32(C + 1)), m), 4),
-                       load(f32, af, add(mul(m, cI32(C + 1)), colG), 4));
-        scf::YieldOp::create(b, fadd(sum.getRegionIterArg(0), x));
+      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
+      for (int64_t kq = 0; kq < 4 * d; ++kq) {
+        Value l4 = load4(lf, add(mul(rowG, cI32(ldL)), add(first, cI32(4 * kq))));
+        for (int64_t kk = 0; kk < 4; ++kk) {
+          Value a4 = load4(af, add(mul(add(first, cI32(4 * kq + kk)), cI32(ldL)), colG));
+          Value l = elt(l4, kk);
+          for (int64_t x = 0; x < 4; ++x)
+            acc[x] = fadd(acc[x], fmul(l, elt(a4, x)));
+        }
       }
-      store(sum.getResult(0), tmp, e, 4);
+      storeVec(build4(acc), tmp, f32, add(mul(pIdx, cI32(256)), add(mul(ii, cI32(16)), jq)), 16);
     });
     barrier();
     // A_rc = -A_rr T_p.
-    threadLoop(pairs * 256, [&](Value e) {
-      Value pIdx = divu(e, cI32(256)), ii = divu(arith::RemUIOp::create(b, e, cI32(256)), cI32(16));
-      Value jl = arith::RemUIOp::create(b, e, cI32(16));
+    threadLoop(pairs * 64, [&](Value e) {
+      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
+      Value jq = mul(remu(e, cI32(4)), cI32(4));
       Value r0 = mul(add(pIdx, cI32(d)), cI32(16));
-      Value acc = cF32(0.0);
-      for (int64_t m = 0; m < 16; ++m)
-        acc = fadd(acc, fmul(load(f32, af, add(mul(add(r0, ii), cI32(C + 1)), add(r0, cI32(m))), 4),
-                             load(f32, tmp, add(mul(pIdx, cI32(256)), add(mul(cI32(m), cI32(16)), jl)), 4)));
-      store(fsub(cF32(0.0), acc), af, add(mul(add(r0, ii), cI32(C + 1)), add(mul(pIdx, cI32(16)), jl)), 4);
+      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
+      for (int64_t mq = 0; mq < 4; ++mq) {
+        Value a4 = load4(af, add(mul(add(r0, ii), cI32(ldL)), add(r0, cI32(4 * mq))));
+        for (int64_t mm = 0; mm < 4; ++mm) {
+          Value t4 = load4(tmp, add(mul(pIdx, cI32(256)), add(mul(cI32(4 * mq + mm), cI32(16)), jq)));
+          Value a = elt(a4, mm);
+          for (int64_t x = 0; x < 4; ++x)
+            acc[x] = fsub(acc[x], fmul(a, elt(t4, x)));
+        }
+      }
+      storeVec(build4(acc), af, f32, add(mul(add(r0, ii), cI32(ldL)), add(mul(pIdx, cI32(16)), jq)), 16);
     });
     barrier();
   }
-  threadLoop(C * C, [&](Value e) {
-    Value i = divu(e, cI32(C)), jj = arith::RemUIOp::create(b, e, cI32(C));
-    store(toBf16(load(f32, af, add(mul(i, cI32(C + 1)), jj), 4)), ab, add(mul(i, cI32(C + kPad)), jj), 2);
+  // (6) The WY products take the row factors on A's columns, so K and V
+  // are used as loaded: W = (A diag(beta e^G)) K, U = (A diag(beta)) V.
+  Value ab1 = region(L.ab1), ab2 = region(L.ab2);
+  threadLoop(C * C / 4, [&](Value e) {
+    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
+    Value a4 = load4(af, add(mul(i, cI32(ldL)), jj));
+    Value at = add(mul(i, cI32(C + kPad)), jj);
+    auto vt = VectorType::get({4}, bf16);
+    auto scaled = [&](Value factors) {
+      Value f4 = load4(factors, jj);
+      Value v = LLVM::UndefOp::create(b, vt);
+      for (int64_t x = 0; x < 4; ++x)
+        v = LLVM::InsertElementOp::create(b, v, toBf16(fmul(elt(a4, x), elt(f4, x))), cI32(x));
+      return v;
+    };
+    storeVec(scaled(bEG), ab1, bf16, at, 8);
+    storeVec(scaled(betaS), ab2, bf16, at, 8);
   });
-  // Operands of the WY products, transposed: (beta e^G K)^T and (beta V)^T;
-  // and the recurrence's KdT = (K ⊙ e^(G_last - G))^T.
-  Value gLast = load(f32, gam, cI32(C - 1), 4);
-  Value kdt = gep(workRegion(5), bf16, mul(ch, cI64(K * C)));
-  threadLoop(C * K, [&](Value e) {
-    Value m = arith::RemUIOp::create(b, e, cI32(C)), d = divu(e, cI32(C));
-    Value kmd = toF32(load(bf16, kb, add(mul(m, cI32(K + kPad)), d), 2));
-    store(toBf16(fmul(kmd, load(f32, bEG, m, 4))), kst, add(mul(d, cI32(C + kPad)), m), 2);
-    store(toBf16(fmul(kmd, load(f32, eGL, m, 4))), kdt, add(mul(d, cI32(C)), m), 2);
-  });
-  // (beta V)^T: 16-byte loads of v rows, all of a thread's in flight.
-  int64_t perVec = 16 / (s.ioType.getIntOrFloatBitWidth() / 8);
-  threadLoop(C * V / perVec, [&](Value e) {
-    Value m = divu(e, cI32(V / perVec));
-    Value vv = mul(arith::RemUIOp::create(b, e, cI32(V / perVec)), cI32(perVec));
-    Value valid = cmp(arith::CmpIPredicate::slt, m, rows);
-    Value tok = add(t0, toI64(sel(valid, m, cI32(0))));
-    Value at = add(add(mul(tok, param(pVStride)), mul(toI64(hv), cI64(V))), toI64(vv));
-    auto vt = VectorType::get({perVec}, s.ioType);
-    Value vec = LLVM::LoadOp::create(b, vt, gep(param(pV), s.ioType, at), 16);
-    Value bm = sel(valid, load(f32, betaS, m, 4), cF32(0.0));
-    for (int64_t x = 0; x < perVec; ++x) {
-      Value elt = toF32(LLVM::ExtractElementOp::create(b, vec, cI32(x)).getResult());
-      store(toBf16(fmul(elt, bm)), vst, add(mul(add(vv, cI32(x)), cI32(C + kPad)), m), 2);
-    }
-  }, /*unroll=*/true);
   barrier();
-  // chunk_wy: W = A (beta e^G K), U = A (beta V), to the workspace.
-  auto product = [&](Value bt, int64_t cols, int64_t which) {
+  auto product = [&](Value a, Operand rhs, int64_t cols, int64_t which) {
     SmallVector<Frag> acc = zeroFrags(C, cols);
-    mma(ab, C + kPad, bt, C + kPad, C, cols, C, acc);
+    mma(Operand{a, C + kPad}, rhs, C, cols, C, acc);
     Value dst = gep(workRegion(which), bf16, mul(ch, cI64(C * cols)));
-    forEachPair(cols, acc, [&](Value i, Value col, Value x0, Value x1) {
+    forEachPair(C, cols, acc, [&](Value i, Value col, Value x0, Value x1) {
       storeVec(pack2(x0, x1, bf16), dst, bf16, add(mul(i, cI32(cols)), col), 4);
     });
   };
-  product(kst, K, 2);
-  product(vst, V, 3);
+  product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);
+  product(ab2, Operand{vb, V + kPad, /*kRows=*/true}, V, 3);
   auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
   b.setInsertionPointToStart(lead.thenBlock());
-  store(gLast, gep(workRegion(1), f32, ch), cI32(0), 4);
+  store(load(f32, gam, cI32(C - 1), 4), gep(workRegion(1), f32, ch), cI32(0), 4);
 }
 
 //===----------------------------------------------------------------------===//
@@ -784,7 +924,7 @@ void PrefillEmitter::emitRecur() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifRead.thenBlock());
     SmallVector<Value> vals;
-    forEachElement(BV, S, [&](Value d, Value col, Value) {
+    forEachElement(K, BV, S, [&](Value d, Value col, Value) {
       vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
     });
     scf::YieldOp::create(b, vals);
@@ -797,33 +937,43 @@ void PrefillEmitter::emitRecur() {
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value c0 = load(i32, offsets, n, 4), c1 = load(i32, offsets, add(n, cI32(1)), 4);
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
-  Value st = region(L.st), vnt = region(L.vnt);
-  // The chunk's operands, double-buffered: chunk c + 1 is copied (cp.async)
-  // while chunk c computes.
-  auto startCopies = [&](Value c, Value parity) {
+  Value st = region(L.st), vn = region(L.vn), qgb = region(L.qgb), pb = region(L.pb);
+  // cp.async groups, in commit order per chunk c: "A" (W, Kd, the U tile,
+  // G_last; double-buffered, issued a chunk ahead at the top of the step)
+  // and "B" (Qg, P; one buffer, issued once every warp is done with the
+  // previous chunk's output products). Each step commits exactly one of
+  // each (possibly empty), so wait_group counts stay fixed.
+  auto copiesA = [&](Value c, Value parity) {
     Value ch = chunkHead(c, hv);
     auto buf = [&](int64_t at) {
       return LLVM::SelectOp::create(b, parity, region(at + L.half), region(at)).getResult();
     };
     copyTile(buf(L.wb), workRegion(2), mul(ch, cI64(C * K)), C, K);
-    copyTile(buf(L.qgb), workRegion(4), mul(ch, cI64(C * K)), C, K);
-    copyTile(buf(L.kdt), workRegion(5), mul(ch, cI64(K * C)), K, C);
-    copyTile(buf(L.pb), workRegion(6), mul(ch, cI64(C * C)), C, C);
+    copyTile(buf(L.kd), workRegion(5), mul(ch, cI64(C * K)), C, K);
     copyTile(buf(L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
     auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(first.thenBlock());
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
-                                    ValueRange{buf(L.gl), gep(workRegion(1), f32, ch)});
-    }
-    commitCopies();
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
+                                  ValueRange{buf(L.gl), gep(workRegion(1), f32, ch)});
+  };
+  auto copiesB = [&](Value c) {
+    Value ch = chunkHead(c, hv);
+    copyTile(qgb, workRegion(4), mul(ch, cI64(C * K)), C, K);
+    copyTile(pb, workRegion(6), mul(ch, cI64(C * C)), C, C);
+  };
+  auto ifThen = [&](Value cond, function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, cond, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    body();
   };
   {
-    auto any = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c0, c1), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(any.thenBlock());
-    startCopies(c0, arith::ConstantIntOp::create(b, 0, 1));
+    Value any = cmp(arith::CmpIPredicate::slt, c0, c1);
+    ifThen(any, [&] { copiesA(c0, arith::ConstantIntOp::create(b, 0, 1)); });
+    commitCopies();
+    ifThen(any, [&] { copiesB(c0); });
+    commitCopies();
   }
   SmallVector<Value> init;
   for (Frag &f : S)
@@ -837,69 +987,75 @@ void PrefillEmitter::emitRecur() {
       S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-    Value odd = cmp(arith::CmpIPredicate::ne,
-                    arith::RemUIOp::create(b, sub(c, c0), cI32(2)), cI32(0));
-    // Chunk c's operands have landed for every thread, and every thread is
-    // done with chunk c - 1 (whose buffer the next copies overwrite).
-    waitCopies();
+    Value odd = cmp(arith::CmpIPredicate::ne, remu(sub(c, c0), cI32(2)), cI32(0));
+    Value next = add(c, cI32(1));
+    Value more = cmp(arith::CmpIPredicate::slt, next, c1);
+    // Chunk c's A operands have landed for every thread (its B group may
+    // still be in flight), and every thread is done with chunk c - 1, whose
+    // A buffer the next copies overwrite.
+    waitCopyGroups(1);
     barrier();
-    {
-      Value next = add(c, cI32(1));
-      auto more = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, next, c1), false);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(more.thenBlock());
-      startCopies(next, arith::XOrIOp::create(b, odd, arith::ConstantIntOp::create(b, 1, 1)));
-    }
+    ifThen(more, [&] { copiesA(next, arith::XOrIOp::create(b, odd, cTrue())); });
+    commitCopies();
     auto cur = [&](int64_t at) {
       return LLVM::SelectOp::create(b, odd, region(at + L.half), region(at)).getResult();
     };
-    Value wb = cur(L.wb), qgb = cur(L.qgb), kdt = cur(L.kdt), pb = cur(L.pb),
-          ub = cur(L.ub), gl = cur(L.gl);
-    // S^T in bf16: the B operand of W S and Qg S.
-    forEachElement(BV, S, [&](Value d, Value col, Value x) {
-      store(toBf16(x), st, add(mul(col, cI32(K + kPad)), d), 2);
+    Value wb = cur(L.wb), kd = cur(L.kd), ub = cur(L.ub), gl = cur(L.gl);
+    // S in bf16, row-major: the B operand of W S and Qg S.
+    forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
+      storeVec(pack2(x0, x1, bf16), st, bf16, add(mul(d, cI32(BV + kPad)), col), 4);
     });
     barrier();
-    // chunk_residual: V' = U - W S, stored transposed for the next products.
+    Operand sOp{st, BV + kPad, /*kRows=*/true}, vOp{vn, BV + kPad, /*kRows=*/true};
+    // chunk_residual: V' = U - W S.
     {
       SmallVector<Frag> acc = zeroFrags(C, BV);
-      mma(wb, K + kPad, st, K + kPad, C, BV, K, acc);
-      forEachElement(BV, acc, [&](Value i, Value col, Value x) {
-        Value uv = toF32(load(bf16, ub, add(mul(i, cI32(BV + kPad)), col), 2));
-        store(toBf16(fsub(uv, x)), vnt, add(mul(col, cI32(C + kPad)), i), 2);
+      mma(Operand{wb, K + kPad}, sOp, C, BV, K, acc);
+      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+        Value at = add(mul(i, cI32(BV + kPad)), col);
+        Value u = LLVM::LoadOp::create(b, VectorType::get({2}, bf16), gep(ub, bf16, at), 4);
+        Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
+        Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
+        storeVec(pack2(fsub(u0, x0), fsub(u1, x1), bf16), vn, bf16, at, 4);
       });
     }
+    // Chunk c's Qg and P (group B) have landed too.
+    waitCopyGroups(1);
     barrier();
     // chunk_output: O = Qg S + P V'.
     {
       SmallVector<Frag> acc = zeroFrags(C, BV);
-      mma(qgb, K + kPad, st, K + kPad, C, BV, K, acc);
-      mma(pb, C + kPad, vnt, C + kPad, C, BV, C, acc);
-      forEachPair(BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-        auto inside = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, i, rows), false);
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(inside.thenBlock());
-        Value tok = add(t0, toI64(i));
-        Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
-        storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
+      mma(Operand{qgb, K + kPad}, sOp, C, BV, K, acc);
+      mma(Operand{pb, C + kPad}, vOp, C, BV, C, acc);
+      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+        ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
+          Value tok = add(t0, toI64(i));
+          Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
+          storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
+        });
       });
     }
-    // chunk_state_step: S = e^G_last S + KdT V'.
+    // Every warp is done with Qg and P: chunk c + 1's may come in while the
+    // state step runs.
+    barrier();
+    ifThen(more, [&] { copiesB(next); });
+    commitCopies();
+    // chunk_state_step: S = e^G_last S + Kd^T V'.
     Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
     for (Frag &f : S)
       for (Value &x : f.c)
         x = fmul(x, decayLast);
-    mma(kdt, C + kPad, vnt, C + kPad, K, BV, C, S);
-    SmallVector<Value> next;
+    mma(Operand{kd, K + kPad, /*kRows=*/true}, vOp, K, BV, C, S);
+    SmallVector<Value> nextS;
     for (Frag &f : S)
-      next.append(f.c, f.c + 4);
-    scf::YieldOp::create(b, next);
+      nextS.append(f.c, f.c + 4);
+    scf::YieldOp::create(b, nextS);
   }
   for (size_t i = 0; i < S.size() * 4; ++i)
     S[i / 4].c[i % 4] = loop.getResult(i);
   auto ifWrite = scf::IfOp::create(b, writeOk, false);
   b.setInsertionPointToStart(ifWrite.thenBlock());
-  forEachElement(BV, S, [&](Value d, Value col, Value x) {
+  forEachElement(K, BV, S, [&](Value d, Value col, Value x) {
     Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
     store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
   });

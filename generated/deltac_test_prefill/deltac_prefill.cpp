@@ -3,6 +3,7 @@
 #include "deltac_checks.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 namespace deltac_rt {
@@ -101,7 +102,9 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
     if (c.K != K || c.V != V)
       continue;
     last = &c;
-    if (N * HV * int64_t(c.valueTiles) >= c.minBlocksPerSM * int64_t(sms))
+    // Half a wave suffices: one wave of wide blocks beats two of narrow
+    // ones (a narrow block is not twice as fast; measured on the H200).
+    if (2 * N * HV * int64_t(c.valueTiles) >= c.minBlocksPerSM * int64_t(sms))
       return &c;
   }
   return last;
@@ -183,8 +186,18 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         variants[i].minBlocksPerSM > 0 &&
         (sms = multiprocessorCount(&error)) == 0)
       return {DELTAC_CUDA_ERROR, error};
-  const PrefillVariant &chosen =
-      *choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms);
+  const PrefillVariant *chosen =
+      choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms);
+  // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
+  // variant whatever the table says, when the library has it.
+  static const long forcedTile = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_VALUE_TILE");
+    return e ? std::strtol(e, nullptr, 10) : 0L;
+  }();
+  for (int i = 0; i < count && forcedTile > 0; ++i)
+    if (variants[i].K == a.K && variants[i].V == a.V &&
+        variants[i].valueTiles * forcedTile == a.V)
+      chosen = &variants[i];
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
@@ -202,13 +215,13 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
                     &qs,    &ks,   &vs,    &os,   &slots, &scale};
-  if (!chosen.prep->launch(1, 1, 1, chosen.threads, stream, params, &error,
-                           chosen.smemPrep) ||
-      !chosen.chunks->launch((unsigned)chunks, (unsigned)HV, 1, chosen.threads,
-                             stream, params, &error, chosen.smemChunks) ||
-      !chosen.recur->launch((unsigned)N, (unsigned)HV, chosen.valueTiles,
-                            chosen.threads, stream, params, &error,
-                            chosen.smemRecur))
+  if (!chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
+                           chosen->smemPrep) ||
+      !chosen->chunks->launch((unsigned)chunks, (unsigned)HV, 1, chosen->threads,
+                             stream, params, &error, chosen->smemChunks) ||
+      !chosen->recur->launch((unsigned)N, (unsigned)HV, chosen->valueTiles,
+                            chosen->threads, stream, params, &error,
+                            chosen->smemRecur))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

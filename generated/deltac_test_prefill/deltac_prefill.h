@@ -18,7 +18,8 @@ struct PrefillVariant {
   unsigned threads;
   unsigned valueTiles; // recur blocks along V
   /// Dispatch: the first variant of a (K, V) whose recur grid N * HV *
-  /// valueTiles has at least this many blocks per SM is launched (0: always).
+  /// valueTiles has at least half this many blocks per SM is launched (0:
+  /// always).
   int64_t minBlocksPerSM;
   unsigned smemPrep, smemChunks, smemRecur;
   Kernel *prep, *chunks, *recur;

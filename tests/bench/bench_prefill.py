@@ -65,11 +65,32 @@ class Deltac:
         return call, o, ht, flag, keep
 
 
+def profile(who, shape, fn, calls=10):
+    """Mean device time per call of each kernel fn launches (eager calls)."""
+    from torch.profiler import profile as prof, ProfilerActivity
+    fn()
+    torch.cuda.synchronize()
+    with prof(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    totals = {}
+    for e in p.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            totals[e.name] = totals.get(e.name, 0.0) + e.device_time / calls
+    for kname, us in sorted(totals.items(), key=lambda x: -x[1]):
+        print(f"kernel,{who},{shape},{us:9.1f} us,{kname[:90]}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", default=".")
     ap.add_argument("--shapes", default="")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print each kernel's time (torch.profiler) for both sides")
+    ap.add_argument("--no-fla", action="store_true",
+                    help="time deltac alone (e.g. under ncu); no accuracy part")
     args = ap.parse_args()
     lib = Deltac(args.lib)
     dev = torch.cuda.get_device_name()
@@ -85,8 +106,16 @@ def main():
                                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg,
                                           cu_seqlens_cpu=cu_cpu)
         ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale)
+        if args.no_fla:
+            for _ in range(3):
+                ours()
+            torch.cuda.synchronize()
+            continue
         t_fla = H.graph_ms(fla)
         t_ours = H.graph_ms(ours)
+        if args.profile:
+            for who, fn in (("fla", fla), ("deltac", ours)):
+                profile(who, name, fn)
         assert flag.item() == 0, "device error flag raised"
         line = f"prefill,{name},fla_ms={t_fla:.4f},deltac_ms={t_ours:.4f},ratio={t_fla / t_ours:.2f}"
         rows.append(line)
@@ -94,6 +123,8 @@ def main():
         print(line, flush=True)
         del q, k, v, g, beta, cu, h0, keep, o, ht
         torch.cuda.empty_cache()
+    if args.no_fla:
+        return
     # Accuracy: the harness's varlen case with an initial state, both vs fp64.
     lens, Hh, HV = [5, 100, 64, 300], 4, 8
     q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, Hh, HV, seed=1)

@@ -34,9 +34,9 @@ deltac_rt::PrefillVariant variant(int64_t K, int64_t V, unsigned tiles,
 }
 } // namespace
 
-TEST(PrefillDispatch, WideTileOnlyWhenTheGridFillsTheGpu) {
+TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
   // delta-plan-prefill's default table for V = 128: tile 32 (4 blocks per
-  // head) when N * HV * 4 >= SMs, else tile 16 (8 blocks per head).
+  // head) when 2 * N * HV * 4 >= SMs, else tile 16 (8 blocks per head).
   const deltac_rt::PrefillVariant table[] = {
       variant(64, 64, 2, 1), variant(128, 128, 4, 1), variant(128, 128, 8, 0)};
   const int sms = 132; // H200
@@ -45,11 +45,11 @@ TEST(PrefillDispatch, WideTileOnlyWhenTheGridFillsTheGpu) {
         deltac_rt::choosePrefillVariant(table, 3, 128, 128, N, HV, sms);
     return v ? int(v->valueTiles) : -1;
   };
-  EXPECT_EQ(tiles(1, 16), 8);  // T=32K H=HV=16: 64 blocks < 132
-  EXPECT_EQ(tiles(1, 32), 8);  // T=4K HV32: 128 < 132
-  EXPECT_EQ(tiles(8, 32), 4);  // varlen 8 x HV32: 1024 >= 132
-  EXPECT_EQ(tiles(33, 1), 4);  // exactly 132
-  EXPECT_EQ(tiles(32, 1), 8);  // 128
+  EXPECT_EQ(tiles(1, 16), 8);  // T=32K H=HV=16: 64 blocks < 66
+  EXPECT_EQ(tiles(1, 32), 4);  // T=4K HV32: 128 >= 66
+  EXPECT_EQ(tiles(8, 32), 4);  // varlen 8 x HV32: 1024
+  EXPECT_EQ(tiles(17, 1), 4);  // 68 >= 66
+  EXPECT_EQ(tiles(16, 1), 8);  // 64 < 66
   EXPECT_EQ(deltac_rt::choosePrefillVariant(table, 3, 96, 128, 1, 1, sms),
             nullptr);
   // The 64x64 entry is alone: chosen even though its predicate fails.

@@ -16,7 +16,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: gpu.module @qwen_k128_v128_prefill_chunks_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
 // CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 106496
+// CHECK-SAME: delta.dynamic_smem = 74240
 // CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
@@ -27,8 +27,14 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.grid_x = 8
 // CHECK-SAME: delta.min_blocks_per_sm = 0
 
+// Operands reach the tensor cores through ldmatrix (.trans where the
+// operand's rows are the reduction index), raw rows arrive by cp.async.
 // PTX: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
+// PTX-SAME: cp.async.cg.shared.global
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
 // PTX-SAME: cp.async.cg.shared.global
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
