@@ -568,8 +568,10 @@ void PrefillEmitter::emitChunks() {
   auto live = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c, total), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());
-  // The sequence of chunk c: the last n with offsets[n] <= c (binary search).
-  auto search = scf::ForOp::create(b, cI32(0), cI32(32), cI32(1), ValueRange{cI32(0), N});
+  // The sequence of chunk c: the last n with offsets[n] <= c (binary search
+  // over [0, N]: bit width of N steps, each a dependent load, so not 32).
+  Value steps = sub(cI32(32), LLVM::CountLeadingZerosOp::create(b, i32, N, b.getBoolAttr(false)));
+  auto search = scf::ForOp::create(b, cI32(0), steps, cI32(1), ValueRange{cI32(0), N});
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(search.getBody());
@@ -881,8 +883,13 @@ void PrefillEmitter::emitChunks() {
 void PrefillEmitter::emitRecur() {
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
   RecurSmem L(s, BV);
-  Value n = blockId(gpu::Dimension::x), hv = blockId(gpu::Dimension::y),
-        vt = blockId(gpu::Dimension::z);
+  // One-dimensional grid, sequence-major: the blocks of sequence 0 (all
+  // heads and V tiles) are dispatched first, so long sequences listed first
+  // start in the first wave instead of the last.
+  int64_t tiles = V / BV;
+  Value flat = blockId(gpu::Dimension::x);
+  Value vt = remu(flat, cI32(tiles)), rest = divu(flat, cI32(tiles));
+  Value hv = remu(rest, param(pHV)), n = divu(rest, param(pHV));
   Value v0 = mul(vt, cI32(BV));
   // Slots: in_idx / out_idx (null: row n; out null: the slot read).
   // Negative = padding (no read / no write); >= slots raises the flag.

@@ -130,6 +130,10 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                    "N = " + std::to_string(a.N) + " without cu_seqlens");
   if (std::string e = checkHeads(a.H, a.HV); !e.empty())
     return invalid(e);
+  // The recur grid is one-dimensional: N * HV * (V / 16) blocks at most.
+  if (a.N * a.HV * (a.V / 16) >= (int64_t(1) << 31))
+    return invalid("N * HV = " + std::to_string(a.N * a.HV) +
+                   " is too large (N * HV * V / 16 must stay below 2^31)");
   int64_t slots = a.slots == 0 ? a.N : a.slots;
   if (slots < 1)
     return invalid("slots = " + std::to_string(a.slots) +
@@ -219,7 +223,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                            chosen->smemPrep) ||
       !chosen->chunks->launch((unsigned)chunks, (unsigned)HV, 1, chosen->threads,
                              stream, params, &error, chosen->smemChunks) ||
-      !chosen->recur->launch((unsigned)N, (unsigned)HV, chosen->valueTiles,
+      !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             chosen->threads, stream, params, &error,
                             chosen->smemRecur))
     return {DELTAC_CUDA_ERROR, error};
