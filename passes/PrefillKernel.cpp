@@ -561,7 +561,10 @@ void PrefillEmitter::emitPrep() {
 void PrefillEmitter::emitChunks() {
   int64_t C = s.chunk, K = s.k, V = s.v;
   ChunksSmem L(s);
-  Value c = blockId(gpu::Dimension::x), hv = blockId(gpu::Dimension::y);
+  // One-dimensional grid, head-fastest: the value heads sharing a q/k head
+  // run side by side, so the second reads q and k from L2, not DRAM.
+  Value flat = blockId(gpu::Dimension::x);
+  Value c = divu(flat, param(pHV)), hv = remu(flat, param(pHV));
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
   Value total = load(i32, offsets, N, 4);

@@ -130,10 +130,14 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                    "N = " + std::to_string(a.N) + " without cu_seqlens");
   if (std::string e = checkHeads(a.H, a.HV); !e.empty())
     return invalid(e);
-  // The recur grid is one-dimensional: N * HV * (V / 16) blocks at most.
-  if (a.N * a.HV * (a.V / 16) >= (int64_t(1) << 31))
-    return invalid("N * HV = " + std::to_string(a.N * a.HV) +
-                   " is too large (N * HV * V / 16 must stay below 2^31)");
+  // The grids are one-dimensional: N * HV * (V / 16) recur blocks and
+  // (T / C + N) * HV chunks blocks at most.
+  if (a.N * a.HV * (a.V / 16) >= (int64_t(1) << 31) ||
+      maxChunks(v, a.T, a.N) * a.HV >= (int64_t(1) << 31))
+    return invalid("T = " + std::to_string(a.T) + ", N = " +
+                   std::to_string(a.N) + ", HV = " + std::to_string(a.HV) +
+                   " is too large (N * HV * V / 16 and (T / chunk + N) * HV "
+                   "must stay below 2^31)");
   int64_t slots = a.slots == 0 ? a.N : a.slots;
   if (slots < 1)
     return invalid("slots = " + std::to_string(a.slots) +
@@ -221,7 +225,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                     &qs,    &ks,   &vs,    &os,   &slots, &scale};
   if (!chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                            chosen->smemPrep) ||
-      !chosen->chunks->launch((unsigned)chunks, (unsigned)HV, 1, chosen->threads,
+      !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->threads,
                              stream, params, &error, chosen->smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             chosen->threads, stream, params, &error,
