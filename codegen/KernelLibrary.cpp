@@ -50,6 +50,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.maxT = integer(delta::DeltaDialect::kMaxTAttrName);
   k.chunk = integer(delta::DeltaDialect::kChunkSizeAttrName);
   k.smem = integer(delta::DeltaDialect::kDynamicSmemAttrName);
+  k.smemStage = integer(delta::DeltaDialect::kDynamicSmemStageAttrName);
   k.threads = integer(delta::DeltaDialect::kBlockThreadsAttrName);
   k.gridX = integer(delta::DeltaDialect::kGridXAttrName);
   k.minBlocksPerSM = integer(delta::DeltaDialect::kMinBlocksPerSMAttrName);
@@ -269,7 +270,8 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             std::to_string(k.threads) + ", " + std::to_string(recur.gridX) +
             ", " + std::to_string(recur.minBlocksPerSM) + ", " +
             std::to_string(k.smem) + ", " + std::to_string(chunks->smem) +
-            ", " + std::to_string(recur.smem) + ", &" + k.name + "_kernel, &" +
+            ", " + std::to_string(recur.smem) + ", " +
+            std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
             chunks->name + "_kernel, &" + recur.name + "_kernel},\n";
       }
     }

@@ -29,6 +29,7 @@ struct EmittedKernel {
   int64_t k = 0, v = 0, maxT = 0, threads = 0, gridX = 0;
   int64_t chunk = 0; ///< prefill: chunk size
   int64_t smem = 0;  ///< dynamic shared memory bytes at launch
+  int64_t smemStage = 0; ///< bytes of one more pipeline stage (0: none)
   int64_t minBlocksPerSM = 0; ///< dispatch: used from this many blocks/SM
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
   std::string rule, beta;         ///< as the spec spells them

@@ -147,17 +147,14 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
   if (name == kChunkSizeAttrName || name == kMaxTAttrName ||
       name == kBlockThreadsAttrName || name == kRowsPerBlockAttrName ||
       name == kGridXAttrName || name == kMinBlocksPerSMAttrName ||
-      name == kDynamicSmemAttrName) {
+      name == kDynamicSmemAttrName || name == kDynamicSmemStageAttrName) {
+    bool zeroOk = name == kMinBlocksPerSMAttrName ||
+                  name == kDynamicSmemAttrName ||
+                  name == kDynamicSmemStageAttrName;
     auto number = dyn_cast<IntegerAttr>(value);
-    if (!number || number.getInt() < (name == kMinBlocksPerSMAttrName ||
-                                           name == kDynamicSmemAttrName
-                                       ? 0
-                                       : 1))
+    if (!number || number.getInt() < (zeroOk ? 0 : 1))
       return op->emitError() << "'" << name << "' must be a "
-                             << (name == kMinBlocksPerSMAttrName ||
-                                         name == kDynamicSmemAttrName
-                                     ? "non-negative"
-                                     : "positive")
+                             << (zeroOk ? "non-negative" : "positive")
                              << " integer";
     if (name == kChunkSizeAttrName &&
         !isSupportedChunkSize(number.getInt()))

@@ -53,6 +53,10 @@ def Delta_Dialect : Dialect {
     /// Bytes of dynamic shared memory a kernel launches with.
     static constexpr ::llvm::StringLiteral kDynamicSmemAttrName =
         "delta.dynamic_smem";
+    /// Bytes one more pipeline stage adds to a kernel's dynamic shared
+    /// memory; the host launches with it where the device has room.
+    static constexpr ::llvm::StringLiteral kDynamicSmemStageAttrName =
+        "delta.dynamic_smem_stage";
     /// Argument attribute naming each function argument for the host API.
     static constexpr ::llvm::StringLiteral kArgNameAttrName = "delta.name";
   }];

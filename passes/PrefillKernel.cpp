@@ -70,7 +70,8 @@ struct ChunksSmem {
     qb = lf = ab1 = take(std::max(qOrL + scratch, 2 * abBytes));
     tmp = qb + qOrL;
     ab2 = ab1 + abBytes;
-    af = take(C * (C + 4) * 4);
+    // A's fp32 rows; also the staging area of the results (bf16 rows).
+    af = take(std::max(C * (C + 4) * 4, C * (std::max({C, K, V}) + kPad) * 2));
     vb = take(C * (V + kPad) * 2);
     gam = take(C * 4);
     gr = take(C * 4);
@@ -82,28 +83,28 @@ struct ChunksSmem {
   }
 };
 
-/// Shared-memory regions of the recur kernel. S and V' row-major (bf16
-/// operands of the products); the chunk operands W, Kd, the U tile and
-/// G_last double-buffered (the second copy `half` bytes after the first,
-/// prefetched a chunk ahead), Qg and P single-buffered (prefetched while
-/// the state step runs): 2 blocks per SM fit for V tiles of 16.
+/// Shared-memory regions of the recur kernel: S and V' row-major (bf16
+/// operands of the products), then `stages` copies of a chunk's operands
+/// (W, Kd, the U tile, G_last, Qg, P), `stage` bytes apart, filled by
+/// cp.async up to stages - 1 chunks ahead. The kernel reads the stage count
+/// from its dynamic shared memory size: 2 (total), or 3 where the host could
+/// add `stage` bytes (Hopper: up to 227 KiB per block).
 struct RecurSmem {
-  int64_t st, vn, qgb, pb, wb, kd, ub, gl, half, total;
+  int64_t st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
   RecurSmem(const PrefillSpec &s, int64_t bv) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
     st = take(K * (bv + kPad) * 2);
     vn = take(C * (bv + kPad) * 2);
-    qgb = take(C * (K + kPad) * 2);
-    pb = take(C * (C + kPad) * 2);
     int64_t first = off;
     wb = take(C * (K + kPad) * 2);
     kd = take(C * (K + kPad) * 2);
     ub = take(C * (bv + kPad) * 2);
     gl = take(4);
-    half = off - first;
-    off += half;
-    total = off;
+    qgb = take(C * (K + kPad) * 2);
+    pb = take(C * (C + kPad) * 2);
+    stage = off - first;
+    total = off + stage;
   }
 };
 
@@ -346,9 +347,13 @@ private:
   }
   /// Waits until at most `pending` of this thread's newest copy groups are
   /// still in flight.
+  /// (Inline PTX: the intrinsic's immediate operand would be merged into a
+  /// phi where two branches wait for different counts.)
   void waitCopyGroups(int64_t pending) {
-    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.wait.group"),
-                                  ValueRange{cI32(pending)});
+    LLVM::InlineAsmOp::create(b, Type(), ValueRange{},
+                              "cp.async.wait_group " + std::to_string(pending) + ";", "",
+                              /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
   }
   /// The gate input of a token as a log decay, and its beta.
   std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
@@ -722,12 +727,24 @@ void PrefillEmitter::emitChunks() {
     return exp(sel(keep, d, cF32(0.0)));
   };
   Operand kRow{kb, K + kPad}, qRow{qb, K + kPad};
+  // Results bound for the workspace (P, W, U) are staged row by row in
+  // shared memory (af's region, free before the solve and after the WY
+  // factors) and leave in 16-byte, fully coalesced stores: written straight
+  // from the mma fragments they would be scattered half sectors.
+  Value stage = af;
+  auto copyOut = [&](int64_t cols, Value dst) {
+    threadLoop(C * cols / 8, [&](Value e) {
+      Value i = divu(e, cI32(cols / 8)), col = mul(remu(e, cI32(cols / 8)), cI32(8));
+      auto vt = VectorType::get({8}, bf16);
+      Value v = LLVM::LoadOp::create(b, vt, gep(stage, bf16, add(mul(i, cI32(cols + kPad)), col)), 16);
+      storeVec(v, dst, bf16, add(mul(i, cI32(cols)), col), 16);
+    }, /*unroll=*/true);
+  };
   // (4) chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M,
   // M_ij = exp(Gi - Gj), i >= j. Q is dead afterwards: L takes its place.
   {
     SmallVector<Frag> acc = zeroFrags(C, C);
     mma(qRow, kRow, C, C, K, acc);
-    Value p = gep(workRegion(6), bf16, mul(ch, cI64(C * C)));
     forEachPair(C, C, acc, [&](Value i, Value jj, Value x0, Value x1) {
       Value out[2];
       for (int e = 0; e < 2; ++e) {
@@ -736,10 +753,11 @@ void PrefillEmitter::emitChunks() {
         Value scaled = fmul(fmul(e ? x1 : x0, decay(causal, i, col)), param(pScale));
         out[e] = sel(causal, scaled, cF32(0.0));
       }
-      storeVec(pack2(out[0], out[1], bf16), p, bf16, add(mul(i, cI32(C)), jj), 4);
+      storeVec(pack2(out[0], out[1], bf16), stage, bf16, add(mul(i, cI32(C + kPad)), jj), 4);
     });
   }
   barrier();
+  copyOut(C, gep(workRegion(6), bf16, mul(ch, cI64(C * C))));
   // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
   {
     SmallVector<Frag> acc = zeroFrags(C, C);
@@ -867,12 +885,15 @@ void PrefillEmitter::emitChunks() {
   auto product = [&](Value a, Operand rhs, int64_t cols, int64_t which) {
     SmallVector<Frag> acc = zeroFrags(C, cols);
     mma(Operand{a, C + kPad}, rhs, C, cols, C, acc);
-    Value dst = gep(workRegion(which), bf16, mul(ch, cI64(C * cols)));
     forEachPair(C, cols, acc, [&](Value i, Value col, Value x0, Value x1) {
-      storeVec(pack2(x0, x1, bf16), dst, bf16, add(mul(i, cI32(cols)), col), 4);
+      storeVec(pack2(x0, x1, bf16), stage, bf16, add(mul(i, cI32(cols + kPad)), col), 4);
     });
+    barrier();
+    copyOut(cols, gep(workRegion(which), bf16, mul(ch, cI64(C * cols))));
   };
+  // A's fp32 rows are dead: the products' bf16 results are staged there.
   product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);
+  barrier();
   product(ab2, Operand{vb, V + kPad, /*kRows=*/true}, V, 3);
   auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
   b.setInsertionPointToStart(lead.thenBlock());
@@ -947,30 +968,35 @@ void PrefillEmitter::emitRecur() {
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value c0 = load(i32, offsets, n, 4), c1 = load(i32, offsets, add(n, cI32(1)), 4);
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
-  Value st = region(L.st), vn = region(L.vn), qgb = region(L.qgb), pb = region(L.pb);
-  // cp.async groups, in commit order per chunk c: "A" (W, Kd, the U tile,
-  // G_last; double-buffered, issued a chunk ahead at the top of the step)
-  // and "B" (Qg, P; one buffer, issued once every warp is done with the
-  // previous chunk's output products). Each step commits exactly one of
-  // each (possibly empty), so wait_group counts stay fixed.
-  auto copiesA = [&](Value c, Value parity) {
+  Value st = region(L.st), vn = region(L.vn);
+  // The pipeline depth from the launch's dynamic shared memory: 2 stages,
+  // or 3 where the host granted one more.
+  Value dynSmem = LLVM::InlineAsmOp::create(
+                      b, i32, ValueRange{}, "mov.u32 $0, %dynamic_smem_size;", "=r",
+                      /*has_side_effects=*/false, /*is_align_stack=*/false,
+                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+                      .getResult(0);
+  Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
+  Value stages = sel(deep, cI32(3), cI32(2));
+  // A chunk's operands go to stage (c - c0) % stages as one cp.async group.
+  // Every step commits exactly one group (empty past the last chunk), so
+  // "chunk c has landed" is always "at most stages - 2 groups pending".
+  auto stageAt = [&](Value c, int64_t at) {
+    Value slot = remu(sub(c, c0), stages);
+    return gep(region(at), b.getI8Type(), mul(slot, cI32(L.stage)));
+  };
+  auto copies = [&](Value c) {
     Value ch = chunkHead(c, hv);
-    auto buf = [&](int64_t at) {
-      return LLVM::SelectOp::create(b, parity, region(at + L.half), region(at)).getResult();
-    };
-    copyTile(buf(L.wb), workRegion(2), mul(ch, cI64(C * K)), C, K);
-    copyTile(buf(L.kd), workRegion(5), mul(ch, cI64(C * K)), C, K);
-    copyTile(buf(L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
+    copyTile(stageAt(c, L.wb), workRegion(2), mul(ch, cI64(C * K)), C, K);
+    copyTile(stageAt(c, L.kd), workRegion(5), mul(ch, cI64(C * K)), C, K);
+    copyTile(stageAt(c, L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
+    copyTile(stageAt(c, L.qgb), workRegion(4), mul(ch, cI64(C * K)), C, K);
+    copyTile(stageAt(c, L.pb), workRegion(6), mul(ch, cI64(C * C)), C, C);
     auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(first.thenBlock());
     LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
-                                  ValueRange{buf(L.gl), gep(workRegion(1), f32, ch)});
-  };
-  auto copiesB = [&](Value c) {
-    Value ch = chunkHead(c, hv);
-    copyTile(qgb, workRegion(4), mul(ch, cI64(C * K)), C, K);
-    copyTile(pb, workRegion(6), mul(ch, cI64(C * C)), C, C);
+                                  ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
   };
   auto ifThen = [&](Value cond, function_ref<void()> body) {
     auto op = scf::IfOp::create(b, cond, false);
@@ -978,12 +1004,15 @@ void PrefillEmitter::emitRecur() {
     b.setInsertionPointToStart(op.thenBlock());
     body();
   };
+  // Prologue: chunks c0 .. c0 + stages - 2 in flight.
   {
-    Value any = cmp(arith::CmpIPredicate::slt, c0, c1);
-    ifThen(any, [&] { copiesA(c0, arith::ConstantIntOp::create(b, 0, 1)); });
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] { copies(c0); });
     commitCopies();
-    ifThen(any, [&] { copiesB(c0); });
-    commitCopies();
+    ifThen(deep, [&] {
+      Value c = add(c0, cI32(1));
+      ifThen(cmp(arith::CmpIPredicate::slt, c, c1), [&] { copies(c); });
+      commitCopies();
+    });
   }
   SmallVector<Value> init;
   for (Frag &f : S)
@@ -997,20 +1026,22 @@ void PrefillEmitter::emitRecur() {
       S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-    Value odd = cmp(arith::CmpIPredicate::ne, remu(sub(c, c0), cI32(2)), cI32(0));
-    Value next = add(c, cI32(1));
-    Value more = cmp(arith::CmpIPredicate::slt, next, c1);
-    // Chunk c's A operands have landed for every thread (its B group may
-    // still be in flight), and every thread is done with chunk c - 1, whose
-    // A buffer the next copies overwrite.
-    waitCopyGroups(1);
+    // Chunk c has landed for every thread, and every thread is done with
+    // chunk c - 1, whose stage the copies of chunk c + stages - 1 reuse.
+    auto ifDeep = scf::IfOp::create(b, deep, true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifDeep.thenBlock());
+      waitCopyGroups(1);
+      b.setInsertionPointToStart(ifDeep.elseBlock());
+      waitCopyGroups(0);
+    }
     barrier();
-    ifThen(more, [&] { copiesA(next, arith::XOrIOp::create(b, odd, cTrue())); });
+    Value ahead = add(c, sub(stages, cI32(1)));
+    ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
     commitCopies();
-    auto cur = [&](int64_t at) {
-      return LLVM::SelectOp::create(b, odd, region(at + L.half), region(at)).getResult();
-    };
-    Value wb = cur(L.wb), kd = cur(L.kd), ub = cur(L.ub), gl = cur(L.gl);
+    Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
+          gl = stageAt(c, L.gl), qgb = stageAt(c, L.qgb), pb = stageAt(c, L.pb);
     // S in bf16, row-major: the B operand of W S and Qg S.
     forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
       storeVec(pack2(x0, x1, bf16), st, bf16, add(mul(d, cI32(BV + kPad)), col), 4);
@@ -1029,8 +1060,7 @@ void PrefillEmitter::emitRecur() {
         storeVec(pack2(fsub(u0, x0), fsub(u1, x1), bf16), vn, bf16, at, 4);
       });
     }
-    // Chunk c's Qg and P (group B) have landed too.
-    waitCopyGroups(1);
+    // V' complete for every warp.
     barrier();
     // chunk_output: O = Qg S + P V'.
     {
@@ -1045,11 +1075,6 @@ void PrefillEmitter::emitRecur() {
         });
       });
     }
-    // Every warp is done with Qg and P: chunk c + 1's may come in while the
-    // state step runs.
-    barrier();
-    ifThen(more, [&] { copiesB(next); });
-    commitCopies();
     // chunk_state_step: S = e^G_last S + Kd^T V'.
     Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
     for (Frag &f : S)
@@ -1089,6 +1114,7 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   p.threads = threads > 0 ? threads : eight ? 256 : 128;
   p.chunksSmem = ChunksSmem(spec).total;
   p.recurSmem = RecurSmem(spec, p.valueTile).total;
+  p.recurSmemStage = RecurSmem(spec, p.valueTile).stage;
   p.prepSmem = 2 * p.threads * 4;
   return p;
 }
@@ -1131,6 +1157,9 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
   func->setAttr(DeltaDialect::kBlockThreadsAttrName, builder.getI64IntegerAttr(plan.threads));
   func->setAttr(DeltaDialect::kDynamicSmemAttrName, builder.getI64IntegerAttr(smemBytes));
+  if (part == "recur")
+    func->setAttr(DeltaDialect::kDynamicSmemStageAttrName,
+                  builder.getI64IntegerAttr(plan.recurSmemStage));
   func->setAttr(DeltaDialect::kGridXAttrName, builder.getI64IntegerAttr(spec.v / plan.valueTile));
   for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
     if (p.kind == ParamKind::Pointer)

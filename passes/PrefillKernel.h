@@ -57,6 +57,8 @@ struct PrefillPlan {
   int64_t threads = 128;
   int64_t valueTile = 32;
   int64_t chunksSmem = 0, recurSmem = 0, prepSmem = 0;
+  /// Bytes of one more recur pipeline stage (see RecurSmem).
+  int64_t recurSmemStage = 0;
 };
 /// `threads` (0: chosen) fixes the block size: the kernels of one entry
 /// share it, since the host launches them with one size.

@@ -207,6 +207,16 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         variants[i].valueTiles * forcedTile == a.V)
       chosen = &variants[i];
 
+  // One more chunk in flight in recur where the device has the room.
+  unsigned recurSmem = chosen->smemRecur;
+  if (chosen->smemRecurStage > 0) {
+    int most = maxSharedPerBlock(&error);
+    if (most == 0)
+      return {DELTAC_CUDA_ERROR, error};
+    if (int64_t(recurSmem) + chosen->smemRecurStage <= most)
+      recurSmem += chosen->smemRecurStage;
+  }
+
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
              *aLog = a.A_log, *dt = a.dt_bias, *s0 = a.initial_state,
@@ -229,7 +239,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                              stream, params, &error, chosen->smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             chosen->threads, stream, params, &error,
-                            chosen->smemRecur))
+                            recurSmem))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

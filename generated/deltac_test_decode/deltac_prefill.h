@@ -22,6 +22,10 @@ struct PrefillVariant {
   /// always).
   int64_t minBlocksPerSM;
   unsigned smemPrep, smemChunks, smemRecur;
+  /// recur runs a deeper pipeline (one more chunk in flight) when the
+  /// device's per-block opt-in shared memory has room for this many more
+  /// bytes.
+  unsigned smemRecurStage;
   Kernel *prep, *chunks, *recur;
 };
 

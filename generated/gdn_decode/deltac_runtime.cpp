@@ -35,6 +35,8 @@ constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 constexpr int kAttrMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 constexpr int kAttrSMs = 16;   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+constexpr int kAttrSharedOptin = 97;
 
 struct Driver {
   bool ok = false;
@@ -235,14 +237,16 @@ bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
   return true;
 }
 
-int multiprocessorCount(std::string *error) {
+namespace {
+/// A device attribute of the current context's device, cached per device
+/// (devices are few; a fixed table keeps the call free of allocation).
+int cachedAttribute(std::atomic<int> (&cache)[64], int attribute,
+                    const char *what, std::string *error) {
   const Driver &d = driver();
   if (!d.ok) {
     *error = d.error;
     return 0;
   }
-  // Devices are few; a fixed table keeps the call free of allocation.
-  static std::atomic<int> counts[64];
   CUdevice device = 0;
   CUresult rc = d.cuCtxGetDevice(&device);
   if (rc != 0) {
@@ -250,17 +254,29 @@ int multiprocessorCount(std::string *error) {
                           "current?)");
     return 0;
   }
-  if (device >= 0 && device < 64 && counts[device].load() > 0)
-    return counts[device].load();
-  int sms = 0;
-  rc = d.cuDeviceGetAttribute(&sms, kAttrSMs, device);
+  if (device >= 0 && device < 64 && cache[device].load() > 0)
+    return cache[device].load();
+  int value = 0;
+  rc = d.cuDeviceGetAttribute(&value, attribute, device);
   if (rc != 0) {
-    *error = describe(rc, "querying the SM count");
+    *error = describe(rc, what);
     return 0;
   }
   if (device >= 0 && device < 64)
-    counts[device].store(sms);
-  return sms;
+    cache[device].store(value);
+  return value;
+}
+} // namespace
+
+int multiprocessorCount(std::string *error) {
+  static std::atomic<int> cache[64];
+  return cachedAttribute(cache, kAttrSMs, "querying the SM count", error);
+}
+
+int maxSharedPerBlock(std::string *error) {
+  static std::atomic<int> cache[64];
+  return cachedAttribute(cache, kAttrSharedOptin,
+                         "querying the shared memory per block", error);
 }
 
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,

@@ -60,6 +60,10 @@ private:
 /// 0 with a message on failure.
 int multiprocessorCount(std::string *error);
 
+/// The most dynamic shared memory one block of the current context's device
+/// may opt in to (cached per device); 0 with a message on failure.
+int maxSharedPerBlock(std::string *error);
+
 /// Copies `bytes` from device memory to the host and waits (debug checks
 /// only: it synchronises).
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,

@@ -30,7 +30,7 @@ namespace {
 deltac_rt::PrefillVariant variant(int64_t K, int64_t V, unsigned tiles,
                                   int64_t minBlocks) {
   return {K, V, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log,
-          false, 128, tiles, minBlocks, 0, 0, 0, nullptr, nullptr, nullptr};
+          false, 128, tiles, minBlocks, 0, 0, 0, 0, nullptr, nullptr, nullptr};
 }
 } // namespace
 
