@@ -110,6 +110,12 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
   return last;
 }
 
+unsigned recurSharedBytes(const PrefillVariant &v, int64_t maxShared) {
+  bool deeper = v.smemRecurStage > 0 &&
+                int64_t(v.smemRecur) + v.smemRecurStage <= maxShared;
+  return v.smemRecur + (deeper ? v.smemRecurStage : 0);
+}
+
 deltac::Status runPrefill(const PrefillVariant *variants, int count,
                           const deltac_prefill_args &a, void *stream) {
   deltac::Status status;
@@ -208,14 +214,10 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       chosen = &variants[i];
 
   // One more chunk in flight in recur where the device has the room.
-  unsigned recurSmem = chosen->smemRecur;
-  if (chosen->smemRecurStage > 0) {
-    int most = maxSharedPerBlock(&error);
-    if (most == 0)
-      return {DELTAC_CUDA_ERROR, error};
-    if (int64_t(recurSmem) + chosen->smemRecurStage <= most)
-      recurSmem += chosen->smemRecurStage;
-  }
+  int mostShared = 0;
+  if (chosen->smemRecurStage > 0 && (mostShared = maxSharedPerBlock(&error)) == 0)
+    return {DELTAC_CUDA_ERROR, error};
+  unsigned recurSmem = recurSharedBytes(*chosen, mostShared);
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,

@@ -46,6 +46,10 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
                                            int64_t N, int64_t HV, int sms);
 
+/// The dynamic shared memory recur launches with on a device whose blocks
+/// may opt in to `maxShared` bytes: one pipeline stage more where it fits.
+unsigned recurSharedBytes(const PrefillVariant &v, int64_t maxShared);
+
 /// Checks `args` (everything the host can see) and launches the three
 /// kernels on `stream`. Nothing is launched on a rejected call.
 deltac::Status runPrefill(const PrefillVariant *variants, int count,

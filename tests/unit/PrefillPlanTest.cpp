@@ -57,6 +57,16 @@ TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
             &table[0]);
 }
 
+TEST(PrefillDispatch, DeeperRecurPipelineWhereSharedMemoryAllows) {
+  deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
+  v.smemRecur = 138752; // 2 stages, V tile 16 (the lowering's numbers)
+  v.smemRecurStage = 64768;
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 232448), 203520u); // H100/H200
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 166912), 138752u); // A100
+  v.smemRecurStage = 0;
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 232448), 138752u);
+}
+
 TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
   mlir::MLIRContext ctx;
   mlir::Type bf16 = mlir::BFloat16Type::get(&ctx),

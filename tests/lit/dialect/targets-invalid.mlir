@@ -62,3 +62,8 @@ func.func @f() attributes {delta.grid_x = 0} { return }
 
 // expected-error @+1 {{'delta.min_blocks_per_sm' must be a non-negative integer}}
 func.func @f() attributes {delta.min_blocks_per_sm = -1} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.dynamic_smem_stage' must be a non-negative integer}}
+func.func @f() attributes {delta.dynamic_smem_stage = -1} { return }
