@@ -1,0 +1,350 @@
+//===- PrefillChunks.cpp - the prefill chunks kernel -------------*- C++ -*-===//
+//
+// Everything of a chunk that does not read the state, all chunks in
+// parallel (PrefillKernel.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+
+void PrefillEmitter::emitChunks() {
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  ChunksSmem L(s);
+  // One-dimensional grid, head-fastest: the value heads sharing a q/k head
+  // run side by side, so the second reads q and k from L2, not DRAM.
+  Value flat = blockId(gpu::Dimension::x);
+  Value c = divu(flat, param(pHV)), hv = remu(flat, param(pHV));
+  Value offsets = gep(workRegion(0), i32, cI64(0));
+  Value N = param(pN);
+  Value total = load(i32, offsets, N, 4);
+  auto live = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c, total), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(live.thenBlock());
+  // The sequence of chunk c: the last n with offsets[n] <= c (binary search
+  // over [0, N]: bit width of N steps, each a dependent load, so not 32).
+  Value steps = sub(cI32(32), LLVM::CountLeadingZerosOp::create(b, i32, N, b.getBoolAttr(false)));
+  auto search = scf::ForOp::create(b, cI32(0), steps, cI32(1), ValueRange{cI32(0), N});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(search.getBody());
+    Value lo = search.getRegionIterArg(0), hi = search.getRegionIterArg(1);
+    Value mid = divu(add(add(lo, hi), cI32(1)), cI32(2));
+    Value open = cmp(arith::CmpIPredicate::slt, lo, hi);
+    Value goUp = cmp(arith::CmpIPredicate::sle, load(i32, offsets, minS(mid, N), 4), c);
+    Value nlo = sel(open, sel(goUp, mid, lo), lo);
+    Value nhi = sel(open, sel(goUp, hi, sub(mid, cI32(1))), hi);
+    scf::YieldOp::create(b, ValueRange{nlo, nhi});
+  }
+  Value n = search.getResult(0);
+  Value j = sub(c, load(i32, offsets, n, 4));
+  Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
+  Value t0 = add(bos, mul(toI64(j), cI64(C)));
+  Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
+  Value h = divu(hv, divu(param(pHV), param(pH)));
+  Value kb = region(L.kb), qb = region(L.qb), lf = region(L.lf), af = region(L.af),
+        vb = region(L.vb), gam = region(L.gam), gr = region(L.gr), betaS = region(L.beta),
+        eG = region(L.eg), eGL = region(L.egl), bEG = region(L.beg);
+  Value ch = chunkHead(c, hv);
+  bool gated = s.rule == Rule::gated;
+  int64_t ioBytes = s.ioType.getIntOrFloatBitWidth() / 8;
+
+  // (1) Every global read of the chunk in flight at once: the raw k, q, v
+  // rows by cp.async (16 bytes each; padding rows copy the chunk's first
+  // token and are zeroed below), the gate and beta of each row by one
+  // thread each.
+  auto copyRows = [&](Value dst, Value src, Value stride, Value headOffset, int64_t width) {
+    int64_t pieces = width * ioBytes / 16, perPiece = 16 / ioBytes;
+    threadLoop(C * pieces, [&](Value i) {
+      Value r = divu(i, cI32(pieces)), piece = remu(i, cI32(pieces));
+      Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
+      Value from = gep(src, s.ioType,
+                       add(add(mul(tok, stride), headOffset), toI64(mul(piece, cI32(perPiece)))));
+      Value to = gep(dst, bf16, add(mul(r, cI32(width + kPad)), mul(piece, cI32(perPiece))));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{to, from});
+    }, /*unroll=*/true);
+  };
+  copyRows(kb, param(pK), param(pKStride), mul(toI64(h), cI64(K)), K);
+  copyRows(qb, param(pQ), param(pQStride), mul(toI64(h), cI64(K)), K);
+  copyRows(vb, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
+  commitCopies();
+  threadLoop(C, [&](Value i) {
+    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+    Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
+    auto [gv, bv] = gateAndBeta(tok, hv);
+    store(sel(valid, gv, cF32(0.0)), gr, i, 4);
+    store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
+  }, /*unroll=*/true);
+  barrier();
+  // (2) chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan;
+  // padding rows have g = 0, so they repeat the last decay), and the per-row
+  // factors every later step uses: e^G, e^(G_last - G), beta e^G.
+  {
+    int64_t per = C / 32;
+    auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(w0.thenBlock());
+    SmallVector<Value> run;
+    Value sum = cF32(0.0);
+    for (int64_t e = 0; e < per; ++e) {
+      sum = fadd(sum, load(f32, gr, add(mul(lane, cI32(per)), cI32(e)), 4));
+      run.push_back(sum);
+    }
+    Value incl = sum;
+    for (int64_t off = 1; off < 32; off *= 2) {
+      Value up = gpu::ShuffleOp::create(b, incl, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
+      incl = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), fadd(incl, up), incl);
+    }
+    Value last = gpu::ShuffleOp::create(b, incl, 31, 32, gpu::ShuffleMode::IDX).getShuffleResult();
+    Value before = fsub(incl, sum);
+    for (int64_t e = 0; e < per; ++e) {
+      Value m = add(mul(lane, cI32(per)), cI32(e));
+      Value gm = fadd(before, run[e]);
+      Value e1 = gated ? exp(gm) : cF32(1.0);
+      store(gm, gam, m, 4);
+      store(e1, eG, m, 4);
+      store(gated ? exp(fsub(last, gm)) : cF32(1.0), eGL, m, 4);
+      store(fmul(load(f32, betaS, m, 4), e1), bEG, m, 4);
+    }
+  }
+  waitCopies();
+  barrier();
+  // (3) q and k rows L2-normalised in place (bf16; padding rows zero), a
+  // warp per row, K / 32 elements per lane; the recurrence's Qg = scale Q
+  // e^G and Kd = K e^(G_last - G) go straight to the workspace (row-major,
+  // one vector store per lane).
+  int64_t epl = K / 32, warps = plan.threads / 32;
+  {
+    Value qg = gep(workRegion(4), bf16, mul(ch, cI64(C * K)));
+    Value kd = gep(workRegion(5), bf16, mul(ch, cI64(C * K)));
+    auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(warps));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    Value i = rowLoop.getInductionVar();
+    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+    Value col = mul(lane, cI32(epl));
+    auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, bf16);
+    for (int which = 0; which < 2; ++which) {
+      Value buf = which ? qb : kb;
+      Value at = add(mul(i, cI32(K + kPad)), col);
+      Value vec = LLVM::LoadOp::create(b, inVec, gep(buf, bf16, at), epl * 2);
+      SmallVector<Value> x;
+      Value ss = cF32(0.0);
+      for (int64_t e = 0; e < epl; ++e) {
+        x.push_back(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
+        ss = fadd(ss, fmul(x.back(), x.back()));
+      }
+      Value scale = cF32(1.0);
+      if (s.qkL2Norm)
+        scale = fdiv(cF32(1.0), sqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6))));
+      scale = sel(valid, scale, cF32(0.0));
+      Value factor = which ? fmul(load(f32, eG, i, 4), param(pScale)) : load(f32, eGL, i, 4);
+      Value normed = LLVM::UndefOp::create(b, outVec), gatedRow = LLVM::UndefOp::create(b, outVec);
+      for (int64_t e = 0; e < epl; ++e) {
+        Value y = fmul(x[e], scale);
+        normed = LLVM::InsertElementOp::create(b, normed, toBf16(y), cI32(e));
+        gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toBf16(fmul(y, factor)), cI32(e));
+      }
+      storeVec(normed, buf, bf16, at, epl * 2);
+      storeVec(gatedRow, which ? qg : kd, bf16, add(mul(i, cI32(K)), col), epl * 2);
+    }
+  }
+  // f16 v rows become bf16 operands in place.
+  if (!s.ioType.isBF16()) {
+    threadLoop(C * V / 8, [&](Value e) {
+      Value at = add(mul(divu(e, cI32(V / 8)), cI32(V + kPad)), mul(remu(e, cI32(V / 8)), cI32(8)));
+      Value vec = LLVM::LoadOp::create(b, VectorType::get({8}, s.ioType), gep(vb, bf16, at), 16);
+      Value out = LLVM::UndefOp::create(b, VectorType::get({8}, bf16));
+      for (int64_t x = 0; x < 8; ++x)
+        out = LLVM::InsertElementOp::create(
+            b, out, toBf16(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(x)).getResult())), cI32(x));
+      storeVec(out, vb, bf16, at, 16);
+    });
+  }
+  barrier();
+  // exp(Gamma_i - Gamma_j) on keep (i >= j) only; the argument is selected
+  // first so no positive exponent is evaluated.
+  auto decay = [&](Value keep, Value i, Value jj) -> Value {
+    if (!gated)
+      return cF32(1.0);
+    Value d = fsub(load(f32, gam, i, 4), load(f32, gam, jj, 4));
+    return exp(sel(keep, d, cF32(0.0)));
+  };
+  Operand kRow{kb, K + kPad}, qRow{qb, K + kPad};
+  // Results bound for the workspace (P, W, U) are staged row by row in
+  // shared memory (af's region, free before the solve and after the WY
+  // factors) and leave in 16-byte, fully coalesced stores: written straight
+  // from the mma fragments they would be scattered half sectors.
+  Value stage = af;
+  auto copyOut = [&](int64_t cols, Value dst) {
+    threadLoop(C * cols / 8, [&](Value e) {
+      Value i = divu(e, cI32(cols / 8)), col = mul(remu(e, cI32(cols / 8)), cI32(8));
+      auto vt = VectorType::get({8}, bf16);
+      Value v = LLVM::LoadOp::create(b, vt, gep(stage, bf16, add(mul(i, cI32(cols + kPad)), col)), 16);
+      storeVec(v, dst, bf16, add(mul(i, cI32(cols)), col), 16);
+    }, /*unroll=*/true);
+  };
+  // (4) chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M,
+  // M_ij = exp(Gi - Gj), i >= j. Q is dead afterwards: L takes its place.
+  {
+    SmallVector<Frag> acc = zeroFrags(C, C);
+    mma(qRow, kRow, C, C, K, acc);
+    forEachPair(C, C, acc, [&](Value i, Value jj, Value x0, Value x1) {
+      Value out[2];
+      for (int e = 0; e < 2; ++e) {
+        Value col = add(jj, cI32(e));
+        Value causal = cmp(arith::CmpIPredicate::uge, i, col);
+        Value scaled = fmul(fmul(e ? x1 : x0, decay(causal, i, col)), param(pScale));
+        out[e] = sel(causal, scaled, cF32(0.0));
+      }
+      storeVec(pack2(out[0], out[1], bf16), stage, bf16, add(mul(i, cI32(C + kPad)), jj), 4);
+    });
+  }
+  barrier();
+  copyOut(C, gep(workRegion(6), bf16, mul(ch, cI64(C * C))));
+  // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
+  {
+    SmallVector<Frag> acc = zeroFrags(C, C);
+    mma(kRow, kRow, C, C, K, acc);
+    forEachElement(C, C, acc, [&](Value i, Value jj, Value x) {
+      Value below = cmp(arith::CmpIPredicate::ugt, i, jj);
+      Value l = fmul(fmul(x, load(f32, betaS, i, 4)), decay(below, i, jj));
+      store(sel(below, l, cF32(0.0)), lf, add(mul(i, cI32(C + 4)), jj), 4);
+    });
+  }
+  barrier();
+  // (5) solve_tril, blocked by 16: (a) each diagonal 16x16 block inverted
+  // by forward substitution, one lane per column with the column in
+  // registers (A_ij = -sum_{m<i} L_im A_mj; entries above the diagonal are
+  // zero, so the sum may start at the block's first row); blocks above the
+  // diagonal set to zero. (b) Block rows below, by distance d from the
+  // diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32, every
+  // sum unrolled with its loads issued together.
+  int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
+  auto vec4 = VectorType::get({4}, f32);
+  auto load4 = [&](Value base, Value idx) { return LLVM::LoadOp::create(b, vec4, gep(base, f32, idx), 16).getResult(); };
+  auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
+  auto build4 = [&](ArrayRef<Value> x) {
+    Value v = LLVM::UndefOp::create(b, vec4);
+    for (int64_t i = 0; i < 4; ++i)
+      v = LLVM::InsertElementOp::create(b, v, x[i], cI32(i));
+    return v;
+  };
+  {
+    Value blk = add(mul(warp, cI32(2)), divu(lane, cI32(16)));
+    Value jl = remu(lane, cI32(16));
+    auto active = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, blk, cI32(nb)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(active.thenBlock());
+    Value base = mul(blk, cI32(16));
+    SmallVector<Value> a;
+    for (int64_t m = 0; m < 16; ++m)
+      a.push_back(sel(cmp(arith::CmpIPredicate::eq, jl, cI32(m)), cF32(1.0), cF32(0.0)));
+    for (int64_t i = 1; i < 16; ++i) {
+      Value row = add(mul(add(base, cI32(i)), cI32(ldL)), base);
+      SmallVector<Value> terms;
+      for (int64_t q = 0; q * 4 < i; ++q) {
+        Value l4 = load4(lf, add(row, cI32(4 * q)));
+        for (int64_t m = 4 * q; m < std::min<int64_t>(i, 4 * q + 4); ++m)
+          terms.push_back(fmul(elt(l4, m - 4 * q), a[m]));
+      }
+      a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), treeSum(terms)), a[i]);
+    }
+    for (int64_t i = 0; i < 16; ++i)
+      store(a[i], af, add(mul(add(base, cI32(i)), cI32(ldL)), add(base, jl)), 4);
+  }
+  // Blocks above the diagonal are zero (four columns per thread).
+  threadLoop(C * C / 4, [&](Value e) {
+    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
+    Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
+    auto ifAbove = scf::IfOp::create(b, above, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifAbove.thenBlock());
+    storeVec(build4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
+             add(mul(i, cI32(ldL)), jj), 16);
+  });
+  barrier();
+  // Each thread owns four adjacent columns of one row of a 16x16 block:
+  // every 16-byte load of L or A feeds four (or sixteen) products.
+  Value tmp = region(L.tmp);
+  for (int64_t d = 1; d < nb; ++d) {
+    int64_t pairs = nb - d;
+    // T_p = sum_k L_rk A_kc over the block columns c .. r - 1 (r = p + d, c = p).
+    threadLoop(pairs * 64, [&](Value e) {
+      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
+      Value jq = mul(remu(e, cI32(4)), cI32(4));
+      Value rowG = add(mul(add(pIdx, cI32(d)), cI32(16)), ii), colG = add(mul(pIdx, cI32(16)), jq);
+      Value first = mul(pIdx, cI32(16));
+      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
+      for (int64_t kq = 0; kq < 4 * d; ++kq) {
+        Value l4 = load4(lf, add(mul(rowG, cI32(ldL)), add(first, cI32(4 * kq))));
+        for (int64_t kk = 0; kk < 4; ++kk) {
+          Value a4 = load4(af, add(mul(add(first, cI32(4 * kq + kk)), cI32(ldL)), colG));
+          Value l = elt(l4, kk);
+          for (int64_t x = 0; x < 4; ++x)
+            acc[x] = fadd(acc[x], fmul(l, elt(a4, x)));
+        }
+      }
+      storeVec(build4(acc), tmp, f32, add(mul(pIdx, cI32(256)), add(mul(ii, cI32(16)), jq)), 16);
+    });
+    barrier();
+    // A_rc = -A_rr T_p.
+    threadLoop(pairs * 64, [&](Value e) {
+      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
+      Value jq = mul(remu(e, cI32(4)), cI32(4));
+      Value r0 = mul(add(pIdx, cI32(d)), cI32(16));
+      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
+      for (int64_t mq = 0; mq < 4; ++mq) {
+        Value a4 = load4(af, add(mul(add(r0, ii), cI32(ldL)), add(r0, cI32(4 * mq))));
+        for (int64_t mm = 0; mm < 4; ++mm) {
+          Value t4 = load4(tmp, add(mul(pIdx, cI32(256)), add(mul(cI32(4 * mq + mm), cI32(16)), jq)));
+          Value a = elt(a4, mm);
+          for (int64_t x = 0; x < 4; ++x)
+            acc[x] = fsub(acc[x], fmul(a, elt(t4, x)));
+        }
+      }
+      storeVec(build4(acc), af, f32, add(mul(add(r0, ii), cI32(ldL)), add(mul(pIdx, cI32(16)), jq)), 16);
+    });
+    barrier();
+  }
+  // (6) The WY products take the row factors on A's columns, so K and V
+  // are used as loaded: W = (A diag(beta e^G)) K, U = (A diag(beta)) V.
+  Value ab1 = region(L.ab1), ab2 = region(L.ab2);
+  threadLoop(C * C / 4, [&](Value e) {
+    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
+    Value a4 = load4(af, add(mul(i, cI32(ldL)), jj));
+    Value at = add(mul(i, cI32(C + kPad)), jj);
+    auto vt = VectorType::get({4}, bf16);
+    auto scaled = [&](Value factors) {
+      Value f4 = load4(factors, jj);
+      Value v = LLVM::UndefOp::create(b, vt);
+      for (int64_t x = 0; x < 4; ++x)
+        v = LLVM::InsertElementOp::create(b, v, toBf16(fmul(elt(a4, x), elt(f4, x))), cI32(x));
+      return v;
+    };
+    storeVec(scaled(bEG), ab1, bf16, at, 8);
+    storeVec(scaled(betaS), ab2, bf16, at, 8);
+  });
+  barrier();
+  auto product = [&](Value a, Operand rhs, int64_t cols, int64_t which) {
+    SmallVector<Frag> acc = zeroFrags(C, cols);
+    mma(Operand{a, C + kPad}, rhs, C, cols, C, acc);
+    forEachPair(C, cols, acc, [&](Value i, Value col, Value x0, Value x1) {
+      storeVec(pack2(x0, x1, bf16), stage, bf16, add(mul(i, cI32(cols + kPad)), col), 4);
+    });
+    barrier();
+    copyOut(cols, gep(workRegion(which), bf16, mul(ch, cI64(C * cols))));
+  };
+  // A's fp32 rows are dead: the products' bf16 results are staged there.
+  product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);
+  barrier();
+  product(ab2, Operand{vb, V + kPad, /*kRows=*/true}, V, 3);
+  auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
+  b.setInsertionPointToStart(lead.thenBlock());
+  store(load(f32, gam, cI32(C - 1), 4), gep(workRegion(1), f32, ch), cI32(0), 4);
+}

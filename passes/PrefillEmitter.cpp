@@ -1,0 +1,205 @@
+//===- PrefillEmitter.cpp - prefill emitter helpers and prep -----*- C++ -*-===//
+//
+// PrefillEmitter's fragment loads and products, workspace regions, gate
+// and beta forms, and the prep kernel (cu_seqlens -> chunk offsets).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+SmallVector<Value> PrefillEmitter::ldsm(Value rowAddr, int num, bool trans) {
+  MLIRContext *ctx = b.getContext();
+  Type res = num == 1 ? Type(i32)
+                      : LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(num, i32));
+  Value r = NVVM::LdMatrixOp::create(
+      b, res, rowAddr, num, trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
+  SmallVector<Value> out;
+  for (int i = 0; i < num; ++i)
+    out.push_back(num == 1 ? r : LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i}).getResult());
+  return out;
+}
+
+void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
+                         int64_t Kd, SmallVectorImpl<Frag> &acc) {
+  MLIRContext *ctx = b.getContext();
+  auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  // This lane's row of the ldmatrix matrices: lanes 8j..8j+7 address the
+  // rows of matrix j. A (x4): matrices (m, k), (m+8, k), (m, k+8),
+  // (m+8, k+8) = fragment registers a0..a3; B (x2): (k, n), (k+8, n).
+  Value r8 = remu(lane, cI32(8)), j = divu(lane, cI32(8));
+  Value jLo = remu(j, cI32(2)), jHi = divu(j, cI32(2));
+  auto addr = [&](const Operand &op, Value row, Value col) {
+    return gep(op.base, bf16, toI64(add(mul(row, cI32(op.ld)), col)));
+  };
+  // A single accumulator chain is split in two (even and odd k steps) so
+  // consecutive mma.sync do not wait on each other.
+  auto [wm, wn] = warpGrid(M, N);
+  int64_t tiles = acc.size(), tn = wm ? N / 8 / wn : 1;
+  int64_t chains = tiles == 1 && Kd / 16 >= 4 ? 2 : 1;
+  // Fragment slots: with a warp grid, tile r uses A row r / tn and B column
+  // r % tn of its block; otherwise each tile loads its own.
+  auto aSlot = [&](int64_t r) { return wm ? r / tn : r; };
+  auto bSlot = [&](int64_t r) { return wm ? r % tn : r; };
+  int64_t numA = wm ? tiles / tn : tiles, numB = wm ? tn : tiles;
+  SmallVector<Value> aRow(numA), bCol(numB);
+  for (int64_t r = 0; r < tiles; ++r) {
+    auto [m0, n0] = tileOrigin(M, N, r);
+    aRow[aSlot(r)] = m0;
+    bCol[bSlot(r)] = n0;
+  }
+  SmallVector<SmallVector<Frag>> part(tiles, SmallVector<Frag>(chains));
+  for (int64_t r = 0; r < tiles; ++r) {
+    part[r][0] = acc[r];
+    for (int64_t c = 1; c < chains; ++c)
+      for (Value &x : part[r][c].c)
+        x = cF32(0.0);
+  }
+  for (int64_t ks = 0; ks < Kd; ks += 16) {
+    Value k0 = cI32(ks);
+    SmallVector<SmallVector<Value>> a, bf;
+    for (Value m0 : aRow)
+      a.push_back(ldsm(A.kRows ? addr(A, add(k0, add(r8, mul(jHi, cI32(8)))), add(m0, mul(jLo, cI32(8))))
+                               : addr(A, add(m0, add(r8, mul(jLo, cI32(8)))), add(k0, mul(jHi, cI32(8)))),
+                       4, A.kRows));
+    for (Value n0 : bCol)
+      bf.push_back(ldsm(B.kRows ? addr(B, add(k0, add(r8, mul(jLo, cI32(8)))), n0)
+                                : addr(B, add(n0, r8), add(k0, mul(jLo, cI32(8)))),
+                        2, B.kRows));
+    for (int64_t r = 0; r < tiles; ++r) {
+      ArrayRef<Value> ar = a[aSlot(r)], br = bf[bSlot(r)];
+      Frag &f = part[r][(ks / 16) % chains];
+      auto op = LLVM::InlineAsmOp::create(
+          b, resType,
+          ValueRange{ar[0], ar[1], ar[2], ar[3], br[0], br[1], f.c[0], f.c[1], f.c[2], f.c[3]},
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+          "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+          "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
+          /*is_align_stack=*/false, LLVM::TailCallKind::None,
+          LLVM::AsmDialectAttr(), ArrayAttr());
+      for (int e = 0; e < 4; ++e)
+        f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
+    }
+  }
+  for (int64_t r = 0; r < tiles; ++r) {
+    acc[r] = part[r][0];
+    for (int64_t c = 1; c < chains; ++c)
+      for (int e = 0; e < 4; ++e)
+        acc[r].c[e] = fadd(acc[r].c[e], part[r][c].c[e]);
+  }
+}
+
+// Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
+// [1] gamma_last f32; [2] W [C, K]; [3] U [C, V]; [4] Qg [C, K];
+// [5] Kd [C, K]; [6] P [C, C] (bf16, all row-major). Regions start on 256-byte bounds.
+Value PrefillEmitter::workRegion(int64_t which) {
+  Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  int64_t perChunk[] = {4, C * K * 2, C * V * 2, C * K * 2, K * C * 2, C * C * 2};
+  auto round = [&](Value bytes) { return mul(divu(add(bytes, cI64(255)), cI64(256)), cI64(256)); };
+  Value off = round(mul(toI64(add(param(pN), cI32(1))), cI64(4)));
+  for (int64_t r = 1; r < which; ++r)
+    off = add(off, round(mul(chunks, cI64(perChunk[r - 1]))));
+  if (which == 0)
+    off = cI64(0);
+  return gep(param(pWork), b.getI8Type(), off);
+}
+
+std::pair<Value, Value> PrefillEmitter::gateAndBeta(Value tok, Value hv) {
+  Value at = add(mul(tok, toI64(param(pHV))), toI64(hv));
+  Value g = cF32(0.0);
+  switch (s.gate) {
+  case GateForm::none: break;
+  case GateForm::log: g = loadF32(param(pG), s.gateType, at); break;
+  case GateForm::linear: g = log(loadF32(param(pG), s.gateType, at)); break;
+  default: { // raw: -exp(A_log) * softplus(a + dt_bias), threshold 20
+    Value x = fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hv));
+    Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+    Value soft = log(fadd(cF32(1.0), exp(x)));
+    g = fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
+  }
+  }
+  Value beta = loadF32(param(pBeta), s.betaType, at);
+  if (s.beta != BetaForm::given) {
+    Value factor = cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0);
+    beta = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+  }
+  return {g, beta};
+}
+
+//===----------------------------------------------------------------------===//
+// prep: chunk offsets
+//===----------------------------------------------------------------------===//
+
+void PrefillEmitter::emitPrep() {
+  int64_t n = plan.threads, C = s.chunk;
+  Value scan = gep(smem, i32, cI64(0));
+  Value offsets = gep(workRegion(0), i32, cI64(0));
+  Value N = param(pN);
+  // cu_seqlens must start at 0, never decrease and end at T.
+  auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    store(cI32(0), offsets, cI32(0), 4);
+    Value bad = arith::OrIOp::create(b, cmp(arith::CmpIPredicate::ne, cuAt(cI32(0)), cI64(0)),
+                                     cmp(arith::CmpIPredicate::ne, cuAt(N), param(pT)));
+    auto ifBad = scf::IfOp::create(b, bad, false);
+    b.setInsertionPointToStart(ifBad.thenBlock());
+    raiseError();
+  }
+  Value numTiles = divu(add(N, cI32(n - 1)), cI32(n));
+  auto loop = scf::ForOp::create(b, cI32(0), numTiles, cI32(1), ValueRange{cI32(0)});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value tile = loop.getInductionVar(), carry = loop.getRegionIterArg(0);
+    Value seq = add(mul(tile, cI32(n)), tid);
+    Value inside = cmp(arith::CmpIPredicate::slt, seq, N);
+    auto count = scf::IfOp::create(b, TypeRange{i32}, inside, true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(count.thenBlock());
+      Value len = sub(cuAt(add(seq, cI32(1))), cuAt(seq));
+      Value negative = cmp(arith::CmpIPredicate::slt, len, cI64(0));
+      auto ifNeg = scf::IfOp::create(b, negative, false);
+      {
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(ifNeg.thenBlock());
+        raiseError();
+      }
+      Value clamped = arith::MaxSIOp::create(b, len, cI64(0));
+      scf::YieldOp::create(b, toI32(arith::DivUIOp::create(b, add(clamped, cI64(C - 1)), cI64(C))));
+      b.setInsertionPointToStart(count.elseBlock());
+      scf::YieldOp::create(b, cI32(0));
+    }
+    // Inclusive scan over the block (Hillis-Steele, two buffers).
+    Value x = count.getResult(0);
+    store(x, scan, tid, 4);
+    barrier();
+    int64_t buf = 0;
+    for (int64_t off = 1; off < n; off *= 2) {
+      Value mine = load(i32, scan, add(tid, cI32(buf * n)), 4);
+      Value has = cmp(arith::CmpIPredicate::uge, tid, cI32(off));
+      Value other = load(i32, scan, add(sel(has, sub(tid, cI32(off)), tid), cI32(buf * n)), 4);
+      Value sum = sel(has, add(mine, other), mine);
+      buf = 1 - buf;
+      store(sum, scan, add(tid, cI32(buf * n)), 4);
+      barrier();
+    }
+    Value incl = load(i32, scan, add(tid, cI32(buf * n)), 4);
+    auto write = scf::IfOp::create(b, inside, false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(write.thenBlock());
+      store(add(carry, incl), offsets, add(seq, cI32(1)), 4);
+    }
+    Value total = load(i32, scan, cI32(buf * n + n - 1), 4);
+    barrier();
+    scf::YieldOp::create(b, add(carry, total));
+  }
+}

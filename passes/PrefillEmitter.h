@@ -1,0 +1,358 @@
+//===- PrefillEmitter.h - building blocks of the prefill kernels -*- C++ -*-===//
+//
+// What the three prefill kernels (PrefillKernel.h) are built from: the
+// parameter order, the shared-memory layouts of chunks and recur, and
+// PrefillEmitter, which turns them into gpu.func + llvm + nvvm. Tensor-core
+// products are mma.sync.m16n8k16 with bf16 operands loaded from shared
+// memory by ldmatrix (.trans where an operand's rows are the reduction
+// index, so nothing is transposed in memory). Rows are padded by 8
+// elements: 16-byte aligned, and the 8 rows of an ldmatrix matrix fall in
+// different banks. The kernels' bodies live in PrefillEmitter.cpp (prep and
+// the helpers), PrefillChunks.cpp and PrefillRecur.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_PASSES_PREFILLEMITTER_H
+#define DELTAC_PASSES_PREFILLEMITTER_H
+
+#include "passes/KernelEmitter.h"
+#include "passes/PrefillKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::delta::prefill {
+
+/// The kernel parameters by position (prefillKernelParams() names them).
+enum Param {
+  pQ, pK, pV, pO, pG, pBeta, pALog, pDtBias, pInitial, pFinal, pInIdx,
+  pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
+  pQStride, pKStride, pVStride, pOStride, pSlots, pScale
+};
+
+constexpr int64_t kPad = 8; // bf16 elements of row padding in shared memory
+inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
+
+/// Shared-memory regions of the chunks kernel (byte offsets). kb, qb, vb
+/// first receive the raw k, q, v rows (cp.async) and are then normalised /
+/// converted to bf16 in place; lf and af hold L and its inverse in fp32.
+/// One region is reused three times: Q until Q K^T is done, then L (and,
+/// after it, the solve's scratch), then the two bf16 factors of the WY
+/// products, A diag(beta e^G) and A diag(beta). With K = V = 128, C = 64
+/// that is 72 KiB: 3 blocks per SM.
+struct ChunksSmem {
+  int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, gam, gr, beta, eg, egl, beg,
+      total;
+  ChunksSmem(const PrefillSpec &s) {
+    int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
+    auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
+    kb = take(C * (K + kPad) * 2);
+    int64_t qOrL = align256(std::max(C * (K + kPad) * 2, C * (C + 4) * 4));
+    int64_t scratch = align256((C / 16 - 1) * 256 * 4);
+    int64_t abBytes = align256(C * (C + kPad) * 2);
+    qb = lf = ab1 = take(std::max(qOrL + scratch, 2 * abBytes));
+    tmp = qb + qOrL;
+    ab2 = ab1 + abBytes;
+    // A's fp32 rows; also the staging area of the results (bf16 rows).
+    af = take(std::max(C * (C + 4) * 4, C * (std::max({C, K, V}) + kPad) * 2));
+    vb = take(C * (V + kPad) * 2);
+    gam = take(C * 4);
+    gr = take(C * 4);
+    beta = take(C * 4);
+    eg = take(C * 4);
+    egl = take(C * 4);
+    beg = take(C * 4);
+    total = off;
+  }
+};
+
+/// Shared-memory regions of the recur kernel: S and V' row-major (bf16
+/// operands of the products), then `stages` copies of a chunk's operands
+/// (W, Kd, the U tile, G_last, Qg, P), `stage` bytes apart, filled by
+/// cp.async up to stages - 1 chunks ahead. The kernel reads the stage count
+/// from its dynamic shared memory size: 2 (total), or 3 where the host could
+/// add `stage` bytes (Hopper: up to 227 KiB per block).
+struct RecurSmem {
+  int64_t st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
+  RecurSmem(const PrefillSpec &s, int64_t bv) {
+    int64_t C = s.chunk, K = s.k, off = 0;
+    auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
+    st = take(K * (bv + kPad) * 2);
+    vn = take(C * (bv + kPad) * 2);
+    int64_t first = off;
+    wb = take(C * (K + kPad) * 2);
+    kd = take(C * (K + kPad) * 2);
+    ub = take(C * (bv + kPad) * 2);
+    gl = take(4);
+    qgb = take(C * (K + kPad) * 2);
+    pb = take(C * (C + kPad) * 2);
+    stage = off - first;
+    total = off + stage;
+  }
+};
+
+/// One 16x8 accumulator tile of mma.m16n8k16: c0, c1 at (row g, cols 2t,
+/// 2t+1), c2, c3 at (row g + 8, same cols); g = lane / 4, t = lane % 4.
+struct Frag {
+  Value c[4];
+};
+
+/// A bf16 mma operand in shared memory: row stride `ld` elements (a
+/// multiple of 8, so every row of 8 is one aligned 16-byte ldmatrix row).
+/// `kRows`: the rows are indexed by the reduction dimension (A stored as
+/// [k][m], B as [k][n], i.e. row-major B); otherwise A is [m][k] and B
+/// [n][k]. kRows operands are loaded with ldmatrix.trans, so no operand is
+/// ever transposed in memory.
+struct Operand {
+  Value base;
+  int64_t ld;
+  bool kRows = false;
+};
+
+class PrefillEmitter : KernelEmitter {
+public:
+  PrefillEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                 const PrefillSpec &s, const PrefillPlan &plan, Value smem)
+      : KernelEmitter(b), func(func), s(s), plan(plan), smem(smem) {
+    bf16 = b.getBF16Type();
+    tid = arith::IndexCastOp::create(b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
+    warp = arith::DivUIOp::create(b, tid, cI32(32));
+    lane = arith::RemUIOp::create(b, tid, cI32(32));
+    group = arith::DivUIOp::create(b, lane, cI32(4));
+    quad = arith::RemUIOp::create(b, lane, cI32(4));
+  }
+
+  void emitPrep();
+  void emitChunks();
+  void emitRecur();
+
+private:
+  // Constants and arithmetic.
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
+  /// Sum as a balanced tree (a short dependent chain).
+  Value treeSum(SmallVector<Value> terms) {
+    while (terms.size() > 1) {
+      SmallVector<Value> half;
+      for (size_t t = 0; t + 1 < terms.size(); t += 2)
+        half.push_back(fadd(terms[t], terms[t + 1]));
+      if (terms.size() % 2)
+        half.push_back(terms.back());
+      terms = half;
+    }
+    return terms.empty() ? cF32(0.0) : terms[0];
+  }
+  Value minS(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
+  Value sel(Value c, Value x, Value y) { return arith::SelectOp::create(b, c, x, y); }
+  Value toI32(Value v) { return v.getType() == i32 ? v : arith::TruncIOp::create(b, i32, v).getResult(); }
+  Value toBf16(Value v) { return arith::TruncFOp::create(b, bf16, v); }
+  Value param(Param p) { return func.getArgument(p); }
+  void barrier() { gpu::BarrierOp::create(b); }
+
+  // Memory.
+  Value region(int64_t byteOffset) { return gep(smem, b.getI8Type(), cI64(byteOffset)); }
+  Value load(Type t, Value base, Value idx, int64_t align) {
+    return LLVM::LoadOp::create(b, t, gep(base, t, idx), align);
+  }
+  void store(Value v, Value base, Value idx, int64_t align) {
+    LLVM::StoreOp::create(b, v, gep(base, v.getType(), idx), align);
+  }
+  /// Stores a vector at element `idx` of `elt` (the GEP steps by `elt`, not
+  /// by the vector).
+  void storeVec(Value v, Value base, Type elt, Value idx, int64_t align) {
+    LLVM::StoreOp::create(b, v, gep(base, elt, idx), align);
+  }
+  /// A global element converted to f32.
+  Value loadF32(Value base, Type elt, Value idx) {
+    return toF32(load(elt, base, idx, elt.getIntOrFloatBitWidth() / 8));
+  }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value notNull(Value p) {
+    return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::ne, p, LLVM::ZeroOp::create(b, ptr));
+  }
+  /// cu_seqlens[n] as i64 (int32 or int64 per the call; null: n * T / N).
+  Value cuAt(Value n) {
+    Value cu = param(pCu);
+    auto ifNull = scf::IfOp::create(b, TypeRange{i64}, isNull(cu), true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(ifNull.thenBlock());
+      Value perSeq = arith::DivSIOp::create(b, param(pT), toI64(param(pN)));
+      scf::YieldOp::create(b, mul(toI64(n), perSeq));
+      b.setInsertionPointToStart(ifNull.elseBlock());
+      Value wide = cmp(arith::CmpIPredicate::ne, param(pCuIsI64), cI32(0));
+      Value as64 = load(i64, cu, n, 8);
+      Value as32 = toI64(load(i32, cu, n, 4));
+      scf::YieldOp::create(b, sel(wide, as64, as32));
+    }
+    return ifNull.getResult(0);
+  }
+  void raiseError() {
+    LLVM::StoreOp::create(b, cI32(1), param(pErrorFlag), 4);
+  }
+
+  // Workspace regions (element offsets computed from the call's sizes).
+  Value workRegion(int64_t which);
+  Value chunkHead(Value c, Value hv) { return add(mul(toI64(c), toI64(param(pHV))), toI64(hv)); }
+
+  /// How the warps share an M x N product of 16x8 tiles: a wm x wn grid of
+  /// warps, each owning a block of (M/16/wm) x (N/8/wn) tiles, so that per
+  /// k step a warp loads each A fragment (one per tile row of its block,
+  /// 4 registers) and each B fragment (one per tile column, 2) once. The
+  /// grid with the fewest fragment loads wins; {0, 0} when no grid divides
+  /// the tiles (then tile `warp + r * warps` of the row-major numbering).
+  std::pair<int64_t, int64_t> warpGrid(int64_t M, int64_t N) const {
+    int64_t warps = plan.threads / 32, Mt = M / 16, Nt = N / 8;
+    std::pair<int64_t, int64_t> best{0, 0};
+    int64_t bestLoads = INT64_MAX;
+    for (int64_t wm = 1; wm <= warps; wm *= 2) {
+      int64_t wn = warps / wm;
+      if (Mt % wm != 0 || Nt % wn != 0)
+        continue;
+      int64_t loads = Mt / wm * 4 + Nt / wn * 2;
+      if (loads < bestLoads)
+        best = {wm, wn}, bestLoads = loads;
+    }
+    return best;
+  }
+  int64_t tilesPerWarp(int64_t M, int64_t N) const {
+    return (M / 16) * (N / 8) / (plan.threads / 32);
+  }
+  /// The (row, column) origin of this warp's r-th tile.
+  std::pair<Value, Value> tileOrigin(int64_t M, int64_t N, int64_t r) {
+    auto [wm, wn] = warpGrid(M, N);
+    Value mt, nt;
+    if (wm == 0) {
+      Value tile = add(warp, cI32(r * (plan.threads / 32)));
+      mt = divu(tile, cI32(N / 8));
+      nt = remu(tile, cI32(N / 8));
+    } else {
+      int64_t tm = M / 16 / wm, tn = N / 8 / wn;
+      mt = add(mul(divu(warp, cI32(wn)), cI32(tm)), cI32(r / tn));
+      nt = add(mul(remu(warp, cI32(wn)), cI32(tn)), cI32(r % tn));
+    }
+    return {mul(mt, cI32(16)), mul(nt, cI32(8))};
+  }
+  /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles, bf16 operands in
+  /// shared memory loaded with ldmatrix (.trans where the operand's rows
+  /// are the reduction index).
+  void mma(Operand A, Operand B, int64_t M, int64_t N, int64_t Kd,
+           SmallVectorImpl<Frag> &acc);
+  /// ldmatrix of `num` 8x8 b16 matrices at this lane's row address.
+  SmallVector<Value> ldsm(Value rowAddr, int num, bool trans);
+  SmallVector<Frag> zeroFrags(int64_t M, int64_t N) {
+    SmallVector<Frag> f(tilesPerWarp(M, N));
+    for (Frag &x : f)
+      for (Value &c : x.c)
+        c = cF32(0.0);
+    return f;
+  }
+  /// Calls fn(row, col, value) for every element of this warp's tiles.
+  void forEachElement(int64_t M, int64_t N, ArrayRef<Frag> acc,
+                      function_ref<void(Value, Value, Value)> fn) {
+    for (auto [r, f] : llvm::enumerate(acc)) {
+      auto [row0, col0] = tileOrigin(M, N, r);
+      for (int e = 0; e < 4; ++e) {
+        Value row = add(row0, add(group, cI32(e >= 2 ? 8 : 0)));
+        Value col = add(col0, add(mul(quad, cI32(2)), cI32(e % 2)));
+        fn(row, col, f.c[e]);
+      }
+    }
+  }
+  /// Calls fn(row, col, x0, x1) for every pair of adjacent elements (col
+  /// even) of this warp's tiles: one 4-byte store instead of two.
+  void forEachPair(int64_t M, int64_t N, ArrayRef<Frag> acc,
+                   function_ref<void(Value, Value, Value, Value)> fn) {
+    for (auto [r, f] : llvm::enumerate(acc)) {
+      auto [row0, col0] = tileOrigin(M, N, r);
+      Value col = add(col0, mul(quad, cI32(2)));
+      fn(add(row0, group), col, f.c[0], f.c[1]);
+      fn(add(row0, add(group, cI32(8))), col, f.c[2], f.c[3]);
+    }
+  }
+  /// Two f32 as a vector of two `elt`.
+  Value pack2(Value x0, Value x1, Type elt) {
+    auto vt = VectorType::get({2}, elt);
+    Value v = LLVM::UndefOp::create(b, vt);
+    auto conv = [&](Value x) { return elt.isF32() ? x : arith::TruncFOp::create(b, elt, x).getResult(); };
+    v = LLVM::InsertElementOp::create(b, v, conv(x0), cI32(0));
+    return LLVM::InsertElementOp::create(b, v, conv(x1), cI32(1));
+  }
+
+  /// A loop over [0, count) in steps of the block's threads: a real loop
+  /// (unrolling everything only raises register pressure and code size), or
+  /// unrolled where the body's global loads should all be in flight.
+  void threadLoop(int64_t count, function_ref<void(Value)> body,
+                  bool unroll = false) {
+    int64_t n = plan.threads;
+    auto guarded = [&](Value i) {
+      if (count % n == 0) {
+        body(i);
+        return;
+      }
+      auto inside = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, i, cI32(count)), false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(inside.thenBlock());
+      body(i);
+    };
+    if (unroll) {
+      for (int64_t base = 0; base < count; base += n)
+        guarded(add(tid, cI32(base)));
+      return;
+    }
+    auto loop = scf::ForOp::create(b, cI32(0), cI32(count), cI32(n));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    guarded(add(tid, loop.getInductionVar()));
+  }
+  /// Starts copying `rows` x `cols` bf16 (cols % 8 == 0) from global (row
+  /// stride `cols`) to shared memory (row stride cols + pad) with cp.async,
+  /// 16 bytes per instruction, all in flight; waitCopies() completes them.
+  void copyTile(Value dst, Value src, Value srcBase, int64_t rows, int64_t cols,
+                int64_t srcStride = 0) {
+    int64_t vecs = cols / 8;
+    if (srcStride == 0)
+      srcStride = cols;
+    threadLoop(rows * vecs, [&](Value i) {
+      Value r = divu(i, cI32(vecs)), c = mul(arith::RemUIOp::create(b, i, cI32(vecs)), cI32(8));
+      Value from = gep(src, bf16, add(srcBase, toI64(add(mul(r, cI32(srcStride)), c))));
+      Value to = gep(dst, bf16, toI64(add(mul(r, cI32(cols + kPad)), c)));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{to, from});
+    }, /*unroll=*/true);
+  }
+  void commitCopies() {
+    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
+  }
+  void waitCopies() {
+    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.wait.all"), ValueRange{});
+  }
+  /// Waits until at most `pending` of this thread's newest copy groups are
+  /// still in flight.
+  /// (Inline PTX: the intrinsic's immediate operand would be merged into a
+  /// phi where two branches wait for different counts.)
+  void waitCopyGroups(int64_t pending) {
+    LLVM::InlineAsmOp::create(b, Type(), ValueRange{},
+                              "cp.async.wait_group " + std::to_string(pending) + ";", "",
+                              /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  }
+  /// The gate input of a token as a log decay, and its beta.
+  std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
+
+  gpu::GPUFuncOp func;
+  const PrefillSpec &s;
+  const PrefillPlan &plan;
+  Value smem;
+  Type bf16;
+  Value tid, warp, lane, group, quad;
+};
+
+} // namespace mlir::delta::prefill
+
+#endif // DELTAC_PASSES_PREFILLEMITTER_H

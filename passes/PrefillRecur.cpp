@@ -1,0 +1,205 @@
+//===- PrefillRecur.cpp - the prefill recur kernel ---------------*- C++ -*-===//
+//
+// The state from chunk to chunk, per sequence, value head and V tile
+// (PrefillKernel.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+
+void PrefillEmitter::emitRecur() {
+  int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
+  RecurSmem L(s, BV);
+  // One-dimensional grid, sequence-major: the blocks of sequence 0 (all
+  // heads and V tiles) are dispatched first, so long sequences listed first
+  // start in the first wave instead of the last.
+  int64_t tiles = V / BV;
+  Value flat = blockId(gpu::Dimension::x);
+  Value vt = remu(flat, cI32(tiles)), rest = divu(flat, cI32(tiles));
+  Value hv = remu(rest, param(pHV)), n = divu(rest, param(pHV));
+  Value v0 = mul(vt, cI32(BV));
+  // Slots: in_idx / out_idx (null: row n; out null: the slot read).
+  // Negative = padding (no read / no write); >= slots raises the flag.
+  auto slotOf = [&](Value idx, Value fallback) {
+    auto r = scf::IfOp::create(b, TypeRange{i64}, isNull(idx), true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(r.thenBlock());
+    scf::YieldOp::create(b, fallback);
+    b.setInsertionPointToStart(r.elseBlock());
+    scf::YieldOp::create(b, toI64(load(i32, idx, n, 4)));
+    return r.getResult(0);
+  };
+  Value inSlot = slotOf(param(pInIdx), toI64(n));
+  Value outSlot = slotOf(param(pOutIdx), inSlot);
+  auto usable = [&](Value slot, Value pool) {
+    Value tooBig = andI(cmp(arith::CmpIPredicate::sge, slot, param(pSlots)), notNull(pool));
+    auto r = scf::IfOp::create(b, tooBig, false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(r.thenBlock());
+      raiseError();
+    }
+    return andI(andI(cmp(arith::CmpIPredicate::sge, slot, cI64(0)),
+                     cmp(arith::CmpIPredicate::slt, slot, param(pSlots))),
+                notNull(pool));
+  };
+  Value readOk = usable(inSlot, param(pInitial));
+  Value writeOk = usable(outSlot, param(pFinal));
+  bool vk = s.layout == StateLayout::vk;
+  auto stateIndex = [&](Value slot, Value d, Value col) {
+    Value head = mul(add(mul(slot, toI64(param(pHV))), toI64(hv)), cI64(K * V));
+    Value vcol = toI64(add(v0, col));
+    return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
+  };
+  // The state tile [K, BV] as mma accumulators.
+  SmallVector<Frag> S = zeroFrags(K, BV);
+  {
+    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(S.size() * 4, f32)), readOk, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifRead.thenBlock());
+    SmallVector<Value> vals;
+    forEachElement(K, BV, S, [&](Value d, Value col, Value) {
+      vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
+    });
+    scf::YieldOp::create(b, vals);
+    b.setInsertionPointToStart(ifRead.elseBlock());
+    scf::YieldOp::create(b, SmallVector<Value>(S.size() * 4, cF32(0.0)));
+    b.setInsertionPointAfter(ifRead);
+    for (size_t i = 0; i < S.size() * 4; ++i)
+      S[i / 4].c[i % 4] = ifRead.getResult(i);
+  }
+  Value offsets = gep(workRegion(0), i32, cI64(0));
+  Value c0 = load(i32, offsets, n, 4), c1 = load(i32, offsets, add(n, cI32(1)), 4);
+  Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
+  Value st = region(L.st), vn = region(L.vn);
+  // The pipeline depth from the launch's dynamic shared memory: 2 stages,
+  // or 3 where the host granted one more.
+  Value dynSmem = LLVM::InlineAsmOp::create(
+                      b, i32, ValueRange{}, "mov.u32 $0, %dynamic_smem_size;", "=r",
+                      /*has_side_effects=*/false, /*is_align_stack=*/false,
+                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+                      .getResult(0);
+  Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
+  Value stages = sel(deep, cI32(3), cI32(2));
+  // A chunk's operands go to stage (c - c0) % stages as one cp.async group.
+  // Every step commits exactly one group (empty past the last chunk), so
+  // "chunk c has landed" is always "at most stages - 2 groups pending".
+  auto stageAt = [&](Value c, int64_t at) {
+    Value slot = remu(sub(c, c0), stages);
+    return gep(region(at), b.getI8Type(), mul(slot, cI32(L.stage)));
+  };
+  auto copies = [&](Value c) {
+    Value ch = chunkHead(c, hv);
+    copyTile(stageAt(c, L.wb), workRegion(2), mul(ch, cI64(C * K)), C, K);
+    copyTile(stageAt(c, L.kd), workRegion(5), mul(ch, cI64(C * K)), C, K);
+    copyTile(stageAt(c, L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
+    copyTile(stageAt(c, L.qgb), workRegion(4), mul(ch, cI64(C * K)), C, K);
+    copyTile(stageAt(c, L.pb), workRegion(6), mul(ch, cI64(C * C)), C, C);
+    auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
+                                  ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
+  };
+  auto ifThen = [&](Value cond, function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, cond, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    body();
+  };
+  // Prologue: chunks c0 .. c0 + stages - 2 in flight.
+  {
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] { copies(c0); });
+    commitCopies();
+    ifThen(deep, [&] {
+      Value c = add(c0, cI32(1));
+      ifThen(cmp(arith::CmpIPredicate::slt, c, c1), [&] { copies(c); });
+      commitCopies();
+    });
+  }
+  SmallVector<Value> init;
+  for (Frag &f : S)
+    init.append(f.c, f.c + 4);
+  auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    for (size_t i = 0; i < S.size() * 4; ++i)
+      S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+    Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
+    Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
+    // Chunk c has landed for every thread, and every thread is done with
+    // chunk c - 1, whose stage the copies of chunk c + stages - 1 reuse.
+    auto ifDeep = scf::IfOp::create(b, deep, true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifDeep.thenBlock());
+      waitCopyGroups(1);
+      b.setInsertionPointToStart(ifDeep.elseBlock());
+      waitCopyGroups(0);
+    }
+    barrier();
+    Value ahead = add(c, sub(stages, cI32(1)));
+    ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
+    commitCopies();
+    Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
+          gl = stageAt(c, L.gl), qgb = stageAt(c, L.qgb), pb = stageAt(c, L.pb);
+    // S in bf16, row-major: the B operand of W S and Qg S.
+    forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
+      storeVec(pack2(x0, x1, bf16), st, bf16, add(mul(d, cI32(BV + kPad)), col), 4);
+    });
+    barrier();
+    Operand sOp{st, BV + kPad, /*kRows=*/true}, vOp{vn, BV + kPad, /*kRows=*/true};
+    // chunk_residual: V' = U - W S.
+    {
+      SmallVector<Frag> acc = zeroFrags(C, BV);
+      mma(Operand{wb, K + kPad}, sOp, C, BV, K, acc);
+      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+        Value at = add(mul(i, cI32(BV + kPad)), col);
+        Value u = LLVM::LoadOp::create(b, VectorType::get({2}, bf16), gep(ub, bf16, at), 4);
+        Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
+        Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
+        storeVec(pack2(fsub(u0, x0), fsub(u1, x1), bf16), vn, bf16, at, 4);
+      });
+    }
+    // V' complete for every warp.
+    barrier();
+    // chunk_output: O = Qg S + P V'.
+    {
+      SmallVector<Frag> acc = zeroFrags(C, BV);
+      mma(Operand{qgb, K + kPad}, sOp, C, BV, K, acc);
+      mma(Operand{pb, C + kPad}, vOp, C, BV, C, acc);
+      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+        ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
+          Value tok = add(t0, toI64(i));
+          Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
+          storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
+        });
+      });
+    }
+    // chunk_state_step: S = e^G_last S + Kd^T V'.
+    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
+    for (Frag &f : S)
+      for (Value &x : f.c)
+        x = fmul(x, decayLast);
+    mma(Operand{kd, K + kPad, /*kRows=*/true}, vOp, K, BV, C, S);
+    SmallVector<Value> nextS;
+    for (Frag &f : S)
+      nextS.append(f.c, f.c + 4);
+    scf::YieldOp::create(b, nextS);
+  }
+  for (size_t i = 0; i < S.size() * 4; ++i)
+    S[i / 4].c[i % 4] = loop.getResult(i);
+  auto ifWrite = scf::IfOp::create(b, writeOk, false);
+  b.setInsertionPointToStart(ifWrite.thenBlock());
+  forEachElement(K, BV, S, [&](Value d, Value col, Value x) {
+    Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
+    store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
+  });
+}
