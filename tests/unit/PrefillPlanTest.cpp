@@ -2,9 +2,12 @@
 //
 // Host-only checks of the prefill path: the runtime packs the compiler's
 // kernel parameters in the compiler's order; the workspace formula of the
-// runtime equals the compiler's; and the dispatch table is evaluated as
-// delta-plan-prefill wrote it (the first variant whose grid fills the SMs
-// min_blocks_per_sm times, else the last) for given shapes.
+// runtime equals the compiler's; the dispatch table is evaluated as
+// delta-plan-prefill wrote it (the first variant whose grid has half
+// min_blocks_per_sm blocks per SM, else the last) for given shapes; recur
+// gets its deeper pipeline only where the device has the shared memory; a
+// call whose one-dimensional grids would overflow is rejected before the
+// driver is touched.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,6 +68,21 @@ TEST(PrefillDispatch, DeeperRecurPipelineWhereSharedMemoryAllows) {
   EXPECT_EQ(deltac_rt::recurSharedBytes(v, 166912), 138752u); // A100
   v.smemRecurStage = 0;
   EXPECT_EQ(deltac_rt::recurSharedBytes(v, 232448), 138752u);
+}
+
+TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
+  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 1),
+                                             variant(128, 128, 8, 0)};
+  deltac_prefill_args a{};
+  a.K = a.V = 128;
+  a.N = int64_t(1) << 28; // one token each: 2^28 * 16 heads * 8 V tiles
+  a.T = a.N;
+  a.H = a.HV = 16;
+  a.io_dtype = DELTAC_BF16;
+  a.state_dtype = DELTAC_F32;
+  deltac::Status s = deltac_rt::runPrefill(table, 2, a, nullptr);
+  EXPECT_EQ(s.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_NE(s.message.find("too large"), std::string::npos) << s.message;
 }
 
 TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
