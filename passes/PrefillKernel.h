@@ -15,9 +15,11 @@
 //           the state - chunk_residual, chunk_output, chunk_state_step -
 //           chunk after chunk, the [K, V tile] state in fp32 registers.
 //
-// All products are mma.sync m16n8k16 (bf16 operands, fp32 accumulation);
-// the triangular solve is fp32 in shared memory. recur prefetches the next
-// chunk's operands with cp.async while it computes the current one.
+// All products are mma.sync m16n8k16 (bf16 operands from ldmatrix, fp32
+// accumulation); the triangular solve is fp32 in shared memory. recur keeps
+// the next one or two chunks' operands in flight (cp.async, a 2- or 3-stage
+// ring sized by the shared memory the host grants). The grids are
+// one-dimensional: chunks head-fastest, recur sequence-major.
 //
 //===----------------------------------------------------------------------===//
 
