@@ -262,11 +262,10 @@ void PrefillEmitter::emitChunks() {
   threadLoop(C * C / 4, [&](Value e) {
     Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
     Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
-    auto ifAbove = scf::IfOp::create(b, above, false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifAbove.thenBlock());
-    storeVec(build4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
-             add(mul(i, cI32(ldL)), jj), 16);
+    ifThen(above, [&] {
+      storeVec(build4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
+               add(mul(i, cI32(ldL)), jj), 16);
+    });
   });
   barrier();
   // Each thread owns four adjacent columns of one row of a 16x16 block:

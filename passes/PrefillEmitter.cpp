@@ -141,17 +141,12 @@ void PrefillEmitter::emitPrep() {
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
   // cu_seqlens must start at 0, never decrease and end at T.
-  auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(first.thenBlock());
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
     store(cI32(0), offsets, cI32(0), 4);
     Value bad = arith::OrIOp::create(b, cmp(arith::CmpIPredicate::ne, cuAt(cI32(0)), cI64(0)),
                                      cmp(arith::CmpIPredicate::ne, cuAt(N), param(pT)));
-    auto ifBad = scf::IfOp::create(b, bad, false);
-    b.setInsertionPointToStart(ifBad.thenBlock());
-    raiseError();
-  }
+    ifThen(bad, [&] { raiseError(); });
+  });
   Value numTiles = divu(add(N, cI32(n - 1)), cI32(n));
   auto loop = scf::ForOp::create(b, cI32(0), numTiles, cI32(1), ValueRange{cI32(0)});
   {
@@ -166,12 +161,7 @@ void PrefillEmitter::emitPrep() {
       b.setInsertionPointToStart(count.thenBlock());
       Value len = sub(cuAt(add(seq, cI32(1))), cuAt(seq));
       Value negative = cmp(arith::CmpIPredicate::slt, len, cI64(0));
-      auto ifNeg = scf::IfOp::create(b, negative, false);
-      {
-        OpBuilder::InsertionGuard g3(b);
-        b.setInsertionPointToStart(ifNeg.thenBlock());
-        raiseError();
-      }
+      ifThen(negative, [&] { raiseError(); });
       Value clamped = arith::MaxSIOp::create(b, len, cI64(0));
       scf::YieldOp::create(b, toI32(arith::DivUIOp::create(b, add(clamped, cI64(C - 1)), cI64(C))));
       b.setInsertionPointToStart(count.elseBlock());
@@ -192,12 +182,7 @@ void PrefillEmitter::emitPrep() {
       barrier();
     }
     Value incl = load(i32, scan, add(tid, cI32(buf * n)), 4);
-    auto write = scf::IfOp::create(b, inside, false);
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(write.thenBlock());
-      store(add(carry, incl), offsets, add(seq, cI32(1)), 4);
-    }
+    ifThen(inside, [&] { store(add(carry, incl), offsets, add(seq, cI32(1)), 4); });
     Value total = load(i32, scan, cI32(buf * n + n - 1), 4);
     barrier();
     scf::YieldOp::create(b, add(carry, total));

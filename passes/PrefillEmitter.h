@@ -153,6 +153,13 @@ private:
   Value toBf16(Value v) { return arith::TruncFOp::create(b, bf16, v); }
   Value param(Param p) { return func.getArgument(p); }
   void barrier() { gpu::BarrierOp::create(b); }
+  /// Emits body() under `if (cond)` (no results, no else).
+  void ifThen(Value cond, function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, cond, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    body();
+  }
 
   // Memory.
   Value region(int64_t byteOffset) { return gep(smem, b.getI8Type(), cI64(byteOffset)); }
@@ -295,10 +302,7 @@ private:
         body(i);
         return;
       }
-      auto inside = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, i, cI32(count)), false);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(inside.thenBlock());
-      body(i);
+      ifThen(cmp(arith::CmpIPredicate::ult, i, cI32(count)), [&] { body(i); });
     };
     if (unroll) {
       for (int64_t base = 0; base < count; base += n)

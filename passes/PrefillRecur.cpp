@@ -38,12 +38,7 @@ void PrefillEmitter::emitRecur() {
   Value outSlot = slotOf(param(pOutIdx), inSlot);
   auto usable = [&](Value slot, Value pool) {
     Value tooBig = andI(cmp(arith::CmpIPredicate::sge, slot, param(pSlots)), notNull(pool));
-    auto r = scf::IfOp::create(b, tooBig, false);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(r.thenBlock());
-      raiseError();
-    }
+    ifThen(tooBig, [&] { raiseError(); });
     return andI(andI(cmp(arith::CmpIPredicate::sge, slot, cI64(0)),
                      cmp(arith::CmpIPredicate::slt, slot, param(pSlots))),
                 notNull(pool));
@@ -100,17 +95,10 @@ void PrefillEmitter::emitRecur() {
     copyTile(stageAt(c, L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
     copyTile(stageAt(c, L.qgb), workRegion(4), mul(ch, cI64(C * K)), C, K);
     copyTile(stageAt(c, L.pb), workRegion(6), mul(ch, cI64(C * C)), C, C);
-    auto first = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(first.thenBlock());
-    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
-                                  ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
-  };
-  auto ifThen = [&](Value cond, function_ref<void()> body) {
-    auto op = scf::IfOp::create(b, cond, false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(op.thenBlock());
-    body();
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
+                                    ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
+    });
   };
   // Prologue: chunks c0 .. c0 + stages - 2 in flight.
   {
