@@ -32,7 +32,7 @@ enum Param {
   pQ, pK, pV, pG, pBeta, pALog, pDtBias, pO, pState, pInIdx, pOutIdx,
   pStepStates, pErrorFlag, pT, pH, pHV, pSlots, pQStride, pKStride, pVStride,
   pOStride, pScale, pFlags, pStepSlots, pNumAccepted, pStepSlotsStride,
-  kNumParams
+  pCuSeqlens, kNumParams
 };
 } // namespace
 
@@ -51,7 +51,8 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
       {"o_stride", ParamKind::I64},        {"scale", ParamKind::F32},
       {"flags", ParamKind::I32},           {"step_slots", ParamKind::Pointer},
       {"num_accepted", ParamKind::Pointer},
-      {"step_slots_stride", ParamKind::I64}};
+      {"step_slots_stride", ParamKind::I64},
+      {"cu_seqlens", ParamKind::Pointer}};
   static_assert(sizeof(params) / sizeof(params[0]) == kNumParams);
   return params;
 }
@@ -226,8 +227,15 @@ protected:
   Value stepBase(Value tok) {
     return mul(add(mul(tok, toI64(param(pHV))), hv), cI64(s.k * s.v));
   }
-  Value token(Value t) {
-    return toI64(add(mul(bb, param(pT)), t));
+  /// Global index of the row's token t.
+  Value token(Value t) { return add(rowStart, toI64(t)); }
+  /// The row's token t clamped into the row (and to a real token when the
+  /// row is empty): prefetches read it without a bounds branch.
+  Value clampedToken(Value t) {
+    Value last = arith::SubIOp::create(b, add(rowStart, toI64(rowLen)),
+                                       cI64(1));
+    Value tok = arith::MinSIOp::create(b, token(t), last);
+    return arith::MaxSIOp::create(b, tok, cI64(0));
   }
   Value vIndex(Value tok, Value stride, Value column) {
     return add(add(mul(tok, stride), mul(hv, cI64(s.v))), column);
@@ -239,6 +247,8 @@ protected:
   DecodeTuning tune;
   // Set by prologue().
   Value tid, lane, warp, bx, bb, hv, h, inSlot, outSlot, writePool;
+  // The row's tokens: [rowStart, rowStart + rowLen) (i64, i32).
+  Value rowStart, rowLen;
   // Set by loadHeadParams() for raw gates.
   Value negA, dtBias;
 };
@@ -291,8 +301,55 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   h = toI64(arith::DivUIOp::create(
       b, hv32, arith::DivUIOp::create(b, param(pHV), param(pH))));
 
-  // Slots: in_idx[b] (or b), out_idx[b] (or the slot read).
+  // The row's tokens: [b T, b T + T), or with cu_seqlens (T = all tokens)
+  // [cu[b], cu[b + 1]). A varlen row is computed only when its range fits
+  // 0 = cu[0] <= cu[b] <= cu[b + 1] <= cu[B] = T, has at most max_t tokens
+  // (and at most step_slots_stride with 2-D slots); otherwise it is skipped
+  // whole (no o, no state) and raises the error flag.
   Value bb64 = toI64(bb);
+  Value rangeOk;
+  {
+    Value cu = param(pCuSeqlens), T = param(pT);
+    auto ifFixed =
+        scf::IfOp::create(b, TypeRange{i64, i32, b.getI1Type()}, isNull(cu),
+                          /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifFixed.thenBlock());
+    scf::YieldOp::create(b, ValueRange{mul(bb64, toI64(T)), T, cTrue()});
+    b.setInsertionPointToStart(ifFixed.elseBlock());
+    Value start = LLVM::LoadOp::create(b, i32, gep(cu, i32, bb64), 4);
+    Value end = LLVM::LoadOp::create(b, i32, gep(cu, i32, add(bb64, cI64(1))),
+                                     4);
+    Value len = arith::SubIOp::create(b, end, start);
+    Value lastRow = arith::SubIOp::create(
+        b,
+        arith::IndexCastOp::create(b, i32,
+                                   gpu::GridDimOp::create(b, gpu::Dimension::z)),
+        cI32(1));
+    Value firstOk = arith::OrIOp::create(
+        b, cmp(arith::CmpIPredicate::ne, bb, cI32(0)),
+        cmp(arith::CmpIPredicate::eq, start, cI32(0)));
+    Value lastOk = arith::OrIOp::create(
+        b, cmp(arith::CmpIPredicate::ne, bb, lastRow),
+        cmp(arith::CmpIPredicate::eq, end, T));
+    Value fitsSlots = arith::OrIOp::create(
+        b, isNull(param(pStepSlots)),
+        cmp(arith::CmpIPredicate::sle, toI64(len), param(pStepSlotsStride)));
+    Value ok = andI1(andI1(cmp(arith::CmpIPredicate::sge, start, cI32(0)),
+                           cmp(arith::CmpIPredicate::sge, len, cI32(0))),
+                     andI1(cmp(arith::CmpIPredicate::sle, end, T),
+                           cmp(arith::CmpIPredicate::sle, len,
+                               cI32(s.maxT))));
+    ok = andI1(andI1(ok, fitsSlots), andI1(firstOk, lastOk));
+    scf::YieldOp::create(
+        b, ValueRange{toI64(arith::SelectOp::create(b, ok, start, cI32(0))),
+                      arith::SelectOp::create(b, ok, len, cI32(0)), ok});
+    rowStart = ifFixed.getResult(0);
+    rowLen = ifFixed.getResult(1);
+    rangeOk = ifFixed.getResult(2);
+  }
+
+  // Slots: in_idx[b] (or b), out_idx[b] (or the slot read).
   auto loadSlot = [&](Value idxPtr, Value fallback) {
     auto ifNull = scf::IfOp::create(b, i64, isNull(idxPtr), true);
     OpBuilder::InsertionGuard guard(b);
@@ -335,9 +392,12 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   writePool = andI1(andI1(outInRange, notI1(keepPool)),
                     notI1(usesStepSlots));
 
-  // An index past the pool is padding and raises the device error flag.
+  // An index past the pool is padding and raises the device error flag, as
+  // does a bad varlen range.
   {
-    Value bad = andI1(arith::OrIOp::create(b, inTooLarge, outTooLarge),
+    Value bad = andI1(arith::OrIOp::create(
+                          b, arith::OrIOp::create(b, inTooLarge, outTooLarge),
+                          notI1(rangeOk)),
                       notI1(isNull(param(pErrorFlag))));
     auto ifBad = scf::IfOp::create(b, bad, false);
     OpBuilder::InsertionGuard guard(b);
@@ -346,8 +406,9 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   }
 
   // Padding (negative or out-of-range slot): no state read or written,
-  // o = 0 for every token.
-  auto ifValid = scf::IfOp::create(b, inValid, /*withElse=*/true);
+  // o = 0 for every token (none for a bad varlen range: rowLen = 0).
+  auto ifValid =
+      scf::IfOp::create(b, andI1(inValid, rangeOk), /*withElse=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifValid.elseBlock());
@@ -475,8 +536,8 @@ SmallVector<Value> EmitterBase::tokenLoop(
   SmallVector<Value> init(state);
   size_t numState = state.size();
   if (prefetch)
-    llvm::append_range(init, loadInputs(token(cI32(0))));
-  auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1), init);
+    llvm::append_range(init, loadInputs(clampedToken(cI32(0))));
+  auto loop = scf::ForOp::create(b, cI32(0), rowLen, cI32(1), init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
@@ -484,9 +545,7 @@ SmallVector<Value> EmitterBase::tokenLoop(
   SmallVector<Value> inputs, next;
   if (prefetch) {
     inputs.assign(args.begin() + numState, args.end());
-    Value last = arith::SubIOp::create(b, param(pT), cI32(1));
-    Value following = arith::MinSIOp::create(b, add(t, cI32(1)), last);
-    next = loadInputs(token(following));
+    next = loadInputs(clampedToken(add(t, cI32(1))));
   } else {
     inputs = loadInputs(token(t));
   }
@@ -548,7 +607,7 @@ void VkEmitter::emit() {
   prologue([&] {
     setupRows();
     Value leader = cmp(arith::CmpIPredicate::eq, laneInRow, cI64(0));
-    auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1));
+    auto loop = scf::ForOp::create(b, cI32(0), rowLen, cI32(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value tok = token(loop.getInductionVar());
@@ -676,7 +735,7 @@ void KvEmitter::emit(Value shared) {
   prologue([&] {
     setup();
     Value leader = cmp(arith::CmpIPredicate::eq, kGroup, cI32(0));
-    auto loop = scf::ForOp::create(b, cI32(0), param(pT), cI32(1));
+    auto loop = scf::ForOp::create(b, cI32(0), rowLen, cI32(1));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value tok = token(loop.getInductionVar());

@@ -23,19 +23,24 @@ namespace mlir::delta {
 /// The decode kernel's parameters, in order. Pointers that an option does not
 /// use (g for `delta`, A_log without a raw gate, the index and step buffers
 /// when absent) are passed as null.
-///   q, k [B*T tokens, q_stride / k_stride elements apart; heads at h*K]
+///   q, k [tokens, q_stride / k_stride elements apart; heads at h*K]
 ///   v, o [tokens, v_stride / o_stride; heads at hv*V]
 ///   g, beta [tokens, HV] contiguous (g: [tokens, HV, K] for kda)
 ///   state: the pool, [slots, HV, V, K] (vk) or [slots, HV, K, V] (kv)
 ///   in_idx, out_idx: int32 [B] slots (null: row b uses slot b; out_idx null:
 ///     write back to the slot read). Negative = padding; >= slots = padding
 ///     and sets *error_flag = 1.
-///   step_states: [B, T, HV, state] per-step states, or null
+///   step_states: [tokens, HV, state] per-step states, or null
 ///   flags: bit 0 = leave the pool unchanged (only step states are written)
 ///   step_slots, num_accepted, step_slots_stride: vLLM's speculative decoding
 ///     (or null): row b reads slot step_slots[b * stride + num_accepted[b]
 ///     - 1] (num_accepted null: column 0) and writes the state after token t
 ///     to slot step_slots[b * stride + t] instead of a final write.
+///   cu_seqlens: int32 [B + 1] or null. Null: row b is tokens [b T, b T + T).
+///     Given: T is the total token count and row b is tokens [cu[b], cu[b+1])
+///     (0 to max_t of them); a range that breaks 0 = cu[0] <= cu[b] <=
+///     cu[b+1] <= cu[B] = T or exceeds max_t (or the 2-D slot stride) skips
+///     the row and sets *error_flag = 1.
 llvm::ArrayRef<KernelParam> decodeKernelParams();
 
 /// Bit values of the `flags` parameter.

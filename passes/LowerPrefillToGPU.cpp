@@ -146,8 +146,29 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   std::string name = func.getSymName().str();
   // One gpu.module (one PTX file per target) per kernel; recur kernels
   // after the first carry their V tile in the name.
+  // The most dynamic shared memory a block may opt into on every target.
+  int64_t sharedLimit = INT64_MAX;
+  std::string limitingChip;
+  for (Attribute t : targets) {
+    StringRef chip = cast<NVVM::NVVMTargetAttr>(t).getChip();
+    if (int64_t most = targetSharedLimit(chip); most < sharedLimit) {
+      sharedLimit = most;
+      limitingChip = chip.str();
+    }
+  }
   auto emit = [&](StringRef part, const PrefillPlan &plan, StringRef suffix,
                   int64_t minBlocks) -> LogicalResult {
+    // A kernel whose buffers do not fit a block could only fail at launch.
+    int64_t smem = part == "chunks" ? plan.chunksSmem
+                   : part == "recur" ? plan.recurSmem
+                                     : plan.prepSmem;
+    if (smem > sharedLimit)
+      return func.emitError()
+             << "prefill K = " << spec.k << ", V = " << spec.v << ", chunk "
+             << spec.chunk << ": the " << part << " kernel needs " << smem
+             << " bytes of shared memory, more than the " << sharedLimit
+             << " a block can have on " << limitingChip
+             << (spec.chunk > 32 ? "; use chunk = 32" : "");
     if (spec.v % plan.valueTile != 0 || plan.valueTile % 8 != 0)
       return func.emitError() << "V tile " << plan.valueTile
                               << " must divide V = " << spec.v;

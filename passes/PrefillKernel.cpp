@@ -54,6 +54,20 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   return p;
 }
 
+int64_t mlir::delta::targetSharedLimit(StringRef chip) {
+  StringRef arch = chip.drop_front(3).take_while(llvm::isDigit);
+  int64_t cc = 0;
+  if (!chip.starts_with("sm_") || arch.getAsInteger(10, cc))
+    return 48 * 1024;
+  if (cc == 80 || cc == 87)
+    return 163 * 1024;
+  if (cc == 86 || cc == 89 || cc >= 120)
+    return 99 * 1024;
+  if (cc >= 90)
+    return 227 * 1024;
+  return 48 * 1024;
+}
+
 int64_t mlir::delta::prefillWorkspaceBytes(const PrefillSpec &s, int64_t maxChunks,
                                            int64_t valueHeads, int64_t numSeqs) {
   int64_t C = s.chunk, K = s.k, V = s.v, chunks = maxChunks * valueHeads;

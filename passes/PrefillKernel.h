@@ -67,6 +67,12 @@ struct PrefillPlan {
 PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0,
                         int64_t threads = 0);
 
+/// The most dynamic shared memory one block may opt into on `chip`
+/// ("sm_80", "sm_90a", ...), from the CUDA programming guide's table of
+/// compute capabilities: 163 KiB on sm_80/sm_87, 227 KiB on sm_90/sm_100,
+/// 99 KiB on the consumer parts (sm_86, sm_89, sm_120); 48 KiB otherwise.
+int64_t targetSharedLimit(llvm::StringRef chip);
+
 /// Bytes of workspace a call needs: chunk offsets plus the per-chunk
 /// operands, for at most `maxChunks` chunks (total tokens / C + N bounds
 /// it) and HV value heads. The host runtime computes the same formula.

@@ -25,13 +25,15 @@ enum {
   DELTAC_CUDA_ERROR = 3        /* driver missing, load or launch failed */
 };
 
-/* One decode call: T = 1..max_t tokens for each of B rows, states in a pool.
- * Token-major tensors: q, k [B*T tokens, stride q_stride / k_stride elements
+/* One decode call: T = 1..max_t tokens for each of B rows, states in a pool;
+ * or, with cu_seqlens, B rows of 0..max_t tokens each packed into T tokens.
+ * Token-major tensors: q, k [tokens, stride q_stride / k_stride elements
  * between tokens, head h at h*K]; v, o likewise with value heads at hv*V.
- * g and beta are contiguous [B*T, HV]. Strides of 0 mean contiguous. */
+ * g and beta are contiguous [tokens, HV]. Strides of 0 mean contiguous. */
 typedef struct deltac_decode_args {
   int64_t K, V;   /* head dims: select the specialization */
-  int64_t B, T;   /* rows and tokens per row (1 <= T <= max_t) */
+  int64_t B, T;   /* rows and tokens per row (1 <= T <= max_t); with
+                     cu_seqlens, T = all tokens of the call (>= 1) */
   int64_t H, HV;  /* query/key heads and value heads, HV % H == 0 */
   deltac_dtype io_dtype;    /* dtype of q, k, v, o (and raw a, beta) */
   deltac_dtype state_dtype; /* dtype of the pool */
@@ -51,7 +53,7 @@ typedef struct deltac_decode_args {
   int64_t slots;
   const int32_t *initial_state_indices; /* [B]; null: row b uses slot b */
   const int32_t *output_state_indices;  /* [B]; null: write the slot read */
-  void *step_states;    /* [B, T, HV, state] per-step states, or null */
+  void *step_states;    /* [tokens, HV, state] per-step states, or null */
   int32_t keep_pool;    /* nonzero: leave the pool unchanged */
   int32_t *error_flag;  /* device int32 set to 1 on an index >= slots */
   float scale;
@@ -64,6 +66,13 @@ typedef struct deltac_decode_args {
   const int32_t *state_indices_2d;
   int64_t state_indices_2d_stride;
   const int32_t *num_accepted_tokens;
+  /* Varlen decode (vLLM's query_start_loc), or null: int32 [B + 1] on the
+   * device, row b is tokens [cu_seqlens[b], cu_seqlens[b + 1]). The kernel
+   * checks 0 = cu_seqlens[0] <= ... <= cu_seqlens[B] = T, every row <=
+   * max_t tokens (and <= state_indices_2d_stride, which must then be
+   * given): a row that fails is skipped (no o, no state) and raises
+   * error_flag; debug_checks checks it all on the host first. */
+  const int32_t *cu_seqlens;
 } deltac_decode_args;
 
 /* One prefill call: N sequences packed into T tokens (B = 1), chunked.

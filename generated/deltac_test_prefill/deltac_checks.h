@@ -27,6 +27,9 @@ inline deltac::Status invalid(const std::string &message) {
 inline bool aligned16(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
 }
+inline bool aligned4(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 3) == 0;
+}
 
 /// Checks a device pointer that must be present and 16-byte aligned.
 inline std::string needPointer(const char *name, const void *p) {

@@ -2,13 +2,43 @@
 #include "deltac_decode.h"
 #include "deltac_checks.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 namespace deltac_rt {
 namespace {
+/// Debug mode, varlen: copies cu_seqlens to the host and checks what the
+/// kernel checks per row (0 = cu[0] <= ... <= cu[B] = T, rows of at most
+/// max_t tokens and at most `slotStride` with 2-D slots).
+deltac::Status checkCuSeqlens(const deltac_decode_args &a, int64_t maxT,
+                              int64_t slotStride, void *stream) {
+  std::vector<int32_t> cu(a.B + 1);
+  std::string error;
+  if (!copyToHost(cu.data(), a.cu_seqlens, cu.size() * sizeof(int32_t), stream,
+                  &error))
+    return {DELTAC_CUDA_ERROR, error};
+  if (cu[0] != 0)
+    return invalid("cu_seqlens[0] = " + std::to_string(cu[0]) +
+                   " must be 0");
+  if (cu[a.B] != a.T)
+    return invalid("cu_seqlens[" + std::to_string(a.B) + "] = " +
+                   std::to_string(cu[a.B]) + " must equal T = " +
+                   std::to_string(a.T));
+  int64_t longest = a.state_indices_2d ? std::min(maxT, slotStride) : maxT;
+  for (int64_t b = 0; b < a.B; ++b) {
+    int64_t len = int64_t(cu[b + 1]) - cu[b];
+    if (len < 0 || len > longest)
+      return invalid("cu_seqlens: row " + std::to_string(b) + " has " +
+                     std::to_string(len) + " tokens, outside [0, " +
+                     std::to_string(longest) + "]");
+  }
+  return {};
+}
+
 /// Debug mode: copies the device-resident indices to the host and checks
-/// every one (slots below `slots`, accepted counts in [1, T]).
+/// every one (slots below `slots`, accepted counts in [1, T], or in [1,
+/// slotStride] for varlen rows).
 deltac::Status checkIndices(const deltac_decode_args &a, int64_t slotStride,
                             void *stream) {
   struct Indices {
@@ -31,12 +61,16 @@ deltac::Status checkIndices(const deltac_decode_args &a, int64_t slotStride,
       return {DELTAC_CUDA_ERROR, error};
     bool accepted = ix.data == a.num_accepted_tokens;
     for (int64_t i = 0; i < ix.count; ++i) {
-      bool bad = accepted ? host[i] < 1 || host[i] > a.T : host[i] >= a.slots;
+      int64_t most = a.cu_seqlens ? slotStride : a.T;
+      bool bad = accepted ? host[i] < 1 || host[i] > most : host[i] >= a.slots;
       if (bad)
         return invalid(std::string(ix.name) + "[" + std::to_string(i) +
                        "] = " + std::to_string(host[i]) +
-                       (accepted ? " must lie in [1, T = " +
-                                       std::to_string(a.T) + "]"
+                       (accepted ? " must lie in [1, " +
+                                       std::string(a.cu_seqlens
+                                                       ? "state_indices_2d_stride"
+                                                       : "T") +
+                                       " = " + std::to_string(most) + "]"
                                  : " is not below slots = " +
                                        std::to_string(a.slots)));
     }
@@ -71,9 +105,16 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
     return invalid(e);
   if (a.B < 1 || a.B > 65535)
     return invalid("B = " + std::to_string(a.B) + " must lie in [1, 65535]");
-  if (a.T < 1 || a.T > v.maxT)
+  if (a.cu_seqlens) {
+    if (a.T < 1 || a.T > INT32_MAX)
+      return invalid("T = " + std::to_string(a.T) +
+                     " (all tokens, with cu_seqlens) must lie in [1, 2^31)");
+    if (!aligned4(a.cu_seqlens))
+      return invalid("cu_seqlens must be 4-byte aligned (int32)");
+  } else if (a.T < 1 || a.T > v.maxT) {
     return invalid("T = " + std::to_string(a.T) + " must lie in [1, " +
                    std::to_string(v.maxT) + "] (max_t of the spec)");
+  }
   if (std::string e = checkHeads(a.H, a.HV); !e.empty())
     return invalid(e);
   if (a.slots < 1)
@@ -99,7 +140,11 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
     if (a.initial_state_indices || a.output_state_indices)
       return invalid("state_indices_2d excludes initial_state_indices and "
                      "output_state_indices");
-    if (slotStride < a.T)
+    if (a.cu_seqlens && a.state_indices_2d_stride < 1)
+      return invalid("state_indices_2d_stride = " +
+                     std::to_string(a.state_indices_2d_stride) +
+                     " must be given (>= 1) with cu_seqlens");
+    if (!a.cu_seqlens && slotStride < a.T)
       return invalid("state_indices_2d_stride = " +
                      std::to_string(a.state_indices_2d_stride) +
                      " is smaller than T = " + std::to_string(a.T));
@@ -119,9 +164,14 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
         tokenStride("o_stride", a.o_stride, a.HV * v.V, 1, os)})
     if (!e.empty())
       return invalid(e);
-  if (a.debug_checks)
+  if (a.debug_checks) {
+    if (a.cu_seqlens)
+      if (deltac::Status s = checkCuSeqlens(a, v.maxT, slotStride, stream);
+          !s.ok())
+        return s;
     if (deltac::Status s = checkIndices(a, slotStride, stream); !s.ok())
       return s;
+  }
 
   // Parameter order: decodeKernelParams() in passes/DecodeKernel.h, named
   // in decodeParamNames() below (a unit test compares the two).
@@ -135,12 +185,12 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   float scale = a.scale;
   int32_t flags = a.keep_pool ? 1 : 0;
   const void *stepSlots = a.state_indices_2d,
-             *accepted = a.num_accepted_tokens;
+             *accepted = a.num_accepted_tokens, *cu = a.cu_seqlens;
   void *params[] = {&q,    &k,     &vp,    &g,       &beta,  &aLog,
                     &dtBias, &o,   &state, &inIdx,   &outIdx, &steps,
                     &flag, &T,     &H,     &HV,      &slots, &qs,
                     &ks,   &vs,    &os,    &scale,   &flags, &stepSlots,
-                    &accepted, &slotStride};
+                    &accepted, &slotStride, &cu};
   // Dispatch among the variants of this (K, V).
   std::string error;
   const DecodeVariant *chosen = nullptr;
@@ -171,7 +221,7 @@ const char *const *decodeParamNames(int *count) {
       "out_idx", "step_states", "error_flag", "T",     "H",
       "HV",    "slots",   "q_stride",    "k_stride",   "v_stride",
       "o_stride", "scale", "flags",      "step_slots", "num_accepted",
-      "step_slots_stride"};
+      "step_slots_stride", "cu_seqlens"};
   *count = sizeof(names) / sizeof(names[0]);
   return names;
 }

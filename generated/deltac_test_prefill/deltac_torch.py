@@ -40,6 +40,7 @@ class _DecodeArgs(ctypes.Structure):
         ("state_indices_2d", ctypes.c_void_p),
         ("state_indices_2d_stride", ctypes.c_int64),
         ("num_accepted_tokens", ctypes.c_void_p),
+        ("cu_seqlens", ctypes.c_void_p),
     ]
 
 
@@ -164,14 +165,19 @@ class Library:
 
     def _decode(self, spec, q, k, v, o, state, g, beta, scale, A_log=None, dt_bias=None,
                 in_idx=None, out_idx=None, steps=None, keep_pool=False, idx2d=None,
-                accepted=None, error_flag=None):
+                accepted=None, error_flag=None, cu=None):
+        """cu: int32 cu_seqlens [N + 1] (q is then [1, tokens, H, K] and the
+        call has N rows), or None."""
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
         q, qs = _token_major("q", q, B, T, H, K)
         k, ks = _token_major("k", k, B, T, H, K)
         v, vs = _token_major("v", v, B, T, HV, V)
         a = _DecodeArgs()
-        a.K, a.V, a.B, a.T, a.H, a.HV = K, V, B, T, H, HV
+        a.K, a.V, a.H, a.HV = K, V, H, HV
+        a.B, a.T = (B, T) if cu is None else (cu.numel() - 1, T)
+        a.cu_seqlens = _ptr(cu)
+        a.debug_checks = int(_debug_checks())
         a.io_dtype, a.state_dtype = _DTYPES[q.dtype], _DTYPES[state.dtype]
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
@@ -191,22 +197,26 @@ class Library:
     def fused_recurrent_gated_delta_rule(self, q, k, v, g=None, beta=None, scale=None,
                                          initial_state=None, output_final_state=False,
                                          use_qk_l2norm_in_kernel=False, cu_seqlens=None,
-                                         state_v_first=False, **kwargs):
+                                         state_v_first=False, error_flag=None, **kwargs):
         """flash-linear-attention's fused_recurrent_gated_delta_rule for the
         decode regime (T <= max_t of the library's specs). Returns
         (o, final_state or None); the state layout is [N, HV, K, V], or
-        [N, HV, V, K] with state_v_first=True. Arguments FLA accepts that
-        carry no meaning here are ignored."""
+        [N, HV, V, K] with state_v_first=True. With cu_seqlens (int32/int64
+        [N + 1] on the GPU) q is [1, tokens, H, K] holding N sequences of
+        0..max_t tokens each; the kernel checks cu_seqlens and skips a bad
+        sequence (no o, no state), setting error_flag (int32 [1], optional)
+        to 1; DELTAC_DEBUG_CHECKS=1 checks it on the host first (and
+        synchronises). Arguments FLA accepts that carry no meaning here are
+        ignored."""
         _check_gpu_q(q)
         for name, t in (("k", k), ("v", v), ("g", g)):
             _check_cuda(name, t, q.device)
         if q.dim() != 4 or v.dim() != 4:
             raise ValueError(f"q and v must be [B, T, heads, dim], got {tuple(q.shape)} and {tuple(v.shape)}")
-        if cu_seqlens is not None:
-            raise ValueError("cu_seqlens: variable-length batches are not supported by the "
-                             "decode kernels yet; pass [B, T] batches")
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
+        cu = _cu_seqlens(cu_seqlens, B, q.device)
+        N = B if cu is None else cu.numel() - 1
         if HV % H:
             raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
         if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
@@ -214,7 +224,7 @@ class Library:
         spec = self._spec({"gate": "log", "beta": "given", "l2norm": bool(use_qk_l2norm_in_kernel),
                            "io": _name(q.dtype), "state": "f32",
                            "layout": "vk" if state_v_first else "kv", "dims": (K, V)})
-        if T > spec["max_t"]:
+        if T > spec["max_t"] and cu is None:
             raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}; "
                              f"use a prefill kernel for long sequences")
         if tuple(g.shape) != (B, T, HV):
@@ -226,7 +236,7 @@ class Library:
         if tuple(beta.shape) != (B, T, HV):
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
         beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
-        shape = (B, HV, V, K) if state_v_first else (B, HV, K, V)
+        shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
         if initial_state is None:
             state = torch.zeros(shape, dtype=torch.float32, device=q.device)
         else:
@@ -235,7 +245,9 @@ class Library:
                 raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}, expected {shape}")
             state = initial_state.to(torch.float32).clone()
         o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
-        self._decode(spec, q, k, v, o, state, g, beta, scale)
+        if error_flag is not None:
+            _check_flag(error_flag, q.device)
+        self._decode(spec, q, k, v, o, state, g, beta, scale, error_flag=error_flag, cu=cu)
         return o, (state if output_final_state else None)
 
     # ------------------------------------------------------------- prefill
@@ -272,10 +284,14 @@ class Library:
             raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
         raw = bool(use_gate_in_kernel)
         sigmoid = bool(use_beta_sigmoid_in_kernel) or bool(allow_neg_eigval)
-        spec = self._spec({"entry": "prefill", "gate": "raw" if raw else "log",
-                           "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
-                           "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype),
-                           "layout": "vk" if state_v_first else "kv", "dims": (K, V)})
+        want = {"entry": "prefill", "gate": "raw" if raw else "log",
+                "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
+                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype),
+                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+        if (initial_state_indices is not None or output_state_indices is not None) \
+                and isinstance(initial_state, torch.Tensor):
+            want["state"] = _name(initial_state.dtype)  # a pool is used in place
+        spec = self._spec(want)
         if cu_seqlens is not None:
             if B != 1:
                 raise ValueError(f"cu_seqlens needs B = 1 (sequences packed along T), got B = {B}")
@@ -334,6 +350,8 @@ class Library:
         size.restype = ctypes.c_int64
         size.argtypes = [ctypes.c_int64] * 5
         work = torch.empty(max(size(K, V, B * T, N, HV), 16), dtype=torch.uint8, device=q.device)
+        if error_flag is not None:
+            _check_flag(error_flag, q.device)
         flag = error_flag if error_flag is not None else torch.zeros(1, dtype=torch.int32, device=q.device)
         a = _PrefillArgs()
         a.K, a.V, a.T, a.N, a.H, a.HV = K, V, B * T, N, H, HV
@@ -350,6 +368,7 @@ class Library:
         a.workspace, a.workspace_bytes = work.data_ptr(), work.numel()
         a.error_flag = flag.data_ptr()
         a.scale = float(K ** -0.5 if scale is None else scale)
+        a.debug_checks = int(_debug_checks())
         self._call(spec, a, entry="prefill")
         return o, final
 
@@ -358,7 +377,8 @@ class Library:
                                 state_indices=None, output_state_indices=None, scale=None,
                                 use_qk_l2norm_in_kernel=True, intermediate_states=None,
                                 disable_state_update=False, ssm_state_indices=None,
-                                num_accepted_tokens=None, error_flag=None, state_v_first=True):
+                                num_accepted_tokens=None, error_flag=None, state_v_first=True,
+                                cu_seqlens=None):
         """Pool-indexed decode as vLLM / SGLang / FlashInfer call it: raw `a`
         and `b` projections with A_log and dt_bias, a state pool
         [slots, HV, V, K] (state_v_first, the default) or [slots, HV, K, V].
@@ -367,8 +387,12 @@ class Library:
         intermediate_states [B, T, HV, ...] receives every step's state and
         disable_state_update leaves the pool unchanged (SGLang);
         ssm_state_indices [B, T] with num_accepted_tokens [B] is vLLM's
-        speculative form. error_flag (int32 [1]) is set to 1 by the kernel
-        on an index >= slots. Returns o [B, T, HV, V]."""
+        speculative form. With cu_seqlens (int32/int64 [N + 1], vLLM's
+        query_start_loc) q is [1, tokens, H, K] holding N rows of 0..max_t
+        tokens, the indices are per row ([N], [N, S]) and intermediate_states
+        is [1, tokens, HV, ...]. error_flag (int32 [1]) is set to 1 by the
+        kernel on an index >= slots or a bad cu_seqlens row (skipped).
+        Returns o [B, T, HV, V]."""
         _check_gpu_q(q)
         for name, t in (("k", k), ("v", v), ("a", a), ("b", b), ("A_log", A_log),
                         ("dt_bias", dt_bias), ("state", state)):
@@ -378,7 +402,9 @@ class Library:
         spec = self._spec({"gate": "raw", "beta": "sigmoid", "l2norm": bool(use_qk_l2norm_in_kernel),
                            "io": _name(q.dtype), "state": _name(state.dtype),
                            "layout": "vk" if state_v_first else "kv", "dims": (K, V)})
-        if T > spec["max_t"]:
+        cu = _cu_seqlens(cu_seqlens, B, q.device)
+        N = B if cu is None else cu.numel() - 1
+        if T > spec["max_t"] and cu is None:
             raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}")
         per = (HV, V, K) if state_v_first else (HV, K, V)
         if state.dim() != 4 or tuple(state.shape[1:]) != per or not state.is_contiguous():
@@ -392,10 +418,10 @@ class Library:
             if tuple(t.shape) != (HV,):
                 raise ValueError(f"{name} must be [{HV}], got {tuple(t.shape)}")
         idx = lambda name, t, shape: None if t is None else _index(name, t, shape, q.device)
-        in_idx = idx("state_indices", state_indices, (B,))
-        out_idx = idx("output_state_indices", output_state_indices, (B,))
-        idx2d = idx("ssm_state_indices", ssm_state_indices, (B, None))
-        accepted = idx("num_accepted_tokens", num_accepted_tokens, (B,))
+        in_idx = idx("state_indices", state_indices, (N,))
+        out_idx = idx("output_state_indices", output_state_indices, (N,))
+        idx2d = idx("ssm_state_indices", ssm_state_indices, (N, None))
+        accepted = idx("num_accepted_tokens", num_accepted_tokens, (N,))
         if intermediate_states is not None:
             _check_cuda("intermediate_states", intermediate_states, q.device)
             want = (B, T) + per
@@ -404,11 +430,13 @@ class Library:
                 raise ValueError(f"intermediate_states must be contiguous {want} in {state.dtype}")
         if disable_state_update and intermediate_states is None:
             raise ValueError("disable_state_update needs intermediate_states")
+        if error_flag is not None:
+            _check_flag(error_flag, q.device)
         o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         self._decode(spec, q, k, v, o, state, a.contiguous(), b.contiguous(), scale,
                      A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous(),
                      in_idx, out_idx, intermediate_states, disable_state_update, idx2d, accepted,
-                     error_flag)
+                     error_flag, cu)
         return o
 
 
@@ -417,6 +445,35 @@ def _name(dtype):
         if d == dtype:
             return n
     raise ValueError(f"unsupported dtype {dtype}; use bf16, f16 or f32")
+
+
+def _debug_checks():
+    """DELTAC_DEBUG_CHECKS=1: the library copies device-resident indices and
+    cu_seqlens to the host and checks them before launching (synchronises,
+    so not inside CUDA graph capture)."""
+    return os.environ.get("DELTAC_DEBUG_CHECKS", "0") not in ("", "0")
+
+
+def _check_flag(t, device):
+    _check_cuda("error_flag", t, device)
+    if t.dtype != torch.int32 or t.numel() < 1 or not t.is_contiguous():
+        raise ValueError(f"error_flag must be a contiguous int32 tensor, got "
+                         f"{tuple(t.shape)} {t.dtype}")
+
+
+def _cu_seqlens(cu_seqlens, B, device):
+    """Validates cu_seqlens [N + 1] (int32/int64, on q's device) and returns
+    it as contiguous int32 (a device-side cast, never a host copy), or None."""
+    if cu_seqlens is None:
+        return None
+    if B != 1:
+        raise ValueError(f"cu_seqlens needs B = 1 (sequences packed along T), got B = {B}")
+    _check_cuda("cu_seqlens", cu_seqlens, device)
+    if cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2 or \
+            cu_seqlens.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"cu_seqlens must be a 1-D int32/int64 tensor of N + 1 >= 2 offsets, "
+                         f"got {tuple(cu_seqlens.shape)} {cu_seqlens.dtype}")
+    return cu_seqlens.to(torch.int32).contiguous()
 
 
 def _index(name, t, shape, device):

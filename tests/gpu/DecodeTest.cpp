@@ -8,7 +8,11 @@
 //   pool slots written  relative error vs the reference final state
 //   every other slot    bit-for-bit unchanged
 //   step states         relative error vs the reference per-step states
-//   error flag          1 exactly when an index >= slots was passed
+//   error flag          1 exactly when an index >= slots or a varlen row
+//                       longer than max_t was passed
+// Varlen cases (cu_seqlens, rows of 0..max_t tokens) run the same checks
+// against the reference's varlen recurrence; a row longer than max_t must be
+// skipped whole: its o keeps the poison and its slot is unchanged.
 // Usage: decode_test [--quick]   (--quick: fewer cases, for a second run with
 // DELTAC_FORCE_TARGET=sm_80 or under compute-sanitizer)
 #include "GpuTestUtil.h"
@@ -86,6 +90,9 @@ struct Case {
   std::vector<int32_t> outIdx; // empty: no output index buffer
   std::vector<int32_t> slots2d;  // vLLM [B, T] slots (empty: not used)
   std::vector<int32_t> accepted; // vLLM num_accepted_tokens [B] (or empty)
+  // Varlen: row lengths (cu_seqlens); B must equal lengths.size(), T is
+  // unused, and slots2d rows are max_t apart.
+  std::vector<int64_t> lengths;
   bool debugChecks = false;      // host-side index checks
   std::string rejectWith;        // expected host rejection (nothing written)
   int64_t strideExtra = 0;     // extra elements per token in q, k, v, o
@@ -108,10 +115,21 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
              const Case &c) {
   std::string name = fmt("%s k%lld v%lld %s", s.name, (long long)K,
                          (long long)V, c.label.c_str());
+  // Row b is tokens [begin(b), begin(b) + len(b)).
+  const bool varlen = !c.lengths.empty();
+  std::vector<int64_t> cu =
+      varlen ? ref::cuSeqlensFromLengths(c.lengths) : std::vector<int64_t>{};
+  auto begin = [&](int64_t b) { return varlen ? cu[b] : b * c.T; };
+  auto len = [&](int64_t b) { return varlen ? c.lengths[b] : c.T; };
+  // A varlen row longer than max_t is skipped by the kernel (error flag).
+  auto skipped = [&](int64_t b) { return len(b) > s.maxT; };
+  const int64_t stride2d = varlen ? s.maxT : c.T;
+  const int64_t tokens = varlen ? cu.back() : c.B * c.T;
   ref::Problem p;
   p.rule = s.rule;
-  p.B = c.B;
-  p.T = c.T;
+  p.B = varlen ? 1 : c.B;
+  p.T = varlen ? tokens : c.T;
+  p.cuSeqlens = cu;
   p.H = c.H;
   p.HV = c.HV;
   p.K = K;
@@ -142,7 +160,8 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   const int64_t stateElems = K * V * c.HV;
   auto inSlot = [&](int64_t b) -> int64_t {
     if (!c.slots2d.empty())
-      return c.slots2d[b * c.T + (c.accepted.empty() ? 0 : c.accepted[b] - 1)];
+      return c.slots2d[b * stride2d +
+                       (c.accepted.empty() ? 0 : c.accepted[b] - 1)];
     return c.inIdx.empty() ? b : c.inIdx[b];
   };
   auto outSlot = [&](int64_t b) -> int64_t {
@@ -182,7 +201,6 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   }
 
   // Device buffers; token-major with an optional stride.
-  const int64_t tokens = c.B * c.T;
   const int64_t qStride = c.H * K + c.strideExtra,
                 vStride = c.HV * V + c.strideExtra;
   auto stridedUpload = [&](const std::vector<double> &x, int64_t width,
@@ -231,13 +249,19 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
     accepted = std::make_unique<DeviceBuffer>(c.B * 4);
     accepted->upload(c.accepted.data(), c.B * 4);
   }
+  std::unique_ptr<DeviceBuffer> cuBuf;
+  if (varlen) {
+    std::vector<int32_t> cu32(cu.begin(), cu.end());
+    cuBuf = std::make_unique<DeviceBuffer>(cu32.size() * 4);
+    cuBuf->upload(cu32.data(), cu32.size() * 4);
+  }
   DeviceBuffer flag(4, 0);
 
   deltac_decode_args a{};
   a.K = K;
   a.V = V;
   a.B = c.B;
-  a.T = c.T;
+  a.T = varlen ? tokens : c.T;
   a.H = c.H;
   a.HV = c.HV;
   a.io_dtype = s.io;
@@ -268,6 +292,8 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
       slots2d ? static_cast<const int32_t *>(slots2d->ptr) : nullptr;
   a.num_accepted_tokens =
       accepted ? static_cast<const int32_t *>(accepted->ptr) : nullptr;
+  a.state_indices_2d_stride = varlen && slots2d ? stride2d : 0;
+  a.cu_seqlens = cuBuf ? static_cast<const int32_t *>(cuBuf->ptr) : nullptr;
   a.debug_checks = c.debugChecks;
   int rc = s.decode(&a, nullptr);
   sync();
@@ -297,22 +323,27 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   std::vector<double> oGot = decode(
       s.io, o.read<uint8_t>(tokens * vStride * bytesOf(s.io)));
   std::vector<double> oReal, oWant;
-  bool paddingZero = true, sawPadding = false;
+  bool paddingZero = true, sawPadding = false, skippedPoison = true;
   for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t t = 0; t < len(b); ++t)
       for (int64_t i = 0; i < c.HV * V; ++i) {
-        double got = oGot[(b * c.T + t) * vStride + i];
-        if (valid(inSlot(b))) {
+        int64_t tok = begin(b) + t;
+        double got = oGot[tok * vStride + i];
+        if (skipped(b)) {
+          skippedPoison &= std::isnan(got);
+        } else if (valid(inSlot(b))) {
           oReal.push_back(got);
-          oWant.push_back(want.o[(b * c.T + t) * c.HV * V + i]);
+          oWant.push_back(want.o[tok * c.HV * V + i]);
         } else {
           sawPadding = true;
           paddingZero &= got == 0.0;
         }
       }
   double oErr = oReal.empty() ? 0.0 : ref::relativeError(oReal, oWant);
-  bool ok = oErr <= tolO(s) && paddingZero;
+  bool ok = oErr <= tolO(s) && paddingZero && skippedPoison;
   std::string detail = fmt("o err %.2e", oErr);
+  if (!skippedPoison)
+    detail += ", SKIPPED ROW WROTE o";
   if (sawPadding)
     detail += paddingZero ? ", padding o = 0" : ", PADDING o != 0";
 
@@ -323,13 +354,14 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   std::vector<int64_t> written(c.slots, -1);
   if (!c.slots2d.empty()) {
     for (int64_t b = 0; b < c.B; ++b)
-      if (valid(inSlot(b)))
-        for (int64_t t = 0; t < c.T; ++t)
-          if (valid(c.slots2d[b * c.T + t]))
-            written[c.slots2d[b * c.T + t]] = -2 - (b * c.T + t) * stateElems;
+      if (valid(inSlot(b)) && !skipped(b))
+        for (int64_t t = 0; t < len(b); ++t)
+          if (valid(c.slots2d[b * stride2d + t]))
+            written[c.slots2d[b * stride2d + t]] =
+                -2 - (begin(b) + t) * stateElems;
   } else if (!c.keepPool) {
     for (int64_t b = 0; b < c.B; ++b)
-      if (valid(inSlot(b)) && valid(outSlot(b)))
+      if (valid(inSlot(b)) && valid(outSlot(b)) && !skipped(b))
         written[outSlot(b)] = b * stateElems;
   }
   double stateErr = 0.0;
@@ -362,10 +394,10 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
         decode(s.state, steps->read<uint8_t>(tokens * slotBytes));
     std::vector<double> real, wantSteps;
     for (int64_t b = 0; b < c.B; ++b)
-      if (valid(inSlot(b)))
-        for (int64_t i = 0; i < c.T * stateElems; ++i) {
-          real.push_back(stepsGot[b * c.T * stateElems + i]);
-          wantSteps.push_back(want.stepStates[b * c.T * stateElems + i]);
+      if (valid(inSlot(b)) && !skipped(b))
+        for (int64_t i = 0; i < len(b) * stateElems; ++i) {
+          real.push_back(stepsGot[begin(b) * stateElems + i]);
+          wantSteps.push_back(want.stepStates[begin(b) * stateElems + i]);
         }
     double stepErr = ref::relativeError(real, wantSteps);
     ok &= stepErr <= tolState(s);
@@ -374,13 +406,14 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
 
   bool expectFlag = false;
   for (int64_t b = 0; b < c.B; ++b) {
+    expectFlag |= skipped(b);
     if (c.slots2d.empty()) {
       expectFlag |= inSlot(b) >= c.slots || outSlot(b) >= c.slots;
     } else {
       expectFlag |= inSlot(b) >= c.slots;
-      if (valid(inSlot(b)))
-        for (int64_t t = 0; t < c.T; ++t)
-          expectFlag |= c.slots2d[b * c.T + t] >= c.slots;
+      if (valid(inSlot(b)) && !skipped(b))
+        for (int64_t t = 0; t < len(b); ++t)
+          expectFlag |= c.slots2d[b * stride2d + t] >= c.slots;
     }
   }
   int32_t flagGot = flag.read<int32_t>(1)[0];
@@ -414,8 +447,53 @@ int main(int argc, char **argv) {
       multi.inIdx = {5, 0, 3};
       multi.label = fmt("T=%lld (max_t) HV=3 H=1 pool indices", (long long)s.maxT);
       runCase(results, s, K, V, multi);
+
+      // Varlen rows (cu_seqlens, vLLM's query_start_loc) of 0..max_t tokens,
+      // a padding row among them, per-token step states.
+      Case varlen = base;
+      varlen.seed = ++seed;
+      varlen.lengths = {1, s.maxT, 0, std::min<int64_t>(2, s.maxT), 1};
+      varlen.B = 5;
+      varlen.slots = 9;
+      varlen.inIdx = {3, 0, 5, -1, 8};
+      varlen.steps = true;
+      varlen.label = fmt("varlen rows 1,%lld,0,%lld,1 pool, padding, steps",
+                         (long long)s.maxT,
+                         (long long)std::min<int64_t>(2, s.maxT));
+      runCase(results, s, K, V, varlen);
       if (quick)
         continue;
+
+      // vLLM's speculative decoding with varlen rows: 2-D slots max_t apart.
+      Case varlenVllm = base;
+      varlenVllm.seed = ++seed;
+      varlenVllm.lengths = {std::min<int64_t>(3, s.maxT), 1,
+                            std::min<int64_t>(2, s.maxT)};
+      varlenVllm.B = 3;
+      varlenVllm.slots = 3 * s.maxT + 2;
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t t = 0; t < s.maxT; ++t)
+          varlenVllm.slots2d.push_back(int32_t(1 + b * s.maxT + t));
+      varlenVllm.accepted = {1, int32_t(std::min<int64_t>(2, s.maxT)), 1};
+      varlenVllm.label = "varlen vLLM 2-D slots, num_accepted";
+      runCase(results, s, K, V, varlenVllm);
+
+      // A row longer than max_t: skipped whole, error flag raised.
+      Case varlenLong = base;
+      varlenLong.seed = ++seed;
+      varlenLong.lengths = {1, s.maxT + 1, 2 % (s.maxT + 1)};
+      varlenLong.B = 3;
+      varlenLong.label = fmt("varlen row of %lld > max_t tokens is skipped",
+                             (long long)s.maxT + 1);
+      runCase(results, s, K, V, varlenLong);
+
+      Case varlenReject = varlenLong;
+      varlenReject.seed = ++seed;
+      varlenReject.debugChecks = true;
+      varlenReject.rejectWith =
+          fmt("cu_seqlens: row 1 has %lld tokens", (long long)s.maxT + 1);
+      varlenReject.label = "debug_checks reject a varlen row > max_t";
+      runCase(results, s, K, V, varlenReject);
 
       Case padding = base;
       padding.seed = ++seed;

@@ -41,6 +41,9 @@ run_tests() {
   grep -E "^(FAIL|==)" "$OUT/prefill_test.log" || tail -20 "$OUT/prefill_test.log"
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_sm80.log" | sed 's/^/sm_80 PTX: /'
+  # The recur ring with two stages (A100's shared memory), forced here.
+  DELTAC_PREFILL_RECUR_STAGES=2 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_2stage.log" 2>&1 || status=1
+  grep -E "^==" "$OUT/prefill_test_2stage.log" | sed 's/^/recur 2 stages: /'
   "$BUILD/capture_test" > "$OUT/capture_test.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/capture_test.log"
   # The Python module (needs torch, and FLA for the comparisons).

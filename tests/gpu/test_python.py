@@ -1,9 +1,12 @@
-"""The generated Python module (generated/gdn_decode/gdn_decode.py) on the GPU.
+"""The generated Python module of the example library (generated/gdn/gdn.py)
+on the GPU.
 
-Against FLA's fused_recurrent_gated_delta_rule on the same inputs (o and
-final state, and both against the fp64 reference), pool decode against the
-fp64 reference, argument errors, CUDA-graph capture and replay, and the cold
-start of a new process (deltac module vs FLA's first call).
+Against FLA's fused_recurrent_gated_delta_rule and chunk_gated_delta_rule on
+the same inputs (o and final state, and both against the fp64 reference),
+varlen decode (cu_seqlens), pool decode and pool prefill against the fp64
+reference, argument errors and device error flags, CUDA-graph capture and
+replay, and the cold start of a new process (deltac module vs FLA's first
+call).
 Usage: test_python.py BUILD_DIR OUT_DIR   (prints a table, exits non-zero on
 a failed check)
 """
@@ -17,10 +20,10 @@ import torch.nn.functional as F
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD, OUT = sys.argv[1], sys.argv[2]
-sys.path.insert(0, os.path.join(ROOT, "generated", "gdn_decode"))
-os.environ["DELTAC_GDN_DECODE_LIB"] = os.path.join(BUILD, "gdn_decode", "libgdn_decode.so")
+sys.path.insert(0, os.path.join(ROOT, "generated", "gdn"))
+os.environ["DELTAC_GDN_LIB"] = os.path.join(BUILD, "gdn", "libgdn.so")
 import fla_harness as H  # noqa: E402
-import gdn_decode  # noqa: E402
+import gdn  # noqa: E402
 from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fla_recurrent  # noqa: E402
 
 results = []
@@ -45,7 +48,7 @@ for K, T, v_first, dtype in [(64, 1, False, torch.bfloat16), (128, 4, False, tor
     fo, fh = fla_recurrent(q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
                            use_qk_l2norm_in_kernel=True)
     init = h0.transpose(-1, -2).contiguous() if v_first else h0
-    do, dh = gdn_decode.fused_recurrent_gated_delta_rule(
+    do, dh = gdn.fused_recurrent_gated_delta_rule(
         q, k, v, g=g, beta=beta, initial_state=init, output_final_state=True,
         use_qk_l2norm_in_kernel=True, state_v_first=v_first)
     if v_first:
@@ -74,7 +77,7 @@ pool = torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1
 idx = torch.tensor([7, -1, 2, 4, 0], device="cuda", dtype=torch.int32)
 out_idx = torch.tensor([8, 1, 3, 5, 6], device="cuda", dtype=torch.int32)
 before = pool.clone()
-o = gdn_decode.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx,
+o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx,
                                        output_state_indices=out_idx)
 gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
 bf = torch.sigmoid(b.float())
@@ -90,6 +93,71 @@ read_kept = bool(torch.equal(pool[[7, 2, 4, 0]], before[[7, 2, 4, 0]]))
 check("pool decode raw gate, split pool, padding row", eo < 2.5e-3 and eh < 1e-5 and pad_zero and read_kept,
       f"o {eo:.2e}, state {eh:.2e}, padding o = 0: {pad_zero}, read slots intact: {read_kept}")
 
+# 2b. Varlen decode (cu_seqlens, as vLLM packs a batch): rows of 0..max_t
+# tokens against FLA's fused_recurrent with the same cu_seqlens and fp64.
+lens = [1, 4, 3, 8, 2, 1]
+for v_first in (False, True):
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 4, 8, seed=21 + v_first)
+    fo, fh = fla_recurrent(q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+    init = h0.transpose(-1, -2).contiguous() if v_first else h0
+    do, dh = gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g=g, beta=beta, initial_state=init, output_final_state=True,
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu, state_v_first=v_first, error_flag=flag)
+    if v_first:
+        dh = dh.transpose(-1, -2)
+    ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
+    e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(do, ro), dh=H.rel(dh, rh))
+    ok = e["do"] <= max(1.1 * e["fo"], 2.5e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-5) \
+        and int(flag.item()) == 0
+    check(f"fused_recurrent varlen rows {lens} {'vk' if v_first else 'kv'}", ok,
+          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), "
+          f"flag {int(flag.item())}")
+
+# A row longer than max_t: the kernel skips it and raises the flag; the debug
+# mode (DELTAC_DEBUG_CHECKS=1) rejects the call on the host instead.
+q, k, v, g, beta, cu, h0 = H.prefill_inputs([2, 9, 1], 4, 8, seed=23)
+flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+do, dh = gdn.fused_recurrent_gated_delta_rule(
+    q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+    use_qk_l2norm_in_kernel=True, cu_seqlens=cu, error_flag=flag)
+ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
+kept = H.rel(dh[[0, 2]], rh[[0, 2]]) < 1e-5 and torch.equal(dh[1], h0[1])
+check("fused_recurrent varlen row of 9 > max_t: skipped, error flag",
+      int(flag.item()) == 1 and kept, f"flag {int(flag.item())}, other rows right: {kept}")
+os.environ["DELTAC_DEBUG_CHECKS"] = "1"
+raises("debug checks: varlen row > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
+    q, k, v, g=g, beta=beta, initial_state=h0, use_qk_l2norm_in_kernel=True, cu_seqlens=cu),
+    "cu_seqlens: row 1 has 9 tokens")
+del os.environ["DELTAC_DEBUG_CHECKS"]
+
+# vLLM's form: raw a/b, a v-first pool read and written by index, cu_seqlens.
+lens, Hq, HV, K, slots = [3, 1, 0, 2], 4, 8, 128, 7
+T = sum(lens)
+gen = torch.Generator(device="cuda").manual_seed(12)
+q = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+k = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+v = torch.randn(1, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+a = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+b = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+A_log = torch.rand(HV, device="cuda", generator=gen) * 2
+dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
+pool = torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1
+before = pool.clone()
+idx = torch.tensor([5, 0, 3, 6], device="cuda", dtype=torch.int32)
+cu = torch.tensor([0, 3, 4, 4, 6], device="cuda", dtype=torch.int32)
+o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx,
+                                cu_seqlens=cu)
+gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
+bf = torch.sigmoid(b.float())
+h0 = torch.stack([before[i].transpose(-1, -2) for i in idx.tolist()])
+ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())
+eo = H.rel(o, ro)
+eh = H.rel(torch.stack([pool[i].transpose(-1, -2) for i in idx.tolist()]), rh)
+check("pool decode varlen rows [3, 1, 0, 2] (vLLM query_start_loc)", eo < 2.5e-3 and eh < 1e-5,
+      f"o {eo:.2e}, state {eh:.2e}")
+
 # 3. Argument errors raise ValueError naming the argument.
 def raises(name, fn, text):
     try:
@@ -104,35 +172,38 @@ def raises(name, fn, text):
 
 
 qq, kk, vv, gg, bb, hh = H.decode_inputs(2, H=4, HV=8, T=1)
-raises("cu_seqlens", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+raises("cu_seqlens with B > 1", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq, kk, vv, g=gg, beta=bb, use_qk_l2norm_in_kernel=True,
-    cu_seqlens=torch.tensor([0, 1, 2], device="cuda")), "cu_seqlens")
-raises("K not generated", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+    cu_seqlens=torch.tensor([0, 1, 2], device="cuda")), "cu_seqlens needs B = 1")
+raises("cu_seqlens dtype", lambda: gdn.fused_recurrent_gated_delta_rule(
+    flat(qq), flat(kk), flat(vv), g=flat(gg), beta=flat(bb), use_qk_l2norm_in_kernel=True,
+    cu_seqlens=torch.tensor([0., 1., 2.], device="cuda")), "cu_seqlens must be")
+raises("K not generated", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq[..., :96].contiguous(), kk[..., :96].contiguous(), vv, g=gg, beta=bb,
     use_qk_l2norm_in_kernel=True), "K x V = (96, 128)")
-raises("no l2norm spec", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+raises("no l2norm spec", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq, kk, vv, g=gg, beta=bb), "l2norm=False")
-raises("T > max_t", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+raises("T > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
     *H.decode_inputs(1, H=4, HV=8, T=9)[:3], g=H.decode_inputs(1, H=4, HV=8, T=9)[3],
     use_qk_l2norm_in_kernel=True), "exceeds max_t = 8")
-raises("CPU tensor", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+raises("CPU tensor", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq, kk.cpu(), vv, g=gg, use_qk_l2norm_in_kernel=True), "k is on cpu")
-raises("q on the CPU", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+raises("q on the CPU", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq.cpu(), kk, vv, g=gg, use_qk_l2norm_in_kernel=True), "q must be a CUDA tensor")
-raises("g shape", lambda: gdn_decode.fused_recurrent_gated_delta_rule(
+raises("g shape", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq, kk, vv, g=gg[:, :, :4], use_qk_l2norm_in_kernel=True), "g has shape")
-raises("state layout", lambda: gdn_decode.gated_delta_rule_decode(
+raises("state layout", lambda: gdn.gated_delta_rule_decode(
     q, k, v, a, b, A_log, dt_bias, pool[:, :, :64]), "state must be a contiguous pool")
-raises("index dtype", lambda: gdn_decode.gated_delta_rule_decode(
+raises("index dtype", lambda: gdn.gated_delta_rule_decode(
     q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx.float()), "state_indices must be int32")
 
 # 4. CUDA graph capture and replay through the module.
 q, k, v, g, beta, h0 = H.decode_inputs(8, T=2, seed=4)
-eager_o, eager_h = gdn_decode.fused_recurrent_gated_delta_rule(
+eager_o, eager_h = gdn.fused_recurrent_gated_delta_rule(
     q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True)
 pool = h0.clone()
 o_buf = torch.empty_like(v)
-lib = gdn_decode._library
+lib = gdn._library
 spec = lib._spec({"gate": "log", "beta": "given", "l2norm": True, "io": "bf16", "state": "f32",
                   "layout": "kv", "dims": (128, 128)})
 graph = torch.cuda.CUDAGraph()
@@ -147,12 +218,8 @@ torch.cuda.synchronize()
 check("graph capture + replay equals eager (bitwise)",
       torch.equal(o_buf, eager_o) and torch.equal(pool, eager_h))
 
-# 4b. chunk_gated_delta_rule (prefill) against FLA and fp64, in a graph, and
-# its argument errors; the gkv spec of generated/deltac_test_prefill.
-sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_prefill"))
-os.environ["DELTAC_DELTAC_TEST_PREFILL_LIB"] = os.path.join(
-    BUILD, "deltac_test_prefill", "libdeltac_test_prefill.so")
-import deltac_test_prefill  # noqa: E402
+# 4b. chunk_gated_delta_rule (prefill) of the same module against FLA and
+# fp64, in a graph, and its argument errors.
 from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_chunk  # noqa: E402
 
 lens, Hq, HV = [5, 100, 64, 300], 4, 8
@@ -167,7 +234,7 @@ cu_cpu = cu.cpu()  # FLA's optional host copy: accepted, never needed
 
 
 def prefill():
-    return deltac_test_prefill.chunk_gated_delta_rule(
+    return gdn.chunk_gated_delta_rule(
         q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
         use_qk_l2norm_in_kernel=True, cu_seqlens=cu, cu_seqlens_cpu=cu_cpu)
 
@@ -195,12 +262,69 @@ graph.replay()
 torch.cuda.synchronize()
 check("chunk_gated_delta_rule captured in a CUDA graph and replayed",
       torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
-raises("prefill cu_seqlens dtype", lambda: deltac_test_prefill.chunk_gated_delta_rule(
+raises("prefill cu_seqlens dtype", lambda: gdn.chunk_gated_delta_rule(
     q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu.float()), "cu_seqlens")
-raises("prefill without a raw-gate spec", lambda: deltac_test_prefill.chunk_gated_delta_rule(
+raises("prefill without a raw-gate spec", lambda: gdn.chunk_gated_delta_rule(
     q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, use_gate_in_kernel=True,
     A_log=torch.zeros(HV, device=q.device), dt_bias=torch.zeros(HV, device=q.device)),
     "no specialization")
+
+# 4c. Every prefill specialization of the example library against FLA and
+# fp64: K = V = 64 / 128 / 256 (256: chunks of 32), both state layouts, f16.
+for K, v_first, dtype in [(64, False, torch.bfloat16), (128, True, torch.bfloat16),
+                          (256, False, torch.bfloat16), (256, True, torch.bfloat16),
+                          (128, False, torch.float16)]:
+    lens = [3, 130, 64, 33]
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 2, 4, K=K, V=K, dtype=dtype, seed=K)
+    scale = K ** -0.5
+    ro, rh = H.ref_fp64(q, k, v, g, beta, h0, scale, cu.tolist())
+    fo, fh = fla_chunk(q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+                       use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    init = h0.transpose(-1, -2).contiguous() if v_first else h0
+    po, ph = gdn.chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=init,
+                                        output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                        cu_seqlens=cu, state_v_first=v_first)
+    if v_first:
+        ph = ph.transpose(-1, -2)
+    e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(po, ro), dh=H.rel(ph, rh))
+    check(f"chunk_gated_delta_rule K=V={K} {'vk' if v_first else 'kv'} {str(dtype)[6:]}",
+          e["do"] <= max(1.1 * e["fo"], 5e-3) and e["dh"] <= max(1.1 * e["fh"], 5e-3),
+          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e})")
+
+# Prefill on a v-first state pool by index (SGLang/vLLM prefill): raw gate
+# with A_log/dt_bias, sigmoid beta; f32 and bf16 pools; a negative index
+# starts from zeros and writes nothing.
+for sdt in (torch.float32, torch.bfloat16):
+    lens, Hq, HV, K, slots = [40, 1, 90], 4, 8, 128, 6
+    T = sum(lens)
+    gen = torch.Generator(device="cuda").manual_seed(31)
+    q = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    k = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    v = torch.randn(1, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    a = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+    A_log = torch.rand(HV, device="cuda", generator=gen) * 2
+    dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
+    pool = (torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1).to(sdt)
+    before = pool.clone()
+    idx = torch.tensor([4, -1, 1], device="cuda", dtype=torch.int32)
+    cu = torch.tensor([0, 40, 41, 131], device="cuda", dtype=torch.int32)
+    o, _ = gdn.chunk_gated_delta_rule(q, k, v, a, b, initial_state=pool, output_final_state=True,
+                                      use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True,
+                                      use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
+                                      state_v_first=True, cu_seqlens=cu, initial_state_indices=idx)
+    gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
+    bf = torch.sigmoid(b.float())
+    h0 = torch.stack([before[i].float().transpose(-1, -2) if i >= 0 else
+                      torch.zeros(HV, K, K, device="cuda") for i in idx.tolist()])
+    ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())
+    eo = H.rel(o, ro)
+    eh = H.rel(torch.stack([pool[i].float().transpose(-1, -2) for i in (4, 1)]), rh[[0, 2]])
+    untouched = torch.equal(pool[[0, 2, 3, 5]], before[[0, 2, 3, 5]])
+    tol = 1e-2 if sdt == torch.bfloat16 else 5e-3
+    check(f"pool prefill raw gate, {str(sdt)[6:]} v-first pool by index",
+          eo < tol and eh < tol and untouched,
+          f"o {eo:.2e}, state {eh:.2e}, other slots untouched: {untouched}")
 
 # 5. Cold start: a new process to its first result.
 cold = """
@@ -215,8 +339,8 @@ q, k, v, g, beta, h0 = H.decode_inputs(4)
 torch.cuda.synchronize()
 t2 = time.perf_counter()
 if {which!r} == "deltac":
-    import gdn_decode
-    o, h = gdn_decode.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
+    import gdn
+    o, h = gdn.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
         output_final_state=True, use_qk_l2norm_in_kernel=True)
 else:
     from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as f
@@ -227,7 +351,7 @@ t3 = time.perf_counter()
 print(f"{{(t3 - t2) * 1e3:.1f}} {{(t3 - t0) * 1e3:.1f}}")
 """
 for which in ("deltac", "fla"):
-    code = cold.format(gen=os.path.join(ROOT, "generated", "gdn_decode"),
+    code = cold.format(gen=os.path.join(ROOT, "generated", "gdn"),
                        harness=os.path.dirname(H.__file__), which=which)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ)).stdout.split()

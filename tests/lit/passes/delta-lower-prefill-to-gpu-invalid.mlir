@@ -24,3 +24,14 @@ module attributes {delta.targets = ["sm_90a"]} {
       layout = kv gate = log beta = given chunk = 16 entries = [prefill]
 }
 // CHECK: error: prefill on the GPU needs chunk 32 or 64 and K, V multiples of 32 up to 256, got chunk 16, K = 16, V = 16
+
+// -----
+
+// Buffers that no block of the smallest target can hold are rejected at
+// compile time (not at launch), with the way out: K = V = 256 fits with
+// chunk 32 (the sm_80 limit, 163 KiB, is the binding one here).
+module attributes {delta.targets = ["sm_80", "sm_90a"]} {
+  delta.spec @big rule = gated dims = [256x256] io = bf16 state = f32
+      layout = kv gate = log beta = given chunk = 64 entries = [prefill]
+}
+// CHECK: error: prefill K = 256, V = 256, chunk 64: the recur kernel needs 257536 bytes of shared memory, more than the 166912 a block can have on sm_80; use chunk = 32

@@ -1,0 +1,40 @@
+// The example library behind the Python module (gdn.py): decode and chunked
+// prefill for FLA's fused_recurrent_gated_delta_rule / chunk_gated_delta_rule
+// options (log-space g, given beta) in both state layouts for K = V in
+// {64, 128, 256}, f16 activations too, and the serving form of Qwen3-Next /
+// Qwen3.5 (raw a with A_log/dt_bias, sigmoid b) with an fp32 or bf16 state
+// pool. Decode advances up to 8 tokens per call (speculative decoding,
+// multi-token prediction). K = V = 256 prefill uses chunks of 32 tokens: a
+// chunk of 64 needs more shared memory than a block has.
+
+// FLA: state [N, HV, K, V]; use_qk_l2norm_in_kernel=True.
+delta.spec @fla_kv rule = gated dims = [64x64, 128x128] io = bf16
+    state = f32 layout = kv gate = log beta = given l2norm chunk = 64
+    entries = [prefill, decode] max_t = 8
+
+delta.spec @fla_kv_256 rule = gated dims = [256x256] io = bf16
+    state = f32 layout = kv gate = log beta = given l2norm chunk = 32
+    entries = [prefill, decode] max_t = 8
+
+// FLA with state_v_first=True: state [N, HV, V, K].
+delta.spec @fla_vk rule = gated dims = [64x64, 128x128] io = bf16
+    state = f32 layout = vk gate = log beta = given l2norm chunk = 64
+    entries = [prefill, decode] max_t = 8
+
+delta.spec @fla_vk_256 rule = gated dims = [256x256] io = bf16
+    state = f32 layout = vk gate = log beta = given l2norm chunk = 32
+    entries = [prefill, decode] max_t = 8
+
+// f16 activations.
+delta.spec @fla_kv_f16 rule = gated dims = [128x128] io = f16 state = f32
+    layout = kv gate = log beta = given l2norm chunk = 64
+    entries = [prefill, decode] max_t = 8
+
+// vLLM / SGLang / FlashInfer pools: raw gate and beta logits, v-first.
+delta.spec @serving rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+    entries = [prefill, decode] max_t = 8
+
+delta.spec @serving_bf16 rule = gated dims = [128x128] io = bf16
+    state = bf16 layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+    entries = [prefill, decode] max_t = 8

@@ -1,0 +1,141 @@
+/* deltac_api.h - argument structs and status shared by generated libraries.
+ *
+ * Plain C structs so the same arguments serve the C++ API, the extern "C"
+ * API and ctypes. Copied verbatim into every generated library. */
+#ifndef DELTAC_API_H
+#define DELTAC_API_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum deltac_dtype {
+  DELTAC_BF16 = 0,
+  DELTAC_F16 = 1,
+  DELTAC_F32 = 2
+} deltac_dtype;
+
+/* Status codes returned by every entry point. */
+enum {
+  DELTAC_OK = 0,
+  DELTAC_INVALID_ARGUMENT = 1, /* nothing was launched or written */
+  DELTAC_UNSUPPORTED = 2,      /* no specialization covers the call */
+  DELTAC_CUDA_ERROR = 3        /* driver missing, load or launch failed */
+};
+
+/* One decode call: T = 1..max_t tokens for each of B rows, states in a pool;
+ * or, with cu_seqlens, B rows of 0..max_t tokens each packed into T tokens.
+ * Token-major tensors: q, k [tokens, stride q_stride / k_stride elements
+ * between tokens, head h at h*K]; v, o likewise with value heads at hv*V.
+ * g and beta are contiguous [tokens, HV]. Strides of 0 mean contiguous. */
+typedef struct deltac_decode_args {
+  int64_t K, V;   /* head dims: select the specialization */
+  int64_t B, T;   /* rows and tokens per row (1 <= T <= max_t); with
+                     cu_seqlens, T = all tokens of the call (>= 1) */
+  int64_t H, HV;  /* query/key heads and value heads, HV % H == 0 */
+  deltac_dtype io_dtype;    /* dtype of q, k, v, o (and raw a, beta) */
+  deltac_dtype state_dtype; /* dtype of the pool */
+  const void *q;
+  int64_t q_stride;
+  const void *k;
+  int64_t k_stride;
+  const void *v;
+  int64_t v_stride;
+  void *o;
+  int64_t o_stride;
+  const void *g;        /* log g (f32), alpha (f32) or raw a (io dtype) */
+  const void *beta;     /* beta or its logits b (io dtype) */
+  const float *A_log;   /* [HV], raw gates only */
+  const float *dt_bias; /* [HV], raw gates only */
+  void *state;          /* pool [slots, HV, V, K] (vk) or [slots, HV, K, V] */
+  int64_t slots;
+  const int32_t *initial_state_indices; /* [B]; null: row b uses slot b */
+  const int32_t *output_state_indices;  /* [B]; null: write the slot read */
+  void *step_states;    /* [tokens, HV, state] per-step states, or null */
+  int32_t keep_pool;    /* nonzero: leave the pool unchanged */
+  int32_t *error_flag;  /* device int32 set to 1 on an index >= slots */
+  float scale;
+  int32_t debug_checks; /* nonzero: copy indices to the host and check them
+                           (synchronises: not for CUDA graphs) */
+  /* vLLM's speculative decoding, or null: slots [B, state_indices_2d_stride]
+   * (stride 0 = T). Row b reads slot [b, num_accepted_tokens[b] - 1] (column
+   * 0 when num_accepted_tokens is null) and writes the state after token t
+   * to slot [b, t]; a negative slot is skipped. Excludes the 1-D indices. */
+  const int32_t *state_indices_2d;
+  int64_t state_indices_2d_stride;
+  const int32_t *num_accepted_tokens;
+  /* Varlen decode (vLLM's query_start_loc), or null: int32 [B + 1] on the
+   * device, row b is tokens [cu_seqlens[b], cu_seqlens[b + 1]). The kernel
+   * checks 0 = cu_seqlens[0] <= ... <= cu_seqlens[B] = T, every row <=
+   * max_t tokens (and <= state_indices_2d_stride, which must then be
+   * given): a row that fails is skipped (no o, no state) and raises
+   * error_flag; debug_checks checks it all on the host first. */
+  const int32_t *cu_seqlens;
+} deltac_decode_args;
+
+/* One prefill call: N sequences packed into T tokens (B = 1), chunked.
+ * Token-major tensors as for decode: q, k [T, q_stride / k_stride, head h at
+ * h*K]; v, o [T, v_stride / o_stride, head hv at hv*V]; g, beta [T, HV].
+ * cu_seqlens [N + 1] (int32, or int64 with cu_seqlens_i64) lives on the
+ * device: 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = T is checked by the
+ * kernels (error_flag) and, with debug_checks, on the host. Null cu_seqlens:
+ * N sequences of T / N tokens. States: initial_state / final_state are
+ * [rows, HV, V, K] (vk) or [rows, HV, K, V] with rows = slots; sequence n
+ * uses row initial_state_indices[n] / output_state_indices[n] (null: row n;
+ * output null: the row read); a negative index skips the read (zeros) or
+ * the write; an index >= slots does too and raises error_flag. Either state
+ * may be null (zeros / not written). The workspace (prefill_workspace_bytes)
+ * is scratch owned by the caller; calls on different streams need their
+ * own. */
+typedef struct deltac_prefill_args {
+  int64_t K, V;   /* head dims: select the specialization */
+  int64_t T, N;   /* total tokens, sequences */
+  int64_t H, HV;  /* query/key heads and value heads, HV % H == 0 */
+  deltac_dtype io_dtype;
+  deltac_dtype state_dtype;
+  const void *q;
+  int64_t q_stride;
+  const void *k;
+  int64_t k_stride;
+  const void *v;
+  int64_t v_stride;
+  void *o;
+  int64_t o_stride;
+  const void *g;        /* log g (f32), alpha (f32) or raw a (io dtype) */
+  const void *beta;     /* beta or its logits b (io dtype) */
+  const float *A_log;   /* [HV], raw gates only */
+  const float *dt_bias; /* [HV], raw gates only */
+  const void *initial_state;
+  void *final_state;
+  int64_t slots;        /* rows of the state tensors (0: N) */
+  const int32_t *initial_state_indices; /* [N] or null */
+  const int32_t *output_state_indices;  /* [N] or null */
+  const void *cu_seqlens;
+  int32_t cu_seqlens_i64;
+  void *workspace;
+  int64_t workspace_bytes;
+  int32_t *error_flag;  /* device int32, set to 1 on bad device data */
+  float scale;
+  int32_t debug_checks; /* nonzero: check cu_seqlens and indices on the
+                           host (synchronises: not for CUDA graphs) */
+} deltac_prefill_args;
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+#include <string>
+
+namespace deltac {
+/// What every C++ entry point returns: ok(), or a code and a message that
+/// names the offending argument or carries the driver's message.
+struct Status {
+  int code = DELTAC_OK;
+  std::string message;
+  bool ok() const { return code == DELTAC_OK; }
+};
+} // namespace deltac
+#endif
+
+#endif /* DELTAC_API_H */

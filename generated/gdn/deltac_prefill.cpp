@@ -1,0 +1,268 @@
+// deltac_prefill.cpp - host-side checks and launch of the prefill kernels.
+#include "deltac_prefill.h"
+#include "deltac_checks.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+namespace deltac_rt {
+namespace {
+int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
+
+int64_t maxChunks(const PrefillVariant &v, int64_t T, int64_t N) {
+  return (T + v.chunk - 1) / v.chunk + N;
+}
+
+/// Debug mode: cu_seqlens and the state indices, copied and checked.
+deltac::Status checkDeviceData(const deltac_prefill_args &a, int64_t slots,
+                               void *stream) {
+  std::string error;
+  if (a.cu_seqlens) {
+    std::vector<int64_t> cu(a.N + 1);
+    if (a.cu_seqlens_i64) {
+      if (!copyToHost(cu.data(), a.cu_seqlens, cu.size() * 8, stream, &error))
+        return {DELTAC_CUDA_ERROR, error};
+    } else {
+      std::vector<int32_t> c32(a.N + 1);
+      if (!copyToHost(c32.data(), a.cu_seqlens, c32.size() * 4, stream,
+                      &error))
+        return {DELTAC_CUDA_ERROR, error};
+      cu.assign(c32.begin(), c32.end());
+    }
+    if (cu[0] != 0)
+      return invalid("cu_seqlens[0] = " + std::to_string(cu[0]) +
+                     " must be 0");
+    for (int64_t n = 0; n < a.N; ++n)
+      if (cu[n + 1] < cu[n])
+        return invalid("cu_seqlens decreases at " + std::to_string(n + 1) +
+                       " (" + std::to_string(cu[n]) + " then " +
+                       std::to_string(cu[n + 1]) + ")");
+    if (cu[a.N] != a.T)
+      return invalid("cu_seqlens[N] = " + std::to_string(cu[a.N]) +
+                     " must equal T = " + std::to_string(a.T));
+  }
+  for (auto [name, idx] :
+       {std::pair<const char *, const int32_t *>{"initial_state_indices",
+                                                 a.initial_state_indices},
+        {"output_state_indices", a.output_state_indices}}) {
+    if (!idx)
+      continue;
+    std::vector<int32_t> host(a.N);
+    if (!copyToHost(host.data(), idx, host.size() * 4, stream, &error))
+      return {DELTAC_CUDA_ERROR, error};
+    for (int64_t n = 0; n < a.N; ++n)
+      if (host[n] >= slots)
+        return invalid(std::string(name) + "[" + std::to_string(n) + "] = " +
+                       std::to_string(host[n]) + " is not below slots = " +
+                       std::to_string(slots));
+  }
+  return {};
+}
+} // namespace
+
+int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
+                              int64_t HV) {
+  int64_t C = v.chunk, K = v.K, V = v.V, chunks = maxChunks(v, T, N) * HV;
+  int64_t total = align256((N + 1) * 4);
+  for (int64_t per : {int64_t(4), C * K * 2, C * V * 2, C * K * 2, K * C * 2,
+                      C * C * 2})
+    total += align256(chunks * per);
+  return total;
+}
+
+const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
+                                         int count, int64_t K, int64_t V,
+                                         deltac::Status &status) {
+  std::string available;
+  for (int i = 0; i < count; ++i) {
+    if (variants[i].K == K && variants[i].V == V)
+      return &variants[i];
+    // Variants of one (K, V) are adjacent in the table: list each pair once.
+    if (i > 0 && variants[i - 1].K == variants[i].K &&
+        variants[i - 1].V == variants[i].V)
+      continue;
+    available += (available.empty() ? "" : ", ") +
+                 std::to_string(variants[i].K) + "x" +
+                 std::to_string(variants[i].V);
+  }
+  status = {DELTAC_UNSUPPORTED, "K = " + std::to_string(K) + ", V = " +
+                                    std::to_string(V) +
+                                    ": no prefill specialization (available: " +
+                                    available + ")"};
+  return nullptr;
+}
+
+const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
+                                           int count, int64_t K, int64_t V,
+                                           int64_t N, int64_t HV, int sms) {
+  const PrefillVariant *last = nullptr;
+  for (int i = 0; i < count; ++i) {
+    const PrefillVariant &c = variants[i];
+    if (c.K != K || c.V != V)
+      continue;
+    last = &c;
+    // Half a wave suffices: one wave of wide blocks beats two of narrow
+    // ones (a narrow block is not twice as fast; measured on the H200).
+    if (2 * N * HV * int64_t(c.valueTiles) >= c.minBlocksPerSM * int64_t(sms))
+      return &c;
+  }
+  return last;
+}
+
+unsigned recurSharedBytes(const PrefillVariant &v, int64_t maxShared) {
+  bool deeper = v.smemRecurStage > 0 &&
+                int64_t(v.smemRecur) + v.smemRecurStage <= maxShared;
+  return v.smemRecur + (deeper ? v.smemRecurStage : 0);
+}
+
+deltac::Status runPrefill(const PrefillVariant *variants, int count,
+                          const deltac_prefill_args &a, void *stream) {
+  deltac::Status status;
+  const PrefillVariant *found =
+      findPrefillVariant(variants, count, a.K, a.V, status);
+  if (!found)
+    return status;
+  const PrefillVariant &v = *found;
+  if (std::string e = checkDtypes(a.io_dtype, a.state_dtype, v.io, v.state);
+      !e.empty())
+    return invalid(e);
+  if (a.N < 1 || a.N > (int64_t(1) << 30))
+    return invalid("N = " + std::to_string(a.N) + " must lie in [1, 2^30]");
+  if (a.T < 0 || a.T > (int64_t(1) << 40))
+    return invalid("T = " + std::to_string(a.T) + " must lie in [0, 2^40]");
+  if (!a.cu_seqlens && a.T % a.N != 0)
+    return invalid("T = " + std::to_string(a.T) + " must be a multiple of "
+                   "N = " + std::to_string(a.N) + " without cu_seqlens");
+  if (std::string e = checkHeads(a.H, a.HV); !e.empty())
+    return invalid(e);
+  // The grids are one-dimensional: N * HV * (V / 16) recur blocks and
+  // (T / C + N) * HV chunks blocks at most.
+  if (a.N * a.HV * (a.V / 16) >= (int64_t(1) << 31) ||
+      maxChunks(v, a.T, a.N) * a.HV >= (int64_t(1) << 31))
+    return invalid("T = " + std::to_string(a.T) + ", N = " +
+                   std::to_string(a.N) + ", HV = " + std::to_string(a.HV) +
+                   " is too large (N * HV * V / 16 and (T / chunk + N) * HV "
+                   "must stay below 2^31)");
+  int64_t slots = a.slots == 0 ? a.N : a.slots;
+  if (slots < 1)
+    return invalid("slots = " + std::to_string(a.slots) +
+                   " must be positive (or 0 for N)");
+  if (!a.initial_state_indices && !a.output_state_indices && slots < a.N)
+    return invalid("slots = " + std::to_string(slots) + " is below N = " +
+                   std::to_string(a.N) + " (without indices, sequence n "
+                   "uses row n)");
+  for (auto [name, p] : {std::pair<const char *, const void *>{"q", a.q},
+                         {"k", a.k},
+                         {"v", a.v},
+                         {"o", a.o},
+                         {"beta", a.beta},
+                         {"workspace", a.workspace}})
+    if (std::string e = needPointer(name, p); !e.empty())
+      return invalid(e);
+  if (!a.error_flag)
+    return invalid("error_flag must not be null");
+  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.dt_bias);
+      !e.empty())
+    return invalid(e);
+  for (auto [name, p] :
+       {std::pair<const char *, const void *>{"initial_state",
+                                              a.initial_state},
+        {"final_state", a.final_state},
+        {"cu_seqlens", a.cu_seqlens}})
+    if (p && !aligned16(p))
+      return invalid(std::string(name) + " must be 16-byte aligned");
+  int64_t need = prefillWorkspaceBytes(v, a.T, a.N, a.HV);
+  if (a.workspace_bytes < need)
+    return invalid("workspace_bytes = " + std::to_string(a.workspace_bytes) +
+                   " is below the " + std::to_string(need) +
+                   " bytes this call needs (prefill_workspace_bytes)");
+  int64_t ioBytes = dtypeBytes(v.io);
+  int64_t multiple = 16 / ioBytes;
+  int64_t qs, ks, vs, os;
+  for (std::string e :
+       {tokenStride("q_stride", a.q_stride, a.H * v.K, multiple, qs),
+        tokenStride("k_stride", a.k_stride, a.H * v.K, multiple, ks),
+        tokenStride("v_stride", a.v_stride, a.HV * v.V, multiple, vs),
+        tokenStride("o_stride", a.o_stride, a.HV * v.V, multiple, os)})
+    if (!e.empty())
+      return invalid(e);
+  if (a.debug_checks)
+    if (deltac::Status s = checkDeviceData(a, slots, stream); !s.ok())
+      return s;
+  if (a.T == 0 && !a.final_state)
+    return {}; // nothing to compute or write
+  // The dispatch table: the SM count only matters when a predicate asks.
+  int sms = 0;
+  std::string error;
+  for (int i = 0; i < count && sms == 0; ++i)
+    if (variants[i].K == a.K && variants[i].V == a.V &&
+        variants[i].minBlocksPerSM > 0 &&
+        (sms = multiprocessorCount(&error)) == 0)
+      return {DELTAC_CUDA_ERROR, error};
+  const PrefillVariant *chosen =
+      choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms);
+  // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
+  // variant whatever the table says, when the library has it.
+  static const long forcedTile = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_VALUE_TILE");
+    return e ? std::strtol(e, nullptr, 10) : 0L;
+  }();
+  for (int i = 0; i < count && forcedTile > 0; ++i)
+    if (variants[i].K == a.K && variants[i].V == a.V &&
+        variants[i].valueTiles * forcedTile == a.V)
+      chosen = &variants[i];
+
+  // One more chunk in flight in recur where the device has the room.
+  // DELTAC_PREFILL_RECUR_STAGES=2 withholds it, so the two-stage ring (what
+  // an A100 runs) can be tested on a Hopper GPU.
+  static const bool twoStages = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_RECUR_STAGES");
+    return e && std::strtol(e, nullptr, 10) == 2;
+  }();
+  int mostShared = 0;
+  if (chosen->smemRecurStage > 0 && !twoStages &&
+      (mostShared = maxSharedPerBlock(&error)) == 0)
+    return {DELTAC_CUDA_ERROR, error};
+  unsigned recurSmem = recurSharedBytes(*chosen, mostShared);
+
+  // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
+  const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
+             *aLog = a.A_log, *dt = a.dt_bias, *s0 = a.initial_state,
+             *inIdx = a.initial_state_indices,
+             *outIdx = a.output_state_indices, *cu = a.cu_seqlens;
+  void *o = a.o, *sf = a.final_state, *work = a.workspace,
+       *flag = a.error_flag;
+  int32_t cuI64 = a.cu_seqlens_i64 ? 1 : 0;
+  int64_t T = a.T;
+  int32_t N = (int32_t)a.N, H = (int32_t)a.H, HV = (int32_t)a.HV;
+  int32_t chunks = (int32_t)maxChunks(v, a.T, a.N);
+  float scale = a.scale;
+  void *params[] = {&q,     &k,    &vv,    &o,    &g,     &beta,   &aLog,
+                    &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
+                    &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
+                    &qs,    &ks,   &vs,    &os,   &slots, &scale};
+  if (!chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
+                           chosen->smemPrep) ||
+      !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->threads,
+                             stream, params, &error, chosen->smemChunks) ||
+      !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
+                            chosen->threads, stream, params, &error,
+                            recurSmem))
+    return {DELTAC_CUDA_ERROR, error};
+  return {};
+}
+
+const char *const *prefillParamNames(int *count) {
+  static const char *const names[] = {
+      "q",        "k",       "v",          "o",          "g",
+      "beta",     "a_log",   "dt_bias",    "initial_state", "final_state",
+      "in_idx",   "out_idx", "cu_seqlens", "work",       "error_flag",
+      "cu_is_i64", "T",      "N",          "H",          "HV",
+      "max_chunks", "q_stride", "k_stride", "v_stride",  "o_stride",
+      "slots",    "scale"};
+  *count = sizeof(names) / sizeof(names[0]);
+  return names;
+}
+
+} // namespace deltac_rt
