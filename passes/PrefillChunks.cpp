@@ -64,7 +64,7 @@ void PrefillEmitter::emitChunks() {
       Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
       Value from = gep(src, s.ioType,
                        add(add(mul(tok, stride), headOffset), toI64(mul(piece, cI32(perPiece)))));
-      Value to = gep(dst, bf16, add(mul(r, cI32(width + kPad)), mul(piece, cI32(perPiece))));
+      Value to = gep(dst, opType, add(mul(r, cI32(width + kPad)), mul(piece, cI32(perPiece))));
       LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
                                     ValueRange{to, from});
     }, /*unroll=*/true);
@@ -114,25 +114,25 @@ void PrefillEmitter::emitChunks() {
   }
   waitCopies();
   barrier();
-  // (3) q and k rows L2-normalised in place (bf16; padding rows zero), a
+  // (3) q and k rows L2-normalised in place (16-bit; padding rows zero), a
   // warp per row, K / 32 elements per lane; the recurrence's Qg = scale Q
   // e^G and Kd = K e^(G_last - G) go straight to the workspace (row-major,
   // one vector store per lane).
   int64_t epl = K / 32, warps = plan.threads / 32;
   {
-    Value qg = gep(workRegion(4), bf16, mul(ch, cI64(C * K)));
-    Value kd = gep(workRegion(5), bf16, mul(ch, cI64(C * K)));
+    Value qg = gep(workRegion(4), opType, mul(ch, cI64(C * K)));
+    Value kd = gep(workRegion(5), opType, mul(ch, cI64(C * K)));
     auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(warps));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(rowLoop.getBody());
     Value i = rowLoop.getInductionVar();
     Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
     Value col = mul(lane, cI32(epl));
-    auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, bf16);
+    auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, opType);
     for (int which = 0; which < 2; ++which) {
       Value buf = which ? qb : kb;
       Value at = add(mul(i, cI32(K + kPad)), col);
-      Value vec = LLVM::LoadOp::create(b, inVec, gep(buf, bf16, at), epl * 2);
+      Value vec = LLVM::LoadOp::create(b, inVec, gep(buf, opType, at), epl * 2);
       SmallVector<Value> x;
       Value ss = cF32(0.0);
       for (int64_t e = 0; e < epl; ++e) {
@@ -147,24 +147,12 @@ void PrefillEmitter::emitChunks() {
       Value normed = LLVM::UndefOp::create(b, outVec), gatedRow = LLVM::UndefOp::create(b, outVec);
       for (int64_t e = 0; e < epl; ++e) {
         Value y = fmul(x[e], scale);
-        normed = LLVM::InsertElementOp::create(b, normed, toBf16(y), cI32(e));
-        gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toBf16(fmul(y, factor)), cI32(e));
+        normed = LLVM::InsertElementOp::create(b, normed, toOp(y), cI32(e));
+        gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, factor)), cI32(e));
       }
-      storeVec(normed, buf, bf16, at, epl * 2);
-      storeVec(gatedRow, which ? qg : kd, bf16, add(mul(i, cI32(K)), col), epl * 2);
+      storeVec(normed, buf, opType, at, epl * 2);
+      storeVec(gatedRow, which ? qg : kd, opType, add(mul(i, cI32(K)), col), epl * 2);
     }
-  }
-  // f16 v rows become bf16 operands in place.
-  if (!s.ioType.isBF16()) {
-    threadLoop(C * V / 8, [&](Value e) {
-      Value at = add(mul(divu(e, cI32(V / 8)), cI32(V + kPad)), mul(remu(e, cI32(V / 8)), cI32(8)));
-      Value vec = LLVM::LoadOp::create(b, VectorType::get({8}, s.ioType), gep(vb, bf16, at), 16);
-      Value out = LLVM::UndefOp::create(b, VectorType::get({8}, bf16));
-      for (int64_t x = 0; x < 8; ++x)
-        out = LLVM::InsertElementOp::create(
-            b, out, toBf16(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(x)).getResult())), cI32(x));
-      storeVec(out, vb, bf16, at, 16);
-    });
   }
   barrier();
   // exp(Gamma_i - Gamma_j) on keep (i >= j) only; the argument is selected
@@ -184,9 +172,9 @@ void PrefillEmitter::emitChunks() {
   auto copyOut = [&](int64_t cols, Value dst) {
     threadLoop(C * cols / 8, [&](Value e) {
       Value i = divu(e, cI32(cols / 8)), col = mul(remu(e, cI32(cols / 8)), cI32(8));
-      auto vt = VectorType::get({8}, bf16);
-      Value v = LLVM::LoadOp::create(b, vt, gep(stage, bf16, add(mul(i, cI32(cols + kPad)), col)), 16);
-      storeVec(v, dst, bf16, add(mul(i, cI32(cols)), col), 16);
+      auto vt = VectorType::get({8}, opType);
+      Value v = LLVM::LoadOp::create(b, vt, gep(stage, opType, add(mul(i, cI32(cols + kPad)), col)), 16);
+      storeVec(v, dst, opType, add(mul(i, cI32(cols)), col), 16);
     }, /*unroll=*/true);
   };
   // (4) chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M,
@@ -202,11 +190,11 @@ void PrefillEmitter::emitChunks() {
         Value scaled = fmul(fmul(e ? x1 : x0, decay(causal, i, col)), param(pScale));
         out[e] = sel(causal, scaled, cF32(0.0));
       }
-      storeVec(pack2(out[0], out[1], bf16), stage, bf16, add(mul(i, cI32(C + kPad)), jj), 4);
+      storeVec(pack2(out[0], out[1], opType), stage, opType, add(mul(i, cI32(C + kPad)), jj), 4);
     });
   }
   barrier();
-  copyOut(C, gep(workRegion(6), bf16, mul(ch, cI64(C * C))));
+  copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * C))));
   // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
   {
     SmallVector<Frag> acc = zeroFrags(C, C);
@@ -318,28 +306,28 @@ void PrefillEmitter::emitChunks() {
     Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
     Value a4 = load4(af, add(mul(i, cI32(ldL)), jj));
     Value at = add(mul(i, cI32(C + kPad)), jj);
-    auto vt = VectorType::get({4}, bf16);
+    auto vt = VectorType::get({4}, opType);
     auto scaled = [&](Value factors) {
       Value f4 = load4(factors, jj);
       Value v = LLVM::UndefOp::create(b, vt);
       for (int64_t x = 0; x < 4; ++x)
-        v = LLVM::InsertElementOp::create(b, v, toBf16(fmul(elt(a4, x), elt(f4, x))), cI32(x));
+        v = LLVM::InsertElementOp::create(b, v, toOp(fmul(elt(a4, x), elt(f4, x))), cI32(x));
       return v;
     };
-    storeVec(scaled(bEG), ab1, bf16, at, 8);
-    storeVec(scaled(betaS), ab2, bf16, at, 8);
+    storeVec(scaled(bEG), ab1, opType, at, 8);
+    storeVec(scaled(betaS), ab2, opType, at, 8);
   });
   barrier();
   auto product = [&](Value a, Operand rhs, int64_t cols, int64_t which) {
     SmallVector<Frag> acc = zeroFrags(C, cols);
     mma(Operand{a, C + kPad}, rhs, C, cols, C, acc);
     forEachPair(C, cols, acc, [&](Value i, Value col, Value x0, Value x1) {
-      storeVec(pack2(x0, x1, bf16), stage, bf16, add(mul(i, cI32(cols + kPad)), col), 4);
+      storeVec(pack2(x0, x1, opType), stage, opType, add(mul(i, cI32(cols + kPad)), col), 4);
     });
     barrier();
-    copyOut(cols, gep(workRegion(which), bf16, mul(ch, cI64(C * cols))));
+    copyOut(cols, gep(workRegion(which), opType, mul(ch, cI64(C * cols))));
   };
-  // A's fp32 rows are dead: the products' bf16 results are staged there.
+  // A's fp32 rows are dead: the products' 16-bit results are staged there.
   product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);
   barrier();
   product(ab2, Operand{vb, V + kPad, /*kRows=*/true}, V, 3);

@@ -28,13 +28,19 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
                          int64_t Kd, SmallVectorImpl<Frag> &acc) {
   MLIRContext *ctx = b.getContext();
   auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  // Operands in the activations' 16-bit type: f16 keeps its 3 more mantissa
+  // bits (FLA's f16 path computes in f16 too).
+  std::string mmaAsm =
+      std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
+      (opType.isF16() ? "f16.f16" : "bf16.bf16") +
+      ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
   // This lane's row of the ldmatrix matrices: lanes 8j..8j+7 address the
   // rows of matrix j. A (x4): matrices (m, k), (m+8, k), (m, k+8),
   // (m+8, k+8) = fragment registers a0..a3; B (x2): (k, n), (k+8, n).
   Value r8 = remu(lane, cI32(8)), j = divu(lane, cI32(8));
   Value jLo = remu(j, cI32(2)), jHi = divu(j, cI32(2));
   auto addr = [&](const Operand &op, Value row, Value col) {
-    return gep(op.base, bf16, toI64(add(mul(row, cI32(op.ld)), col)));
+    return gep(op.base, opType, toI64(add(mul(row, cI32(op.ld)), col)));
   };
   // A single accumulator chain is split in two (even and odd k steps) so
   // consecutive mma.sync do not wait on each other.
@@ -76,8 +82,7 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
       auto op = LLVM::InlineAsmOp::create(
           b, resType,
           ValueRange{ar[0], ar[1], ar[2], ar[3], br[0], br[1], f.c[0], f.c[1], f.c[2], f.c[3]},
-          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-          "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};",
+          mmaAsm,
           "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
           /*is_align_stack=*/false, LLVM::TailCallKind::None,
           LLVM::AsmDialectAttr(), ArrayAttr());
@@ -95,7 +100,7 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
 
 // Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
 // [1] gamma_last f32; [2] W [C, K]; [3] U [C, V]; [4] Qg [C, K];
-// [5] Kd [C, K]; [6] P [C, C] (bf16, all row-major). Regions start on 256-byte bounds.
+// [5] Kd [C, K]; [6] P [C, C] (16-bit, all row-major). Regions start on 256-byte bounds.
 Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   int64_t C = s.chunk, K = s.k, V = s.v;

@@ -3,8 +3,8 @@
 // What the three prefill kernels (PrefillKernel.h) are built from: the
 // parameter order, the shared-memory layouts of chunks and recur, and
 // PrefillEmitter, which turns them into gpu.func + llvm + nvvm. Tensor-core
-// products are mma.sync.m16n8k16 with bf16 operands loaded from shared
-// memory by ldmatrix (.trans where an operand's rows are the reduction
+// products are mma.sync.m16n8k16 with 16-bit operands in the activations'
+// type (bf16 or f16; "16-bit" below) loaded from shared memory by ldmatrix (.trans where an operand's rows are the reduction
 // index, so nothing is transposed in memory). Rows are padded by 8
 // elements: 16-byte aligned, and the 8 rows of an ldmatrix matrix fall in
 // different banks. The kernels' bodies live in PrefillEmitter.cpp (prep and
@@ -34,14 +34,14 @@ enum Param {
   pQStride, pKStride, pVStride, pOStride, pSlots, pScale
 };
 
-constexpr int64_t kPad = 8; // bf16 elements of row padding in shared memory
+constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
 inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 
 /// Shared-memory regions of the chunks kernel (byte offsets). kb, qb, vb
-/// first receive the raw k, q, v rows (cp.async) and are then normalised /
-/// converted to bf16 in place; lf and af hold L and its inverse in fp32.
+/// first receive the raw k, q, v rows (cp.async); q and k are then
+/// normalised in place; lf and af hold L and its inverse in fp32.
 /// One region is reused three times: Q until Q K^T is done, then L (and,
-/// after it, the solve's scratch), then the two bf16 factors of the WY
+/// after it, the solve's scratch), then the two 16-bit factors of the WY
 /// products, A diag(beta e^G) and A diag(beta). With K = V = 128, C = 64
 /// that is 72 KiB: 3 blocks per SM.
 struct ChunksSmem {
@@ -57,7 +57,7 @@ struct ChunksSmem {
     qb = lf = ab1 = take(std::max(qOrL + scratch, 2 * abBytes));
     tmp = qb + qOrL;
     ab2 = ab1 + abBytes;
-    // A's fp32 rows; also the staging area of the results (bf16 rows).
+    // A's fp32 rows; also the staging area of the results (16-bit rows).
     af = take(std::max(C * (C + 4) * 4, C * (std::max({C, K, V}) + kPad) * 2));
     vb = take(C * (V + kPad) * 2);
     gam = take(C * 4);
@@ -70,7 +70,7 @@ struct ChunksSmem {
   }
 };
 
-/// Shared-memory regions of the recur kernel: S and V' row-major (bf16
+/// Shared-memory regions of the recur kernel: S and V' row-major (16-bit
 /// operands of the products), then `stages` copies of a chunk's operands
 /// (W, Kd, the U tile, G_last, Qg, P), `stage` bytes apart, filled by
 /// cp.async up to stages - 1 chunks ahead. The kernel reads the stage count
@@ -101,7 +101,7 @@ struct Frag {
   Value c[4];
 };
 
-/// A bf16 mma operand in shared memory: row stride `ld` elements (a
+/// A 16-bit mma operand in shared memory: row stride `ld` elements (a
 /// multiple of 8, so every row of 8 is one aligned 16-byte ldmatrix row).
 /// `kRows`: the rows are indexed by the reduction dimension (A stored as
 /// [k][m], B as [k][n], i.e. row-major B); otherwise A is [m][k] and B
@@ -118,7 +118,7 @@ public:
   PrefillEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                  const PrefillSpec &s, const PrefillPlan &plan, Value smem)
       : KernelEmitter(b), func(func), s(s), plan(plan), smem(smem) {
-    bf16 = b.getBF16Type();
+    opType = s.ioType; // bf16 or f16 (the lowering rejects others)
     tid = arith::IndexCastOp::create(b, i32, gpu::ThreadIdOp::create(b, gpu::Dimension::x));
     warp = arith::DivUIOp::create(b, tid, cI32(32));
     lane = arith::RemUIOp::create(b, tid, cI32(32));
@@ -150,7 +150,7 @@ private:
   Value minS(Value x, Value y) { return arith::MinSIOp::create(b, x, y); }
   Value sel(Value c, Value x, Value y) { return arith::SelectOp::create(b, c, x, y); }
   Value toI32(Value v) { return v.getType() == i32 ? v : arith::TruncIOp::create(b, i32, v).getResult(); }
-  Value toBf16(Value v) { return arith::TruncFOp::create(b, bf16, v); }
+  Value toOp(Value v) { return arith::TruncFOp::create(b, opType, v); }
   Value param(Param p) { return func.getArgument(p); }
   void barrier() { gpu::BarrierOp::create(b); }
   /// Emits body() under `if (cond)` (no results, no else).
@@ -245,7 +245,7 @@ private:
     }
     return {mul(mt, cI32(16)), mul(nt, cI32(8))};
   }
-  /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles, bf16 operands in
+  /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles, 16-bit operands in
   /// shared memory loaded with ldmatrix (.trans where the operand's rows
   /// are the reduction index).
   void mma(Operand A, Operand B, int64_t M, int64_t N, int64_t Kd,
@@ -314,7 +314,7 @@ private:
     b.setInsertionPointToStart(loop.getBody());
     guarded(add(tid, loop.getInductionVar()));
   }
-  /// Starts copying `rows` x `cols` bf16 (cols % 8 == 0) from global (row
+  /// Starts copying `rows` x `cols` 16-bit elements (cols % 8 == 0) from global (row
   /// stride `cols`) to shared memory (row stride cols + pad) with cp.async,
   /// 16 bytes per instruction, all in flight; waitCopies() completes them.
   void copyTile(Value dst, Value src, Value srcBase, int64_t rows, int64_t cols,
@@ -324,8 +324,8 @@ private:
       srcStride = cols;
     threadLoop(rows * vecs, [&](Value i) {
       Value r = divu(i, cI32(vecs)), c = mul(arith::RemUIOp::create(b, i, cI32(vecs)), cI32(8));
-      Value from = gep(src, bf16, add(srcBase, toI64(add(mul(r, cI32(srcStride)), c))));
-      Value to = gep(dst, bf16, toI64(add(mul(r, cI32(cols + kPad)), c)));
+      Value from = gep(src, opType, add(srcBase, toI64(add(mul(r, cI32(srcStride)), c))));
+      Value to = gep(dst, opType, toI64(add(mul(r, cI32(cols + kPad)), c)));
       LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
                                     ValueRange{to, from});
     }, /*unroll=*/true);
@@ -353,7 +353,7 @@ private:
   const PrefillSpec &s;
   const PrefillPlan &plan;
   Value smem;
-  Type bf16;
+  Type opType;
   Value tid, warp, lane, group, quad;
 };
 

@@ -10,12 +10,13 @@
 //           ops that do not read the state - the prepared inputs (L2 norm,
 //           gate, beta), chunk_cumsum, chunk_kkt, solve_tril, chunk_wy and
 //           the intra-chunk half of chunk_output - written to the workspace
-//           as bf16 tensor-core operands.
+//           as 16-bit tensor-core operands (bf16, or f16 for f16
+//           activations).
 //   recur   one block per (sequence, value head, V tile): the ops that read
 //           the state - chunk_residual, chunk_output, chunk_state_step -
 //           chunk after chunk, the [K, V tile] state in fp32 registers.
 //
-// All products are mma.sync m16n8k16 (bf16 operands from ldmatrix, fp32
+// All products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
 // accumulation); the triangular solve is fp32 in shared memory. recur keeps
 // the next one or two chunks' operands in flight (cp.async, a 2- or 3-stage
 // ring sized by the shared memory the host grants). The grids are

@@ -138,9 +138,9 @@ void PrefillEmitter::emitRecur() {
     commitCopies();
     Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
           gl = stageAt(c, L.gl), qgb = stageAt(c, L.qgb), pb = stageAt(c, L.pb);
-    // S in bf16, row-major: the B operand of W S and Qg S.
+    // S in 16 bits (the operand type), row-major: the B operand of W S and Qg S.
     forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
-      storeVec(pack2(x0, x1, bf16), st, bf16, add(mul(d, cI32(BV + kPad)), col), 4);
+      storeVec(pack2(x0, x1, opType), st, opType, add(mul(d, cI32(BV + kPad)), col), 4);
     });
     barrier();
     Operand sOp{st, BV + kPad, /*kRows=*/true}, vOp{vn, BV + kPad, /*kRows=*/true};
@@ -150,10 +150,10 @@ void PrefillEmitter::emitRecur() {
       mma(Operand{wb, K + kPad}, sOp, C, BV, K, acc);
       forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
         Value at = add(mul(i, cI32(BV + kPad)), col);
-        Value u = LLVM::LoadOp::create(b, VectorType::get({2}, bf16), gep(ub, bf16, at), 4);
+        Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
         Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
         Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
-        storeVec(pack2(fsub(u0, x0), fsub(u1, x1), bf16), vn, bf16, at, 4);
+        storeVec(pack2(fsub(u0, x0), fsub(u1, x1), opType), vn, opType, at, 4);
       });
     }
     // V' complete for every warp.

@@ -125,7 +125,9 @@ class Library:
                              f"(its CMakeLists.txt) and pass its path to load() or set "
                              f"DELTAC_{self.name.upper()}_LIB")
         lib = ctypes.CDLL(path)
-        lib[f"{self.name}_last_error"].restype = ctypes.c_char_p
+        # lib[name] makes a new function object each time: keep this one.
+        self._last_error = lib[f"{self.name}_last_error"]
+        self._last_error.restype = ctypes.c_char_p
         self._lib = lib
         return lib
 
@@ -158,7 +160,7 @@ class Library:
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         rc = lib[f"{self.name}_{spec['name']}_{entry}"](ctypes.byref(a), stream)
         if rc != 0:
-            msg = lib[f"{self.name}_last_error"]().decode()
+            msg = self._last_error().decode()
             if rc in (1, 2):
                 raise ValueError(msg)
             raise RuntimeError(msg)

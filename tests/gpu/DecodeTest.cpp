@@ -179,8 +179,10 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
       filled.push_back(slot);
   }
   std::map<int64_t, std::vector<uint8_t>> poolBytes; // slot -> bytes
-  ref::Problem slotProblem = p;
+  ref::Problem slotProblem = p; // one fixed-length row: one state
   slotProblem.B = 1;
+  slotProblem.T = 1;
+  slotProblem.cuSeqlens.clear();
   for (int64_t slot : filled) {
     std::vector<double> st =
         ref::randomInputs(slotProblem, c.seed * 7919 + slot).initialState;

@@ -34,6 +34,19 @@ def check(name, ok, detail=""):
     print(f"{'PASS' if ok else 'FAIL'} {name:60s} {detail}", flush=True)
 
 
+# Checks that fn raises ValueError mentioning text.
+def raises(name, fn, text):
+    try:
+        fn()
+    except ValueError as e:
+        check(f"ValueError: {name}", text in str(e), str(e)[:90])
+        return
+    except Exception as e:  # noqa: BLE001
+        check(f"ValueError: {name}", False, f"raised {type(e).__name__}: {e}")
+        return
+    check(f"ValueError: {name}", False, "no error")
+
+
 def flat(x):
     return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
 
@@ -133,42 +146,37 @@ raises("debug checks: varlen row > max_t", lambda: gdn.fused_recurrent_gated_del
 del os.environ["DELTAC_DEBUG_CHECKS"]
 
 # vLLM's form: raw a/b, a v-first pool read and written by index, cu_seqlens.
-lens, Hq, HV, K, slots = [3, 1, 0, 2], 4, 8, 128, 7
-T = sum(lens)
-gen = torch.Generator(device="cuda").manual_seed(12)
-q = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-k = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-v = torch.randn(1, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-a = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-b = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-A_log = torch.rand(HV, device="cuda", generator=gen) * 2
-dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
-pool = torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1
-before = pool.clone()
-idx = torch.tensor([5, 0, 3, 6], device="cuda", dtype=torch.int32)
-cu = torch.tensor([0, 3, 4, 4, 6], device="cuda", dtype=torch.int32)
-o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx,
-                                cu_seqlens=cu)
-gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
-bf = torch.sigmoid(b.float())
-h0 = torch.stack([before[i].transpose(-1, -2) for i in idx.tolist()])
-ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())
-eo = H.rel(o, ro)
-eh = H.rel(torch.stack([pool[i].transpose(-1, -2) for i in idx.tolist()]), rh)
-check("pool decode varlen rows [3, 1, 0, 2] (vLLM query_start_loc)", eo < 2.5e-3 and eh < 1e-5,
-      f"o {eo:.2e}, state {eh:.2e}")
+# (A function: its tensors must not replace section 2's, used below.)
+def varlen_pool_decode():
+    lens, Hq, HV, K, slots = [3, 1, 0, 2], 4, 8, 128, 7
+    T = sum(lens)
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    q = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    k = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    v = torch.randn(1, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    a = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+    A_log = torch.rand(HV, device="cuda", generator=gen) * 2
+    dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
+    pool = torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1
+    before = pool.clone()
+    idx = torch.tensor([5, 0, 3, 6], device="cuda", dtype=torch.int32)
+    cu = torch.tensor([0, 3, 4, 4, 6], device="cuda", dtype=torch.int32)
+    o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx,
+                                    cu_seqlens=cu)
+    gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
+    bf = torch.sigmoid(b.float())
+    h0 = torch.stack([before[i].transpose(-1, -2) for i in idx.tolist()])
+    ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())
+    eo = H.rel(o, ro)
+    eh = H.rel(torch.stack([pool[i].transpose(-1, -2) for i in idx.tolist()]), rh)
+    check("pool decode varlen rows [3, 1, 0, 2] (vLLM query_start_loc)", eo < 2.5e-3 and eh < 1e-5,
+          f"o {eo:.2e}, state {eh:.2e}")
 
-# 3. Argument errors raise ValueError naming the argument.
-def raises(name, fn, text):
-    try:
-        fn()
-    except ValueError as e:
-        check(f"ValueError: {name}", text in str(e), str(e)[:90])
-        return
-    except Exception as e:  # noqa: BLE001
-        check(f"ValueError: {name}", False, f"raised {type(e).__name__}: {e}")
-        return
-    check(f"ValueError: {name}", False, "no error")
+
+varlen_pool_decode()
+
+# 3. Argument errors raise ValueError naming the argument (raises(), above).
 
 
 qq, kk, vv, gg, bb, hh = H.decode_inputs(2, H=4, HV=8, T=1)
@@ -288,7 +296,7 @@ for K, v_first, dtype in [(64, False, torch.bfloat16), (128, True, torch.bfloat1
         ph = ph.transpose(-1, -2)
     e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(po, ro), dh=H.rel(ph, rh))
     check(f"chunk_gated_delta_rule K=V={K} {'vk' if v_first else 'kv'} {str(dtype)[6:]}",
-          e["do"] <= max(1.1 * e["fo"], 5e-3) and e["dh"] <= max(1.1 * e["fh"], 5e-3),
+          e["do"] <= max(1.1 * e["fo"], 1e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-3),
           f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e})")
 
 # Prefill on a v-first state pool by index (SGLang/vLLM prefill): raw gate
