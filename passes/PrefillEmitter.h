@@ -70,8 +70,10 @@ struct ChunksSmem {
   }
 };
 
-/// Shared-memory regions of the recur kernel: S and V' row-major (16-bit
-/// operands of the products), then `stages` copies of a chunk's operands
+/// Shared-memory regions of the recur kernel: two copies of S (chunk c
+/// reads copy c % 2 and writes the next state to the other, so one barrier
+/// per chunk orders both) and V', row-major (16-bit operands of the
+/// products), then `stages` copies of a chunk's operands
 /// (W, Kd, the U tile, G_last, Qg, P), `stage` bytes apart, filled by
 /// cp.async up to stages - 1 chunks ahead. The kernel reads the stage count
 /// from its dynamic shared memory size: 2 (total), or 3 where the host could
@@ -81,7 +83,7 @@ struct RecurSmem {
   RecurSmem(const PrefillSpec &s, int64_t bv) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
-    st = take(K * (bv + kPad) * 2);
+    st = take(2 * K * (bv + kPad) * 2);
     vn = take(C * (bv + kPad) * 2);
     int64_t first = off;
     wb = take(C * (K + kPad) * 2);

@@ -110,6 +110,19 @@ void PrefillEmitter::emitRecur() {
       commitCopies();
     });
   }
+  // S in 16 bits (the operand type), row-major: the B operand of W S and
+  // Qg S. Copy `which` (0 or 1) of the two S buffers.
+  int64_t sBytes = K * (BV + kPad) * 2;
+  auto sCopy = [&](Value which) {
+    return gep(st, b.getI8Type(), mul(which, cI32(sBytes)));
+  };
+  auto storeS = [&](Value which) {
+    Value at = sCopy(which);
+    forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
+      storeVec(pack2(x0, x1, opType), at, opType, add(mul(d, cI32(BV + kPad)), col), 4);
+    });
+  };
+  storeS(cI32(0)); // chunk c0 reads copy 0
   SmallVector<Value> init;
   for (Frag &f : S)
     init.append(f.c, f.c + 4);
@@ -122,8 +135,10 @@ void PrefillEmitter::emitRecur() {
       S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-    // Chunk c has landed for every thread, and every thread is done with
-    // chunk c - 1, whose stage the copies of chunk c + stages - 1 reuse.
+    // Chunk c has landed for every thread, S (copy (c - c0) % 2) is
+    // complete, and every thread is done with chunk c - 1: with its stage,
+    // which the copies of chunk c + stages - 1 reuse, and with the other S
+    // copy, which this step overwrites.
     auto ifDeep = scf::IfOp::create(b, deep, true);
     {
       OpBuilder::InsertionGuard g2(b);
@@ -138,12 +153,10 @@ void PrefillEmitter::emitRecur() {
     commitCopies();
     Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
           gl = stageAt(c, L.gl), qgb = stageAt(c, L.qgb), pb = stageAt(c, L.pb);
-    // S in 16 bits (the operand type), row-major: the B operand of W S and Qg S.
-    forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
-      storeVec(pack2(x0, x1, opType), st, opType, add(mul(d, cI32(BV + kPad)), col), 4);
-    });
-    barrier();
-    Operand sOp{st, BV + kPad, /*kRows=*/true}, vOp{vn, BV + kPad, /*kRows=*/true};
+    Value parity = remu(sub(c, c0), cI32(2));
+    Operand sOp{sCopy(parity), BV + kPad, /*kRows=*/true},
+        vOp{vn, BV + kPad, /*kRows=*/true};
+    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
     // chunk_residual: V' = U - W S.
     {
       SmallVector<Frag> acc = zeroFrags(C, BV);
@@ -158,7 +171,15 @@ void PrefillEmitter::emitRecur() {
     }
     // V' complete for every warp.
     barrier();
-    // chunk_output: O = Qg S + P V'.
+    // chunk_state_step first, S = e^G_last S + Kd^T V', so its products
+    // overlap the output's below rather than delaying the next chunk; the
+    // new S goes to the other copy, read after the next barrier.
+    for (Frag &f : S)
+      for (Value &x : f.c)
+        x = fmul(x, decayLast);
+    mma(Operand{kd, K + kPad, /*kRows=*/true}, vOp, K, BV, C, S);
+    storeS(sub(cI32(1), parity));
+    // chunk_output: O = Qg S + P V' (the S this chunk started from).
     {
       SmallVector<Frag> acc = zeroFrags(C, BV);
       mma(Operand{qgb, K + kPad}, sOp, C, BV, K, acc);
@@ -171,12 +192,6 @@ void PrefillEmitter::emitRecur() {
         });
       });
     }
-    // chunk_state_step: S = e^G_last S + Kd^T V'.
-    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
-    for (Frag &f : S)
-      for (Value &x : f.c)
-        x = fmul(x, decayLast);
-    mma(Operand{kd, K + kPad, /*kRows=*/true}, vOp, K, BV, C, S);
     SmallVector<Value> nextS;
     for (Frag &f : S)
       nextS.append(f.c, f.c + 4);

@@ -108,45 +108,50 @@ check("pool decode raw gate, split pool, padding row", eo < 2.5e-3 and eh < 1e-5
 
 # 2b. Varlen decode (cu_seqlens, as vLLM packs a batch): rows of 0..max_t
 # tokens against FLA's fused_recurrent with the same cu_seqlens and fp64.
-lens = [1, 4, 3, 8, 2, 1]
-for v_first in (False, True):
-    q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 4, 8, seed=21 + v_first)
-    fo, fh = fla_recurrent(q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
-                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
-    flag = torch.zeros(1, dtype=torch.int32, device="cuda")
-    init = h0.transpose(-1, -2).contiguous() if v_first else h0
-    do, dh = gdn.fused_recurrent_gated_delta_rule(
-        q, k, v, g=g, beta=beta, initial_state=init, output_final_state=True,
-        use_qk_l2norm_in_kernel=True, cu_seqlens=cu, state_v_first=v_first, error_flag=flag)
-    if v_first:
-        dh = dh.transpose(-1, -2)
-    ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
-    e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(do, ro), dh=H.rel(dh, rh))
-    ok = e["do"] <= max(1.1 * e["fo"], 2.5e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-5) \
-        and int(flag.item()) == 0
-    check(f"fused_recurrent varlen rows {lens} {'vk' if v_first else 'kv'}", ok,
-          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), "
-          f"flag {int(flag.item())}")
+# (Functions: their tensors must not replace section 2's, used below.)
+def varlen_decode():
+    lens = [1, 4, 3, 8, 2, 1]
+    for v_first in (False, True):
+        q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 4, 8, seed=21 + v_first)
+        fo, fh = fla_recurrent(q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+                               use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+        flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+        init = h0.transpose(-1, -2).contiguous() if v_first else h0
+        do, dh = gdn.fused_recurrent_gated_delta_rule(
+            q, k, v, g=g, beta=beta, initial_state=init, output_final_state=True,
+            use_qk_l2norm_in_kernel=True, cu_seqlens=cu, state_v_first=v_first, error_flag=flag)
+        if v_first:
+            dh = dh.transpose(-1, -2)
+        ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
+        e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(do, ro), dh=H.rel(dh, rh))
+        ok = e["do"] <= max(1.1 * e["fo"], 2.5e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-5) \
+            and int(flag.item()) == 0
+        check(f"fused_recurrent varlen rows {lens} {'vk' if v_first else 'kv'}", ok,
+              f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), "
+              f"flag {int(flag.item())}")
 
-# A row longer than max_t: the kernel skips it and raises the flag; the debug
-# mode (DELTAC_DEBUG_CHECKS=1) rejects the call on the host instead.
-q, k, v, g, beta, cu, h0 = H.prefill_inputs([2, 9, 1], 4, 8, seed=23)
-flag = torch.zeros(1, dtype=torch.int32, device="cuda")
-do, dh = gdn.fused_recurrent_gated_delta_rule(
-    q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
-    use_qk_l2norm_in_kernel=True, cu_seqlens=cu, error_flag=flag)
-ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
-kept = H.rel(dh[[0, 2]], rh[[0, 2]]) < 1e-5 and torch.equal(dh[1], h0[1])
-check("fused_recurrent varlen row of 9 > max_t: skipped, error flag",
-      int(flag.item()) == 1 and kept, f"flag {int(flag.item())}, other rows right: {kept}")
-os.environ["DELTAC_DEBUG_CHECKS"] = "1"
-raises("debug checks: varlen row > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
-    q, k, v, g=g, beta=beta, initial_state=h0, use_qk_l2norm_in_kernel=True, cu_seqlens=cu),
-    "cu_seqlens: row 1 has 9 tokens")
-del os.environ["DELTAC_DEBUG_CHECKS"]
+    # A row longer than max_t: the kernel skips it and raises the flag; the debug
+    # mode (DELTAC_DEBUG_CHECKS=1) rejects the call on the host instead.
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs([2, 9, 1], 4, 8, seed=23)
+    flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+    do, dh = gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu, error_flag=flag)
+    ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
+    kept = H.rel(dh[[0, 2]], rh[[0, 2]]) < 1e-5 and torch.equal(dh[1], h0[1])
+    check("fused_recurrent varlen row of 9 > max_t: skipped, error flag",
+          int(flag.item()) == 1 and kept, f"flag {int(flag.item())}, other rows right: {kept}")
+    os.environ["DELTAC_DEBUG_CHECKS"] = "1"
+    raises("debug checks: varlen row > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g=g, beta=beta, initial_state=h0, use_qk_l2norm_in_kernel=True, cu_seqlens=cu),
+        "cu_seqlens: row 1 has 9 tokens")
+    del os.environ["DELTAC_DEBUG_CHECKS"]
+
+
+varlen_decode()
+
 
 # vLLM's form: raw a/b, a v-first pool read and written by index, cu_seqlens.
-# (A function: its tensors must not replace section 2's, used below.)
 def varlen_pool_decode():
     lens, Hq, HV, K, slots = [3, 1, 0, 2], 4, 8, 128, 7
     T = sum(lens)

@@ -62,12 +62,12 @@ TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
 
 TEST(PrefillDispatch, DeeperRecurPipelineWhereSharedMemoryAllows) {
   deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
-  v.smemRecur = 138752; // 2 stages, V tile 16 (the lowering's numbers)
+  v.smemRecur = 144896; // 2 stages, V tile 16 (the lowering's numbers)
   v.smemRecurStage = 64768;
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 232448), 203520u); // H100/H200
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 166912), 138752u); // A100
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 232448), 209664u); // H100/H200
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 166912), 144896u); // A100
   v.smemRecurStage = 0;
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 232448), 138752u);
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 232448), 144896u);
 }
 
 TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
