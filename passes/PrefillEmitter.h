@@ -76,8 +76,9 @@ struct ChunksSmem {
 /// products), then `stages` copies of a chunk's operands
 /// (W, Kd, the U tile, G_last, Qg, P), `stage` bytes apart, filled by
 /// cp.async up to stages - 1 chunks ahead. The kernel reads the stage count
-/// from its dynamic shared memory size: 2 (total), or 3 where the host could
-/// add `stage` bytes (Hopper: up to 227 KiB per block).
+/// from its dynamic shared memory size: 2 (total), 3 where the host could
+/// add `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
+/// where the host wants two blocks per SM.
 struct RecurSmem {
   int64_t st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
   RecurSmem(const PrefillSpec &s, int64_t bv) {
@@ -181,6 +182,7 @@ private:
     return toF32(load(elt, base, idx, elt.getIntOrFloatBitWidth() / 8));
   }
   Value andI(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value notI(Value x) { return arith::XOrIOp::create(b, x, cTrue()); }
   Value notNull(Value p) {
     return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::ne, p, LLVM::ZeroOp::create(b, ptr));
   }

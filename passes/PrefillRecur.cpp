@@ -73,17 +73,21 @@ void PrefillEmitter::emitRecur() {
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
   Value st = region(L.st), vn = region(L.vn);
   // The pipeline depth from the launch's dynamic shared memory: 2 stages,
-  // or 3 where the host granted one more.
+  // 3 where the host granted one more, or 1 where it gave one less so that
+  // two blocks share an SM (many blocks: the other block hides the loads).
   Value dynSmem = LLVM::InlineAsmOp::create(
                       b, i32, ValueRange{}, "mov.u32 $0, %dynamic_smem_size;", "=r",
                       /*has_side_effects=*/false, /*is_align_stack=*/false,
                       LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
                       .getResult(0);
   Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
-  Value stages = sel(deep, cI32(3), cI32(2));
+  Value single = cmp(arith::CmpIPredicate::slt, dynSmem, cI32(L.total));
+  Value stages = sel(deep, cI32(3), sel(single, cI32(1), cI32(2)));
   // A chunk's operands go to stage (c - c0) % stages as one cp.async group.
   // Every step commits exactly one group (empty past the last chunk), so
-  // "chunk c has landed" is always "at most stages - 2 groups pending".
+  // "chunk c has landed" is always "at most stages - 2 groups pending". One
+  // stage: chunk c + 1 is copied after every thread is done with chunk c, at
+  // the end of step c (the top-of-step group is then empty).
   auto stageAt = [&](Value c, int64_t at) {
     Value slot = remu(sub(c, c0), stages);
     return gep(region(at), b.getI8Type(), mul(slot, cI32(L.stage)));
@@ -149,7 +153,8 @@ void PrefillEmitter::emitRecur() {
     }
     barrier();
     Value ahead = add(c, sub(stages, cI32(1)));
-    ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
+    ifThen(andI(notI(single), cmp(arith::CmpIPredicate::slt, ahead, c1)),
+           [&] { copies(ahead); });
     commitCopies();
     Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
           gl = stageAt(c, L.gl), qgb = stageAt(c, L.qgb), pb = stageAt(c, L.pb);
@@ -192,6 +197,12 @@ void PrefillEmitter::emitRecur() {
         });
       });
     }
+    ifThen(single, [&] {
+      barrier();
+      Value next = add(c, cI32(1));
+      ifThen(cmp(arith::CmpIPredicate::slt, next, c1), [&] { copies(next); });
+      commitCopies();
+    });
     SmallVector<Value> nextS;
     for (Frag &f : S)
       nextS.append(f.c, f.c + 4);

@@ -110,10 +110,24 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
   return last;
 }
 
-unsigned recurSharedBytes(const PrefillVariant &v, int64_t maxShared) {
-  bool deeper = v.smemRecurStage > 0 &&
-                int64_t(v.smemRecur) + v.smemRecurStage <= maxShared;
-  return v.smemRecur + (deeper ? v.smemRecurStage : 0);
+int recurStages(const PrefillVariant &v, int64_t blocks, int sms,
+                int64_t perBlock, int64_t perSM, int forced) {
+  if (v.smemRecurStage == 0)
+    return 2;
+  // The driver reserves 1 KiB of shared memory per resident block.
+  bool twoPerSM = 2 * (int64_t(v.smemRecur) - v.smemRecurStage + 1024) <= perSM;
+  bool deeper = int64_t(v.smemRecur) + v.smemRecurStage <= perBlock;
+  if (forced == 1 || forced == 2)
+    return forced;
+  if (forced == 3)
+    return deeper ? 3 : 2;
+  if (blocks > sms && twoPerSM)
+    return 1;
+  return deeper ? 3 : 2;
+}
+
+unsigned recurSharedBytes(const PrefillVariant &v, int stages) {
+  return unsigned(int64_t(v.smemRecur) + (stages - 2) * v.smemRecurStage);
 }
 
 deltac::Status runPrefill(const PrefillVariant *variants, int count,
@@ -213,18 +227,22 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         variants[i].valueTiles * forcedTile == a.V)
       chosen = &variants[i];
 
-  // One more chunk in flight in recur where the device has the room.
-  // DELTAC_PREFILL_RECUR_STAGES=2 withholds it, so the two-stage ring (what
-  // an A100 runs) can be tested on a Hopper GPU.
-  static const bool twoStages = [] {
+  // The recur ring's depth (recurStages). DELTAC_PREFILL_RECUR_STAGES=1/2/3
+  // forces one, so every depth can be tested (and timed) on one GPU.
+  static const int forcedStages = [] {
     const char *e = std::getenv("DELTAC_PREFILL_RECUR_STAGES");
-    return e && std::strtol(e, nullptr, 10) == 2;
+    return e ? int(std::strtol(e, nullptr, 10)) : 0;
   }();
-  int mostShared = 0;
-  if (chosen->smemRecurStage > 0 && !twoStages &&
-      (mostShared = maxSharedPerBlock(&error)) == 0)
+  int perBlock = 0, perSM = 0;
+  if (chosen->smemRecurStage > 0 &&
+      ((perBlock = maxSharedPerBlock(&error)) == 0 ||
+       (perSM = maxSharedPerSM(&error)) == 0 ||
+       (sms == 0 && (sms = multiprocessorCount(&error)) == 0)))
     return {DELTAC_CUDA_ERROR, error};
-  unsigned recurSmem = recurSharedBytes(*chosen, mostShared);
+  int64_t recurBlocks = a.N * a.HV * chosen->valueTiles;
+  unsigned recurSmem = recurSharedBytes(
+      *chosen, recurStages(*chosen, recurBlocks, sms, perBlock, perSM,
+                           forcedStages));
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,

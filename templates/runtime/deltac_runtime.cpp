@@ -37,6 +37,8 @@ constexpr int kAttrMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED
 constexpr int kAttrSMs = 16;   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 constexpr int kAttrSharedOptin = 97;
+// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+constexpr int kAttrSharedPerSM = 81;
 
 struct Driver {
   bool ok = false;
@@ -277,6 +279,12 @@ int maxSharedPerBlock(std::string *error) {
   static std::atomic<int> cache[64];
   return cachedAttribute(cache, kAttrSharedOptin,
                          "querying the shared memory per block", error);
+}
+
+int maxSharedPerSM(std::string *error) {
+  static std::atomic<int> cache[64];
+  return cachedAttribute(cache, kAttrSharedPerSM,
+                         "querying the shared memory per SM", error);
 }
 
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,
