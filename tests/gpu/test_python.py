@@ -51,6 +51,23 @@ def flat(x):
     return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
 
 
+def serving_inputs(B, T, Hq, HV, K, slots, seed, pool_dtype=torch.float32):
+    """The serving form's inputs (raw a and b, A_log, dt_bias, a v-first
+    pool [slots, HV, K, K]) and the reference's gate and beta."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(B, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    k = torch.randn(B, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    v = torch.randn(B, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
+    a = torch.randn(B, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(B, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
+    A_log = torch.rand(HV, device="cuda", generator=gen) * 2
+    dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
+    pool = (torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1).to(pool_dtype)
+    gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
+    bf = torch.sigmoid(b.float())
+    return q, k, v, a, b, A_log, dt_bias, pool, gf, bf
+
+
 # 1. fused_recurrent_gated_delta_rule against FLA and fp64.
 for K, T, v_first, dtype in [(64, 1, False, torch.bfloat16), (128, 4, False, torch.bfloat16),
                              (256, 2, False, torch.bfloat16), (128, 4, True, torch.bfloat16),
@@ -78,22 +95,12 @@ for K, T, v_first, dtype in [(64, 1, False, torch.bfloat16), (128, 4, False, tor
 
 # 2. Pool decode (raw gate, sigmoid beta, v-first pool) against fp64.
 B, T, Hq, HV, K, slots = 5, 3, 4, 8, 128, 9
-gen = torch.Generator(device="cuda").manual_seed(11)
-q = torch.randn(B, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-k = torch.randn(B, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-v = torch.randn(B, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-a = torch.randn(B, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-b = torch.randn(B, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-A_log = torch.rand(HV, device="cuda", generator=gen) * 2
-dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
-pool = torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1
+q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(B, T, Hq, HV, K, slots, seed=11)
 idx = torch.tensor([7, -1, 2, 4, 0], device="cuda", dtype=torch.int32)
 out_idx = torch.tensor([8, 1, 3, 5, 6], device="cuda", dtype=torch.int32)
 before = pool.clone()
 o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx,
                                        output_state_indices=out_idx)
-gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
-bf = torch.sigmoid(b.float())
 valid = [i for i in range(B) if idx[i] >= 0]
 h0 = torch.stack([before[idx[i]].transpose(-1, -2) for i in valid])
 sel = lambda x: x[valid]
@@ -154,23 +161,13 @@ varlen_decode()
 # vLLM's form: raw a/b, a v-first pool read and written by index, cu_seqlens.
 def varlen_pool_decode():
     lens, Hq, HV, K, slots = [3, 1, 0, 2], 4, 8, 128, 7
-    T = sum(lens)
-    gen = torch.Generator(device="cuda").manual_seed(12)
-    q = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-    k = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-    v = torch.randn(1, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-    a = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-    b = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-    A_log = torch.rand(HV, device="cuda", generator=gen) * 2
-    dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
-    pool = torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1
+    q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(1, sum(lens), Hq, HV, K, slots,
+                                                                  seed=12)
     before = pool.clone()
     idx = torch.tensor([5, 0, 3, 6], device="cuda", dtype=torch.int32)
     cu = torch.tensor([0, 3, 4, 4, 6], device="cuda", dtype=torch.int32)
     o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx,
                                     cu_seqlens=cu)
-    gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
-    bf = torch.sigmoid(b.float())
     h0 = torch.stack([before[i].transpose(-1, -2) for i in idx.tolist()])
     ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())
     eo = H.rel(o, ro)
@@ -309,16 +306,8 @@ for K, v_first, dtype in [(64, False, torch.bfloat16), (128, True, torch.bfloat1
 # starts from zeros and writes nothing.
 for sdt in (torch.float32, torch.bfloat16):
     lens, Hq, HV, K, slots = [40, 1, 90], 4, 8, 128, 6
-    T = sum(lens)
-    gen = torch.Generator(device="cuda").manual_seed(31)
-    q = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-    k = torch.randn(1, T, Hq, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-    v = torch.randn(1, T, HV, K, device="cuda", dtype=torch.bfloat16, generator=gen)
-    a = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-    b = torch.randn(1, T, HV, device="cuda", dtype=torch.bfloat16, generator=gen)
-    A_log = torch.rand(HV, device="cuda", generator=gen) * 2
-    dt_bias = torch.randn(HV, device="cuda", generator=gen) * 0.5
-    pool = (torch.randn(slots, HV, K, K, device="cuda", generator=gen) * 0.1).to(sdt)
+    q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(1, sum(lens), Hq, HV, K, slots,
+                                                                  seed=31, pool_dtype=sdt)
     before = pool.clone()
     idx = torch.tensor([4, -1, 1], device="cuda", dtype=torch.int32)
     cu = torch.tensor([0, 40, 41, 131], device="cuda", dtype=torch.int32)
@@ -326,8 +315,6 @@ for sdt in (torch.float32, torch.bfloat16):
                                       use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True,
                                       use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
                                       state_v_first=True, cu_seqlens=cu, initial_state_indices=idx)
-    gf = -torch.exp(A_log.float()) * F.softplus(a.float() + dt_bias.float())
-    bf = torch.sigmoid(b.float())
     h0 = torch.stack([before[i].float().transpose(-1, -2) if i >= 0 else
                       torch.zeros(HV, K, K, device="cuda") for i in idx.tolist()])
     ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())

@@ -181,6 +181,28 @@ TEST(DecodeHost, KeepPoolNeedsSteps) {
   expectRejected(c, DELTAC_INVALID_ARGUMENT, "keep_pool needs step_states");
 }
 
+// Varlen decode: T is then the call's token count (no max_t bound on the
+// host), cu_seqlens must be int32-aligned, and vLLM's 2-D slots need an
+// explicit stride (rows have different lengths).
+TEST(DecodeHost, VarlenArguments) {
+  ValidCall zero;
+  zero.args.cu_seqlens = static_cast<const int32_t *>(zero.buffer(12));
+  zero.args.T = 0;
+  expectRejected(zero, DELTAC_INVALID_ARGUMENT,
+                 "T = 0 (all tokens, with cu_seqlens) must lie in [1, 2^31)");
+  ValidCall odd;
+  odd.args.cu_seqlens = reinterpret_cast<const int32_t *>(
+      static_cast<char *>(odd.buffer(16)) + 2);
+  expectRejected(odd, DELTAC_INVALID_ARGUMENT,
+                 "cu_seqlens must be 4-byte aligned (int32)");
+  ValidCall slots;
+  slots.args.cu_seqlens = static_cast<const int32_t *>(slots.buffer(12));
+  slots.args.state_indices_2d = static_cast<const int32_t *>(slots.buffer(32));
+  expectRejected(slots, DELTAC_INVALID_ARGUMENT,
+                 "state_indices_2d_stride = 0 must be given (>= 1) with "
+                 "cu_seqlens");
+}
+
 // A valid call reaches the driver. Without one (CI) the status says so and
 // names the library it looked for; nothing was written.
 TEST(DecodeHost, NoDriver) {
