@@ -200,8 +200,10 @@ class Library:
                                          initial_state=None, output_final_state=False,
                                          use_qk_l2norm_in_kernel=False, cu_seqlens=None,
                                          state_v_first=False, error_flag=None, **kwargs):
-        """flash-linear-attention's fused_recurrent_gated_delta_rule for the
-        decode regime (T <= max_t of the library's specs). Returns
+        """flash-linear-attention's fused_recurrent_gated_delta_rule. T <=
+        max_t of the library's specs runs the decode kernel; a longer [B, T]
+        batch runs the chunked prefill kernels when the library has a
+        prefill spec for the same options (else ValueError). Returns
         (o, final_state or None); the state layout is [N, HV, K, V], or
         [N, HV, V, K] with state_v_first=True. With cu_seqlens (int32/int64
         [N + 1] on the GPU) q is [1, tokens, H, K] holding N sequences of
@@ -223,12 +225,24 @@ class Library:
             raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
         if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
             raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
-        spec = self._spec({"gate": "log", "beta": "given", "l2norm": bool(use_qk_l2norm_in_kernel),
-                           "io": _name(q.dtype), "state": "f32",
-                           "layout": "vk" if state_v_first else "kv", "dims": (K, V)})
+        want = {"gate": "log", "beta": "given", "l2norm": bool(use_qk_l2norm_in_kernel),
+                "io": _name(q.dtype), "state": "f32",
+                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+        spec = self._spec(want)
         if T > spec["max_t"] and cu is None:
-            raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}; "
-                             f"use a prefill kernel for long sequences")
+            # FLA's fused_recurrent takes any T: a library with a prefill
+            # entry for these options computes it chunked (same result
+            # within rounding, far faster than token by token).
+            try:
+                self._spec(dict(want, entry="prefill"))
+            except ValueError:
+                raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec "
+                                 f"@{spec['name']} and no prefill spec covers the call")
+            return self.chunk_gated_delta_rule(
+                q, k, v, g, beta if beta is not None else
+                torch.ones(B, T, HV, dtype=q.dtype, device=q.device), scale=scale,
+                initial_state=initial_state, output_final_state=output_final_state,
+                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, state_v_first=state_v_first)
         if tuple(g.shape) != (B, T, HV):
             raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
         g = g.to(torch.float32).contiguous()

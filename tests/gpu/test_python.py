@@ -193,9 +193,33 @@ raises("K not generated", lambda: gdn.fused_recurrent_gated_delta_rule(
     use_qk_l2norm_in_kernel=True), "K x V = (96, 128)")
 raises("no l2norm spec", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq, kk, vv, g=gg, beta=bb), "l2norm=False")
-raises("T > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
+# A decode-only library (generated/deltac_test_decode) cannot go past max_t.
+sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_decode"))
+os.environ["DELTAC_DELTAC_TEST_DECODE_LIB"] = os.path.join(
+    BUILD, "deltac_test_decode", "libdeltac_test_decode.so")
+import deltac_test_decode  # noqa: E402
+raises("T > max_t without a prefill spec", lambda: deltac_test_decode.fused_recurrent_gated_delta_rule(
     *H.decode_inputs(1, H=4, HV=8, T=9)[:3], g=H.decode_inputs(1, H=4, HV=8, T=9)[3],
-    use_qk_l2norm_in_kernel=True), "exceeds max_t = 8")
+    use_qk_l2norm_in_kernel=True, state_v_first=True), "no prefill spec covers the call")
+
+
+# FLA's fused_recurrent on a long [B, T] batch: deltac runs it chunked.
+def long_fused_recurrent():
+    q, k, v, g, beta, h0 = H.decode_inputs(2, H=4, HV=8, T=100, seed=5)
+    fo, fh = fla_recurrent(q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+                           use_qk_l2norm_in_kernel=True)
+    do, dh = gdn.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
+                                                  output_final_state=True,
+                                                  use_qk_l2norm_in_kernel=True)
+    ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta), h0, 128 ** -0.5,
+                        [0, 100, 200])
+    e = dict(fo=H.rel(flat(fo), ro), fh=H.rel(fh, rh), do=H.rel(flat(do), ro), dh=H.rel(dh, rh))
+    check("fused_recurrent B=2 T=100 > max_t (chunked prefill)",
+          e["do"] < 1e-2 and e["dh"] < 1e-2 and tuple(do.shape) == tuple(fo.shape),
+          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e})")
+
+
+long_fused_recurrent()
 raises("CPU tensor", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq, kk.cpu(), vv, g=gg, use_qk_l2norm_in_kernel=True), "k is on cpu")
 raises("q on the CPU", lambda: gdn.fused_recurrent_gated_delta_rule(
