@@ -308,17 +308,8 @@ class Library:
                 and isinstance(initial_state, torch.Tensor):
             want["state"] = _name(initial_state.dtype)  # a pool is used in place
         spec = self._spec(want)
-        if cu_seqlens is not None:
-            if B != 1:
-                raise ValueError(f"cu_seqlens needs B = 1 (sequences packed along T), got B = {B}")
-            _check_cuda("cu_seqlens", cu_seqlens, q.device)
-            if cu_seqlens.dim() != 1 or cu_seqlens.dtype not in (torch.int32, torch.int64):
-                raise ValueError(f"cu_seqlens must be a 1-D int32/int64 tensor, got "
-                                 f"{tuple(cu_seqlens.shape)} {cu_seqlens.dtype}")
-            cu = cu_seqlens.contiguous()
-            N = cu.numel() - 1
-        else:
-            cu, N = None, B
+        cu = _cu_seqlens(cu_seqlens, B, q.device, as_int32=False)  # int64 is read as is
+        N = B if cu is None else cu.numel() - 1
         q, qs = _token_major("q", q, B, T, H, K)
         k, ks = _token_major("k", k, B, T, H, K)
         v, vs = _token_major("v", v, B, T, HV, V)
@@ -477,9 +468,10 @@ def _check_flag(t, device):
                          f"{tuple(t.shape)} {t.dtype}")
 
 
-def _cu_seqlens(cu_seqlens, B, device):
+def _cu_seqlens(cu_seqlens, B, device, as_int32=True):
     """Validates cu_seqlens [N + 1] (int32/int64, on q's device) and returns
-    it as contiguous int32 (a device-side cast, never a host copy), or None."""
+    it contiguous, as int32 with `as_int32` (a device-side cast, never a
+    host copy), or None."""
     if cu_seqlens is None:
         return None
     if B != 1:
@@ -489,7 +481,7 @@ def _cu_seqlens(cu_seqlens, B, device):
             cu_seqlens.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"cu_seqlens must be a 1-D int32/int64 tensor of N + 1 >= 2 offsets, "
                          f"got {tuple(cu_seqlens.shape)} {cu_seqlens.dtype}")
-    return cu_seqlens.to(torch.int32).contiguous()
+    return (cu_seqlens.to(torch.int32) if as_int32 else cu_seqlens).contiguous()
 
 
 def _index(name, t, shape, device):

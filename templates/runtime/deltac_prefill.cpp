@@ -115,6 +115,8 @@ int recurStages(const PrefillVariant &v, int64_t blocks, int sms,
   if (v.smemRecurStage == 0)
     return 2;
   // The driver reserves 1 KiB of shared memory per resident block.
+  // Registers are not checked: recur kernels use at most 128 per thread at
+  // 256 threads (ptxas_generated_kernels lists them), so two blocks fit.
   bool twoPerSM = 2 * (int64_t(v.smemRecur) - v.smemRecurStage + 1024) <= perSM;
   bool deeper = int64_t(v.smemRecur) + v.smemRecurStage <= perBlock;
   if (forced == 1 || forced == 2)

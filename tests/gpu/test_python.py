@@ -231,6 +231,33 @@ raises("state layout", lambda: gdn.gated_delta_rule_decode(
 raises("index dtype", lambda: gdn.gated_delta_rule_decode(
     q, k, v, a, b, A_log, dt_bias, pool, state_indices=idx.float()), "state_indices must be int32")
 
+# 3b. Non-contiguous inputs: views of one fused projection (a token stride
+# wider than the heads: read in place) and a tensor whose heads and tokens
+# are swapped in memory (copied) give the contiguous call's bits.
+def strided_inputs():
+    Hq, HV, K, T = 4, 8, 128, 70
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs([T], Hq, HV, seed=41)
+    fused = torch.cat([q, k, v], dim=2)  # [1, T, 2 Hq + HV, K]
+    qs, ks, vs = fused[:, :, :Hq], fused[:, :, Hq:2 * Hq], fused[:, :, 2 * Hq:]
+    kt = k.transpose(1, 2).contiguous().transpose(1, 2)  # heads outermost
+    for name, fn in (("fused_recurrent", lambda a, b_, c: gdn.fused_recurrent_gated_delta_rule(
+                          a[:, :8], b_[:, :8], c[:, :8], g=g[:, :8], beta=beta[:, :8],
+                          initial_state=h0, output_final_state=True,
+                          use_qk_l2norm_in_kernel=True)),
+                     ("chunk_gated_delta_rule", lambda a, b_, c: gdn.chunk_gated_delta_rule(
+                          a, b_, c, g, beta, initial_state=h0, output_final_state=True,
+                          use_qk_l2norm_in_kernel=True))):
+        want = fn(q, k, v)
+        views = fn(qs, ks, vs)
+        swapped = fn(q, kt, v)
+        same = all(torch.equal(x, y) for x, y in zip(want, views)) and \
+            all(torch.equal(x, y) for x, y in zip(want, swapped))
+        check(f"{name}: strided views and a transposed k give the same bits", same,
+              f"q stride {qs.stride(1)} elements per token, k strides {kt.stride()}")
+
+
+strided_inputs()
+
 # 4. CUDA graph capture and replay through the module.
 q, k, v, g, beta, h0 = H.decode_inputs(8, T=2, seed=4)
 eager_o, eager_h = gdn.fused_recurrent_gated_delta_rule(
