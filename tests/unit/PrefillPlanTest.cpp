@@ -130,3 +130,15 @@ TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
         << "T=" << T << " N=" << N << " HV=" << HV;
   }
 }
+
+// The per-block shared-memory limits the lowering checks kernels against
+// (CUDA programming guide, compute capabilities table).
+TEST(PrefillPlan, TargetSharedMemoryLimits) {
+  EXPECT_EQ(mlir::delta::targetSharedLimit("sm_80"), 163 * 1024);
+  EXPECT_EQ(mlir::delta::targetSharedLimit("sm_86"), 99 * 1024);
+  EXPECT_EQ(mlir::delta::targetSharedLimit("sm_90a"), 227 * 1024);
+  EXPECT_EQ(mlir::delta::targetSharedLimit("sm_100a"), 227 * 1024);
+  EXPECT_EQ(mlir::delta::targetSharedLimit("sm_120"), 99 * 1024);
+  // Unknown chips get the portable 48 KiB.
+  EXPECT_EQ(mlir::delta::targetSharedLimit("gfx90a"), 48 * 1024);
+}
