@@ -60,8 +60,8 @@ deltac::Status checkIndices(const deltac_decode_args &a, int64_t slotStride,
                     &error))
       return {DELTAC_CUDA_ERROR, error};
     bool accepted = ix.data == a.num_accepted_tokens;
+    int64_t most = a.cu_seqlens ? slotStride : a.T; // accepted counts
     for (int64_t i = 0; i < ix.count; ++i) {
-      int64_t most = a.cu_seqlens ? slotStride : a.T;
       bool bad = accepted ? host[i] < 1 || host[i] > most : host[i] >= a.slots;
       if (bad)
         return invalid(std::string(ix.name) + "[" + std::to_string(i) +

@@ -229,6 +229,8 @@ class Library:
                 "io": _name(q.dtype), "state": "f32",
                 "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
         spec = self._spec(want)
+        if beta is None:
+            beta = torch.ones(B, T, HV, dtype=q.dtype, device=q.device)
         if T > spec["max_t"] and cu is None:
             # FLA's fused_recurrent takes any T: a library with a prefill
             # entry for these options computes it chunked (same result
@@ -239,15 +241,11 @@ class Library:
                 raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec "
                                  f"@{spec['name']} and no prefill spec covers the call")
             return self.chunk_gated_delta_rule(
-                q, k, v, g, beta if beta is not None else
-                torch.ones(B, T, HV, dtype=q.dtype, device=q.device), scale=scale,
-                initial_state=initial_state, output_final_state=output_final_state,
+                q, k, v, g, beta, scale=scale, initial_state=initial_state, output_final_state=output_final_state,
                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, state_v_first=state_v_first)
         if tuple(g.shape) != (B, T, HV):
             raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
         g = g.to(torch.float32).contiguous()
-        if beta is None:
-            beta = torch.ones(B, T, HV, dtype=q.dtype, device=q.device)
         _check_cuda("beta", beta, q.device)
         if tuple(beta.shape) != (B, T, HV):
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
