@@ -70,14 +70,15 @@ struct ChunksSmem {
   }
 };
 
-/// Shared-memory regions of the recur kernel: two copies of S (chunk c
-/// reads copy c % 2 and writes the next state to the other, so one barrier
-/// per chunk orders both) and V', row-major (16-bit operands of the
-/// products), then `stages` copies of a chunk's operands
-/// (W, Kd, the U tile, G_last, Qg, P), `stage` bytes apart, filled by
-/// cp.async up to stages - 1 chunks ahead. The kernel reads the stage count
-/// from its dynamic shared memory size: 2 (total), 3 where the host could
-/// add `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
+/// Shared-memory regions of the recur kernel: two copies of S and of V'
+/// (chunk c reads and writes copy c % 2 of V' and reads copy c % 2 of S,
+/// writing the next state to the other: the state warps can run one chunk
+/// ahead of the output warps), row-major (16-bit operands of the
+/// products), then `stages` copies of a chunk's operands (W, Kd, the U
+/// tile, G_last, Qg, P), `stage` bytes apart, filled by cp.async up to
+/// `stages` chunks ahead. The kernel reads the stage count from its
+/// dynamic shared memory size: 2 (total), 3 where the host could add
+/// `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
 /// where the host wants two blocks per SM.
 struct RecurSmem {
   int64_t st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
@@ -85,7 +86,7 @@ struct RecurSmem {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
     st = take(2 * K * (bv + kPad) * 2);
-    vn = take(C * (bv + kPad) * 2);
+    vn = take(2 * C * (bv + kPad) * 2);
     int64_t first = off;
     wb = take(C * (K + kPad) * 2);
     kd = take(C * (K + kPad) * 2);
@@ -127,6 +128,7 @@ public:
     lane = arith::RemUIOp::create(b, tid, cI32(32));
     group = arith::DivUIOp::create(b, lane, cI32(4));
     quad = arith::RemUIOp::create(b, lane, cI32(4));
+    nWarps = plan.threads / 32;
   }
 
   void emitPrep();
@@ -218,7 +220,7 @@ private:
   /// grid with the fewest fragment loads wins; {0, 0} when no grid divides
   /// the tiles (then tile `warp + r * warps` of the row-major numbering).
   std::pair<int64_t, int64_t> warpGrid(int64_t M, int64_t N) const {
-    int64_t warps = plan.threads / 32, Mt = M / 16, Nt = N / 8;
+    int64_t warps = nWarps, Mt = M / 16, Nt = N / 8;
     std::pair<int64_t, int64_t> best{0, 0};
     int64_t bestLoads = INT64_MAX;
     for (int64_t wm = 1; wm <= warps; wm *= 2) {
@@ -232,14 +234,14 @@ private:
     return best;
   }
   int64_t tilesPerWarp(int64_t M, int64_t N) const {
-    return (M / 16) * (N / 8) / (plan.threads / 32);
+    return (M / 16) * (N / 8) / nWarps;
   }
   /// The (row, column) origin of this warp's r-th tile.
   std::pair<Value, Value> tileOrigin(int64_t M, int64_t N, int64_t r) {
     auto [wm, wn] = warpGrid(M, N);
     Value mt, nt;
     if (wm == 0) {
-      Value tile = add(warp, cI32(r * (plan.threads / 32)));
+      Value tile = add(warp, cI32(r * nWarps));
       mt = divu(tile, cI32(N / 8));
       nt = remu(tile, cI32(N / 8));
     } else {
@@ -251,9 +253,10 @@ private:
   }
   /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles, 16-bit operands in
   /// shared memory loaded with ldmatrix (.trans where the operand's rows
-  /// are the reduction index).
+  /// are the reduction index). A warp with at most `splitTiles` tiles
+  /// splits each tile's chain of k steps over two accumulators.
   void mma(Operand A, Operand B, int64_t M, int64_t N, int64_t Kd,
-           SmallVectorImpl<Frag> &acc);
+           SmallVectorImpl<Frag> &acc, int64_t splitTiles = 1);
   /// ldmatrix of `num` 8x8 b16 matrices at this lane's row address.
   SmallVector<Value> ldsm(Value rowAddr, int num, bool trans);
   SmallVector<Frag> zeroFrags(int64_t M, int64_t N) {
@@ -300,7 +303,7 @@ private:
   /// unrolled where the body's global loads should all be in flight.
   void threadLoop(int64_t count, function_ref<void(Value)> body,
                   bool unroll = false) {
-    int64_t n = plan.threads;
+    int64_t n = nWarps * 32;
     auto guarded = [&](Value i) {
       if (count % n == 0) {
         body(i);
@@ -353,12 +356,45 @@ private:
   /// The gate input of a token as a log decay, and its beta.
   std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
 
+  /// While alive, the products, element loops and thread loops run on
+  /// warps [first, first + count) only, as if they were the whole block:
+  /// `warp` and `tid` count from the role's first warp.
+  class WarpRole {
+  public:
+    WarpRole(PrefillEmitter &e, int64_t first, int64_t count)
+        : e(e), warp(e.warp), tid(e.tid), nWarps(e.nWarps) {
+      e.warp = e.sub(warp, e.cI32(first));
+      e.tid = e.sub(tid, e.cI32(first * 32));
+      e.nWarps = count;
+    }
+    ~WarpRole() { e.warp = warp, e.tid = tid, e.nWarps = nWarps; }
+
+  private:
+    PrefillEmitter &e;
+    Value warp, tid;
+    int64_t nWarps;
+  };
+  /// Named barriers (ids 1-15) among `threads` threads: sync waits for
+  /// all of them, arrive only counts this thread in (a producer's signal;
+  /// its earlier memory accesses are ordered before the waiting threads').
+  void namedSync(Value id, int64_t threads) {
+    NVVM::BarrierOp::create(b, TypeRange{}, id, cI32(threads), {}, Value{});
+  }
+  void namedArrive(Value id, int64_t threads) {
+    // Inline PTX: nvvm.barrier.arrive needs a conversion pass of its own.
+    LLVM::InlineAsmOp::create(b, Type(), ValueRange{id, cI32(threads)}, "bar.arrive $0, $1;",
+                              "r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  }
+
   gpu::GPUFuncOp func;
   const PrefillSpec &s;
   const PrefillPlan &plan;
   Value smem;
   Type opType;
   Value tid, warp, lane, group, quad;
+  /// The warps that share products and thread loops (WarpRole narrows it).
+  int64_t nWarps;
 };
 
 } // namespace mlir::delta::prefill

@@ -51,23 +51,6 @@ void PrefillEmitter::emitRecur() {
     Value vcol = toI64(add(v0, col));
     return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
   };
-  // The state tile [K, BV] as mma accumulators.
-  SmallVector<Frag> S = zeroFrags(K, BV);
-  {
-    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(S.size() * 4, f32)), readOk, true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifRead.thenBlock());
-    SmallVector<Value> vals;
-    forEachElement(K, BV, S, [&](Value d, Value col, Value) {
-      vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
-    });
-    scf::YieldOp::create(b, vals);
-    b.setInsertionPointToStart(ifRead.elseBlock());
-    scf::YieldOp::create(b, SmallVector<Value>(S.size() * 4, cF32(0.0)));
-    b.setInsertionPointAfter(ifRead);
-    for (size_t i = 0; i < S.size() * 4; ++i)
-      S[i / 4].c[i % 4] = ifRead.getResult(i);
-  }
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value c0 = load(i32, offsets, n, 4), c1 = load(i32, offsets, add(n, cI32(1)), 4);
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
@@ -83,11 +66,7 @@ void PrefillEmitter::emitRecur() {
   Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
   Value single = cmp(arith::CmpIPredicate::slt, dynSmem, cI32(L.total));
   Value stages = sel(deep, cI32(3), sel(single, cI32(1), cI32(2)));
-  // A chunk's operands go to stage (c - c0) % stages as one cp.async group.
-  // Every step commits exactly one group (empty past the last chunk), so
-  // "chunk c has landed" is always "at most stages - 2 groups pending". One
-  // stage: chunk c + 1 is copied after every thread is done with chunk c, at
-  // the end of step c (the top-of-step group is then empty).
+  // Chunk c's operands go to stage (c - c0) % stages as one cp.async group.
   auto stageAt = [&](Value c, int64_t at) {
     Value slot = remu(sub(c, c0), stages);
     return gep(region(at), b.getI8Type(), mul(slot, cI32(L.stage)));
@@ -104,116 +83,187 @@ void PrefillEmitter::emitRecur() {
                                     ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
     });
   };
-  // Prologue: chunks c0 .. c0 + stages - 2 in flight.
-  {
-    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] { copies(c0); });
-    commitCopies();
-    ifThen(deep, [&] {
-      Value c = add(c0, cI32(1));
-      ifThen(cmp(arith::CmpIPredicate::slt, c, c1), [&] { copies(c); });
-      commitCopies();
-    });
-  }
-  // S in 16 bits (the operand type), row-major: the B operand of W S and
-  // Qg S. Copy `which` (0 or 1) of the two S buffers.
-  int64_t sBytes = K * (BV + kPad) * 2;
-  auto sCopy = [&](Value which) {
-    return gep(st, b.getI8Type(), mul(which, cI32(sBytes)));
-  };
-  auto storeS = [&](Value which) {
-    Value at = sCopy(which);
-    forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
-      storeVec(pack2(x0, x1, opType), at, opType, add(mul(d, cI32(BV + kPad)), col), 4);
-    });
-  };
-  storeS(cI32(0)); // chunk c0 reads copy 0
-  SmallVector<Value> init;
-  for (Frag &f : S)
-    init.append(f.c, f.c + 4);
-  auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
+  // S and V' in 16 bits (the operand type), row-major: the B operands of
+  // W S, Qg S, Kd^T V' and P V'. Copy `which` (0 or 1) of each.
+  int64_t sBytes = K * (BV + kPad) * 2, vBytes = C * (BV + kPad) * 2;
+  auto sCopy = [&](Value which) { return gep(st, b.getI8Type(), mul(which, cI32(sBytes))); };
+  auto vCopy = [&](Value which) { return gep(vn, b.getI8Type(), mul(which, cI32(vBytes))); };
+
+  // Two warp roles, so the serial chain of states never waits for outputs:
+  // the state warps run V' = U - W S and S = e^G_last S + Kd^T V' chunk
+  // after chunk, the state in their registers; the output warps keep the
+  // operand ring filled and compute O = Qg S + P V' from the S and V' the
+  // state warps leave in shared memory. They hand over through named
+  // barriers, one per signal and chunk parity (the two sides are never
+  // more than one chunk apart, so a barrier is never reused before its
+  // previous round completes); each round counts every thread of the block:
+  //   landed(c)  output -> state   chunk c's operands are in shared memory
+  //   sReady(c)  state -> output   S of chunk c is in copy c % 2
+  //   vReady(c)  state -> output   V' of chunk c is in copy c % 2
+  //   done(c)    output -> state   chunk c's S and V' copies are read
+  //   aDone(c)   state -> output   chunk c's stage is read (may be refilled)
+  int64_t warps = plan.threads / 32, half = warps / 2, all = plan.threads;
+  enum : int64_t { kLanded = 1, kSReady = 3, kVReady = 5, kDone = 7, kADone = 9, kState = 11 };
+  auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
+  auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(half)), true);
+
+  // State warps.
   {
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value c = loop.getInductionVar();
-    for (size_t i = 0; i < S.size() * 4; ++i)
-      S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
-    Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
-    Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-    // Chunk c has landed for every thread, S (copy (c - c0) % 2) is
-    // complete, and every thread is done with chunk c - 1: with its stage,
-    // which the copies of chunk c + stages - 1 reuse, and with the other S
-    // copy, which this step overwrites.
-    auto ifDeep = scf::IfOp::create(b, deep, true);
+    b.setInsertionPointToStart(roles.thenBlock());
+    WarpRole role(*this, 0, half);
+    // The state tile [K, BV] as mma accumulators.
+    SmallVector<Frag> S = zeroFrags(K, BV);
+    {
+      auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(S.size() * 4, f32)), readOk, true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifRead.thenBlock());
+      SmallVector<Value> vals;
+      forEachElement(K, BV, S, [&](Value d, Value col, Value) {
+        vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
+      });
+      scf::YieldOp::create(b, vals);
+      b.setInsertionPointToStart(ifRead.elseBlock());
+      scf::YieldOp::create(b, SmallVector<Value>(S.size() * 4, cF32(0.0)));
+      b.setInsertionPointAfter(ifRead);
+      for (size_t i = 0; i < S.size() * 4; ++i)
+        S[i / 4].c[i % 4] = ifRead.getResult(i);
+    }
+    auto storeS = [&](Value which) {
+      Value at = sCopy(which);
+      forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
+        storeVec(pack2(x0, x1, opType), at, opType, add(mul(d, cI32(BV + kPad)), col), 4);
+      });
+    };
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+      storeS(cI32(0));
+      namedArrive(barrierId(kSReady, cI32(0)), all);
+    });
+    SmallVector<Value> init;
+    for (Frag &f : S)
+      init.append(f.c, f.c + 4);
+    auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
     {
       OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(ifDeep.thenBlock());
-      waitCopyGroups(1);
-      b.setInsertionPointToStart(ifDeep.elseBlock());
-      waitCopyGroups(0);
-    }
-    barrier();
-    Value ahead = add(c, sub(stages, cI32(1)));
-    ifThen(andI(notI(single), cmp(arith::CmpIPredicate::slt, ahead, c1)),
-           [&] { copies(ahead); });
-    commitCopies();
-    Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
-          gl = stageAt(c, L.gl), qgb = stageAt(c, L.qgb), pb = stageAt(c, L.pb);
-    Value parity = remu(sub(c, c0), cI32(2));
-    Operand sOp{sCopy(parity), BV + kPad, /*kRows=*/true},
-        vOp{vn, BV + kPad, /*kRows=*/true};
-    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
-    // chunk_residual: V' = U - W S.
-    {
-      SmallVector<Frag> acc = zeroFrags(C, BV);
-      mma(Operand{wb, K + kPad}, sOp, C, BV, K, acc);
-      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-        Value at = add(mul(i, cI32(BV + kPad)), col);
-        Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
-        Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
-        Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
-        storeVec(pack2(fsub(u0, x0), fsub(u1, x1), opType), vn, opType, at, 4);
-      });
-    }
-    // V' complete for every warp.
-    barrier();
-    // chunk_state_step first, S = e^G_last S + Kd^T V', so its products
-    // overlap the output's below rather than delaying the next chunk; the
-    // new S goes to the other copy, read after the next barrier.
-    for (Frag &f : S)
-      for (Value &x : f.c)
-        x = fmul(x, decayLast);
-    mma(Operand{kd, K + kPad, /*kRows=*/true}, vOp, K, BV, C, S);
-    storeS(sub(cI32(1), parity));
-    // chunk_output: O = Qg S + P V' (the S this chunk started from).
-    {
-      SmallVector<Frag> acc = zeroFrags(C, BV);
-      mma(Operand{qgb, K + kPad}, sOp, C, BV, K, acc);
-      mma(Operand{pb, C + kPad}, vOp, C, BV, C, acc);
-      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-        ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
-          Value tok = add(t0, toI64(i));
-          Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
-          storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
+      b.setInsertionPointToStart(loop.getBody());
+      Value c = loop.getInductionVar();
+      for (size_t i = 0; i < S.size() * 4; ++i)
+        S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+      Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
+      // Also a barrier of the state warps: every one has stored S.
+      namedSync(barrierId(kLanded, parity), all);
+      Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
+            gl = stageAt(c, L.gl), vc = vCopy(parity);
+      Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
+      // chunk_residual: V' = U - W S.
+      {
+        SmallVector<Frag> acc = zeroFrags(C, BV);
+        mma(Operand{wb, K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true}, C, BV, K,
+            acc, /*splitTiles=*/2);
+        forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+          Value at = add(mul(i, cI32(BV + kPad)), col);
+          Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
+          Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
+          Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
+          storeVec(pack2(fsub(u0, x0), fsub(u1, x1), opType), vc, opType, at, 4);
         });
+      }
+      namedArrive(barrierId(kVReady, parity), all);
+      namedSync(cI32(kState), half * 32);
+      // chunk_state_step: S = e^G_last S + Kd^T V'.
+      for (Frag &f : S)
+        for (Value &x : f.c)
+          x = fmul(x, decayLast);
+      mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
+          C, S, /*splitTiles=*/2);
+      namedArrive(barrierId(kADone, parity), all);
+      // The other S copy holds chunk c - 1's state until its output is done.
+      ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
+             [&] { namedSync(barrierId(kDone, other), all); });
+      ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1), [&] {
+        storeS(other);
+        namedArrive(barrierId(kSReady, other), all);
       });
+      SmallVector<Value> nextS;
+      for (Frag &f : S)
+        nextS.append(f.c, f.c + 4);
+      scf::YieldOp::create(b, nextS);
     }
-    ifThen(single, [&] {
-      barrier();
-      Value next = add(c, cI32(1));
-      ifThen(cmp(arith::CmpIPredicate::slt, next, c1), [&] { copies(next); });
-      commitCopies();
+    for (size_t i = 0; i < S.size() * 4; ++i)
+      S[i / 4].c[i % 4] = loop.getResult(i);
+    // The last chunk's done round (every round completes).
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+      namedSync(barrierId(kDone, remu(sub(sub(c1, c0), cI32(1)), cI32(2))), all);
     });
-    SmallVector<Value> nextS;
-    for (Frag &f : S)
-      nextS.append(f.c, f.c + 4);
-    scf::YieldOp::create(b, nextS);
+    auto ifWrite = scf::IfOp::create(b, writeOk, false);
+    b.setInsertionPointToStart(ifWrite.thenBlock());
+    forEachElement(K, BV, S, [&](Value d, Value col, Value x) {
+      Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
+      store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
+    });
   }
-  for (size_t i = 0; i < S.size() * 4; ++i)
-    S[i / 4].c[i % 4] = loop.getResult(i);
-  auto ifWrite = scf::IfOp::create(b, writeOk, false);
-  b.setInsertionPointToStart(ifWrite.thenBlock());
-  forEachElement(K, BV, S, [&](Value d, Value col, Value x) {
-    Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
-    store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
-  });
+
+  // Output warps.
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(roles.elseBlock());
+    WarpRole role(*this, half, warps - half);
+    // Every thread of the role commits one group per chunk (empty past the
+    // last), so "chunk c has landed" is "at most stages - 1 groups pending".
+    auto waitLanded = [&] {
+      auto ifDeep = scf::IfOp::create(b, deep, true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifDeep.thenBlock());
+      waitCopyGroups(2);
+      b.setInsertionPointToStart(ifDeep.elseBlock());
+      auto ifSingle = scf::IfOp::create(b, single, true);
+      b.setInsertionPointToStart(ifSingle.thenBlock());
+      waitCopyGroups(0);
+      b.setInsertionPointToStart(ifSingle.elseBlock());
+      waitCopyGroups(1);
+    };
+    for (int64_t i = 0; i < 3; ++i)
+      ifThen(cmp(arith::CmpIPredicate::slt, cI32(i), stages), [&] {
+        Value c = add(c0, cI32(i));
+        ifThen(cmp(arith::CmpIPredicate::slt, c, c1), [&] { copies(c); });
+        commitCopies();
+      });
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+      waitLanded();
+      namedArrive(barrierId(kLanded, cI32(0)), all);
+    });
+    auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
+    Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
+    Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
+    // chunk_output: O = Qg S + P V' (the S chunk c started from).
+    SmallVector<Frag> acc = zeroFrags(C, BV);
+    namedSync(barrierId(kSReady, parity), all);
+    mma(Operand{stageAt(c, L.qgb), K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true},
+        C, BV, K, acc, /*splitTiles=*/2);
+    namedSync(barrierId(kVReady, parity), all);
+    mma(Operand{stageAt(c, L.pb), C + kPad}, Operand{vCopy(parity), BV + kPad, /*kRows=*/true},
+        C, BV, C, acc, /*splitTiles=*/2);
+    namedArrive(barrierId(kDone, parity), all);
+    forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+      ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
+        Value tok = add(t0, toI64(i));
+        Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
+        storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
+      });
+    });
+    // Both roles are done with chunk c's stage: refill it with chunk
+    // c + stages, then hand chunk c + 1 over once it has landed.
+    namedSync(barrierId(kADone, parity), all);
+    Value ahead = add(c, stages);
+    ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
+    commitCopies();
+    ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1), [&] {
+      waitLanded();
+      namedArrive(barrierId(kLanded, other), all);
+    });
+  }
 }

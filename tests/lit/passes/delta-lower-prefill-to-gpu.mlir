@@ -24,7 +24,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.min_blocks_per_sm = 1
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
-// CHECK-SAME: delta.dynamic_smem = 144896
+// CHECK-SAME: delta.dynamic_smem = 147968
 // CHECK-SAME: delta.dynamic_smem_stage = 64768
 // CHECK-SAME: delta.grid_x = 8
 // CHECK-SAME: delta.min_blocks_per_sm = 0
