@@ -66,9 +66,12 @@ void PrefillEmitter::emitRecur() {
   Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
   Value single = cmp(arith::CmpIPredicate::slt, dynSmem, cI32(L.total));
   Value stages = sel(deep, cI32(3), sel(single, cI32(1), cI32(2)));
-  // Chunk c's operands go to stage (c - c0) % stages as one cp.async group.
+  // Chunk c's operands go to stage (c - c0) % stages as one cp.async group
+  // (a remainder by a constant: one by the run-time `stages` would be a
+  // long division on every step's path).
   auto stageAt = [&](Value c, int64_t at) {
-    Value slot = remu(sub(c, c0), stages);
+    Value i = sub(c, c0);
+    Value slot = sel(single, cI32(0), sel(deep, remu(i, cI32(3)), andI(i, cI32(1))));
     return gep(region(at), b.getI8Type(), mul(slot, cI32(L.stage)));
   };
   auto copies = [&](Value c) {
@@ -209,19 +212,17 @@ void PrefillEmitter::emitRecur() {
     b.setInsertionPointToStart(roles.elseBlock());
     WarpRole role(*this, half, warps - half);
     // Every thread of the role commits one group per chunk (empty past the
-    // last), so "chunk c has landed" is "at most stages - 1 groups pending".
-    auto waitLanded = [&] {
-      auto ifDeep = scf::IfOp::create(b, deep, true);
+    // last), so with chunks c .. c + k issued, "chunk c has landed" is "at
+    // most k groups pending".
+    auto waitGroups = [&](Value threeStages, int64_t pendingIfThree, int64_t pendingElse) {
+      auto ifThree = scf::IfOp::create(b, threeStages, true);
       OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(ifDeep.thenBlock());
-      waitCopyGroups(2);
-      b.setInsertionPointToStart(ifDeep.elseBlock());
-      auto ifSingle = scf::IfOp::create(b, single, true);
-      b.setInsertionPointToStart(ifSingle.thenBlock());
-      waitCopyGroups(0);
-      b.setInsertionPointToStart(ifSingle.elseBlock());
-      waitCopyGroups(1);
+      b.setInsertionPointToStart(ifThree.thenBlock());
+      waitCopyGroups(pendingIfThree);
+      b.setInsertionPointToStart(ifThree.elseBlock());
+      waitCopyGroups(pendingElse);
     };
+    // Prologue: every stage filled (chunks c0 .. c0 + stages - 1).
     for (int64_t i = 0; i < 3; ++i)
       ifThen(cmp(arith::CmpIPredicate::slt, cI32(i), stages), [&] {
         Value c = add(c0, cI32(i));
@@ -229,7 +230,7 @@ void PrefillEmitter::emitRecur() {
         commitCopies();
       });
     ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
-      waitLanded();
+      waitGroups(deep, 2, 0); // 2 stages: 1 pending, but nothing waits on it
       namedArrive(barrierId(kLanded, cI32(0)), all);
     });
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
@@ -237,6 +238,13 @@ void PrefillEmitter::emitRecur() {
     b.setInsertionPointToStart(loop.getBody());
     Value c = loop.getInductionVar();
     Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
+    Value more = cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1);
+    // Chunk c + 1 first (2 or 3 stages: it was issued a step ago or more):
+    // the state warps' next step must not wait for this chunk's output.
+    ifThen(andI(notI(single), more), [&] {
+      waitGroups(deep, 1, 0);
+      namedArrive(barrierId(kLanded, other), all);
+    });
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
     // chunk_output: O = Qg S + P V' (the S chunk c started from).
@@ -256,13 +264,13 @@ void PrefillEmitter::emitRecur() {
       });
     });
     // Both roles are done with chunk c's stage: refill it with chunk
-    // c + stages, then hand chunk c + 1 over once it has landed.
+    // c + stages (one stage: that is chunk c + 1, handed over once landed).
     namedSync(barrierId(kADone, parity), all);
     Value ahead = add(c, stages);
     ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
     commitCopies();
-    ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1), [&] {
-      waitLanded();
+    ifThen(andI(single, more), [&] {
+      waitCopyGroups(0);
       namedArrive(barrierId(kLanded, other), all);
     });
   }
