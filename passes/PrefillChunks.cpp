@@ -120,8 +120,8 @@ void PrefillEmitter::emitChunks() {
   // one vector store per lane).
   int64_t epl = K / 32, warps = plan.threads / 32;
   {
-    Value qg = gep(workRegion(4), opType, mul(ch, cI64(C * K)));
-    Value kd = gep(workRegion(5), opType, mul(ch, cI64(C * K)));
+    Value qg = gep(workRegion(4), opType, mul(ch, cI64(C * (K + kPad))));
+    Value kd = gep(workRegion(5), opType, mul(ch, cI64(C * (K + kPad))));
     auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(warps));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(rowLoop.getBody());
@@ -151,7 +151,7 @@ void PrefillEmitter::emitChunks() {
         gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, factor)), cI32(e));
       }
       storeVec(normed, buf, opType, at, epl * 2);
-      storeVec(gatedRow, which ? qg : kd, opType, add(mul(i, cI32(K)), col), epl * 2);
+      storeVec(gatedRow, which ? qg : kd, opType, at, epl * 2);
     }
   }
   barrier();
@@ -169,12 +169,13 @@ void PrefillEmitter::emitChunks() {
   // factors) and leave in 16-byte, fully coalesced stores: written straight
   // from the mma fragments they would be scattered half sectors.
   Value stage = af;
-  auto copyOut = [&](int64_t cols, Value dst) {
+  // dstLd: the workspace row (cols + kPad where recur copies whole tiles).
+  auto copyOut = [&](int64_t cols, Value dst, int64_t dstLd) {
     threadLoop(C * cols / 8, [&](Value e) {
       Value i = divu(e, cI32(cols / 8)), col = mul(remu(e, cI32(cols / 8)), cI32(8));
       auto vt = VectorType::get({8}, opType);
       Value v = LLVM::LoadOp::create(b, vt, gep(stage, opType, add(mul(i, cI32(cols + kPad)), col)), 16);
-      storeVec(v, dst, opType, add(mul(i, cI32(cols)), col), 16);
+      storeVec(v, dst, opType, add(mul(i, cI32(dstLd)), col), 16);
     }, /*unroll=*/true);
   };
   // (4) chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M,
@@ -194,7 +195,7 @@ void PrefillEmitter::emitChunks() {
     });
   }
   barrier();
-  copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * C))));
+  copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * (C + kPad)))), C + kPad);
   // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
   {
     SmallVector<Frag> acc = zeroFrags(C, C);
@@ -325,7 +326,8 @@ void PrefillEmitter::emitChunks() {
       storeVec(pack2(x0, x1, opType), stage, opType, add(mul(i, cI32(cols + kPad)), col), 4);
     });
     barrier();
-    copyOut(cols, gep(workRegion(which), opType, mul(ch, cI64(C * cols))));
+    int64_t ld = which == 3 ? cols : cols + kPad; // U [C, V]; W padded
+    copyOut(cols, gep(workRegion(which), opType, mul(ch, cI64(C * ld))), ld);
   };
   // A's fp32 rows are dead: the products' 16-bit results are staged there.
   product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);

@@ -101,12 +101,16 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
 }
 
 // Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
-// [1] gamma_last f32; [2] W [C, K]; [3] U [C, V]; [4] Qg [C, K];
-// [5] Kd [C, K]; [6] P [C, C] (16-bit, all row-major). Regions start on 256-byte bounds.
+// [1] gamma_last f32; [2] W [C, K + 8]; [3] U [C, V]; [4] Qg [C, K + 8];
+// [5] Kd [C, K + 8]; [6] P [C, C + 8] (16-bit, all row-major). W, Qg, Kd
+// and P have recur's shared-memory rows (kPad elements of padding), so
+// each is one contiguous copy there; U is read in V tiles. Regions start
+// on 256-byte bounds.
 Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   int64_t C = s.chunk, K = s.k, V = s.v;
-  int64_t perChunk[] = {4, C * K * 2, C * V * 2, C * K * 2, K * C * 2, C * C * 2};
+  int64_t Kp = K + kPad, Cp = C + kPad;
+  int64_t perChunk[] = {4, C * Kp * 2, C * V * 2, C * Kp * 2, C * Kp * 2, C * Cp * 2};
   auto round = [&](Value bytes) { return mul(divu(add(bytes, cI64(255)), cI64(256)), cI64(256)); };
   Value off = round(mul(toI64(add(param(pN), cI32(1))), cI64(4)));
   for (int64_t r = 1; r < which; ++r)

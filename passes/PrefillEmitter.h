@@ -337,6 +337,17 @@ private:
                                     ValueRange{to, from});
     }, /*unroll=*/true);
   }
+  /// Starts copying `count` 16-bit elements (count % 8 == 0) that are laid
+  /// out alike in global and shared memory: thread t copies vectors t,
+  /// t + threads, ..., so every address is a register plus a constant.
+  void copyBlock(Value dst, Value src, Value srcBase, int64_t count) {
+    Value from = gep(src, opType, srcBase);
+    threadLoop(count / 8, [&](Value i) {
+      Value at = toI64(mul(i, cI32(8)));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{gep(dst, opType, at), gep(from, opType, at)});
+    }, /*unroll=*/true);
+  }
   void commitCopies() {
     LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
   }

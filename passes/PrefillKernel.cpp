@@ -70,9 +70,11 @@ int64_t mlir::delta::targetSharedLimit(StringRef chip) {
 
 int64_t mlir::delta::prefillWorkspaceBytes(const PrefillSpec &s, int64_t maxChunks,
                                            int64_t valueHeads, int64_t numSeqs) {
-  int64_t C = s.chunk, K = s.k, V = s.v, chunks = maxChunks * valueHeads;
+  int64_t C = s.chunk, K = s.k + prefill::kPad, V = s.v, chunks = maxChunks * valueHeads;
   int64_t total = align256((numSeqs + 1) * 4);
-  for (int64_t per : {int64_t(4), C * K * 2, C * V * 2, C * K * 2, K * C * 2, C * C * 2})
+  // W, U, Qg, Kd, P; padded rows as in PrefillEmitter::workRegion.
+  for (int64_t per : {int64_t(4), C * K * 2, C * V * 2, C * K * 2, K * C * 2,
+                      C * (C + prefill::kPad) * 2})
     total += align256(chunks * per);
   return total;
 }

@@ -76,11 +76,12 @@ void PrefillEmitter::emitRecur() {
   };
   auto copies = [&](Value c) {
     Value ch = chunkHead(c, hv);
-    copyTile(stageAt(c, L.wb), workRegion(2), mul(ch, cI64(C * K)), C, K);
-    copyTile(stageAt(c, L.kd), workRegion(5), mul(ch, cI64(C * K)), C, K);
+    int64_t kTile = C * (K + kPad), pTile = C * (C + kPad); // padded rows
+    copyBlock(stageAt(c, L.wb), workRegion(2), mul(ch, cI64(kTile)), kTile);
+    copyBlock(stageAt(c, L.kd), workRegion(5), mul(ch, cI64(kTile)), kTile);
     copyTile(stageAt(c, L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
-    copyTile(stageAt(c, L.qgb), workRegion(4), mul(ch, cI64(C * K)), C, K);
-    copyTile(stageAt(c, L.pb), workRegion(6), mul(ch, cI64(C * C)), C, C);
+    copyBlock(stageAt(c, L.qgb), workRegion(4), mul(ch, cI64(kTile)), kTile);
+    copyBlock(stageAt(c, L.pb), workRegion(6), mul(ch, cI64(pTile)), pTile);
     ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
       LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
                                     ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});

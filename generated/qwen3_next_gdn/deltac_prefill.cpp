@@ -63,10 +63,13 @@ deltac::Status checkDeviceData(const deltac_prefill_args &a, int64_t slots,
 
 int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
                               int64_t HV) {
-  int64_t C = v.chunk, K = v.K, V = v.V, chunks = maxChunks(v, T, N) * HV;
+  // W, Qg, Kd and P rows carry 8 elements of padding (the kernels' shared
+  // memory rows, so recur copies each tile in one piece).
+  const int64_t pad = 8;
+  int64_t C = v.chunk, K = v.K + pad, V = v.V, chunks = maxChunks(v, T, N) * HV;
   int64_t total = align256((N + 1) * 4);
   for (int64_t per : {int64_t(4), C * K * 2, C * V * 2, C * K * 2, K * C * 2,
-                      C * C * 2})
+                      C * (C + pad) * 2})
     total += align256(chunks * per);
   return total;
 }
