@@ -63,6 +63,9 @@ protected:
                 cF32(0.6931471805599453));
   }
   Value sqrt(Value x) { return intrinsic("llvm.nvvm.sqrt.rn.f", x); }
+  /// 1 / sqrt(x) as rsqrt.approx (2 ulp; the IEEE divide and square root
+  /// branch into slow paths that keep independent rows from overlapping).
+  Value rsqrt(Value x) { return intrinsic("llvm.nvvm.rsqrt.approx.f", x); }
   Value fma(Value x, Value y, Value z) {
     return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
   }

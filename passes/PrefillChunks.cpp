@@ -141,7 +141,7 @@ void PrefillEmitter::emitChunks() {
       }
       Value scale = cF32(1.0);
       if (s.qkL2Norm)
-        scale = fdiv(cF32(1.0), sqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6))));
+        scale = rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6)));
       scale = sel(valid, scale, cF32(0.0));
       Value factor = which ? fmul(load(f32, eG, i, 4), param(pScale)) : load(f32, eGL, i, 4);
       Value normed = LLVM::UndefOp::create(b, outVec), gatedRow = LLVM::UndefOp::create(b, outVec);
