@@ -60,6 +60,14 @@ run_tests() {
     compute-sanitizer --tool memcheck --error-exitcode 3 "$BUILD/prefill_test" --quick \
       > "$OUT/memcheck_prefill.log" 2>&1 || status=1
     echo "memcheck prefill: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_prefill.log" | tail -1)"
+    # The recur kernel's warp roles hand shared memory over through named
+    # barriers: racecheck finds a missing hand-over, synccheck a misused one.
+    compute-sanitizer --tool racecheck --error-exitcode 3 "$BUILD/prefill_test" --quick \
+      > "$OUT/racecheck_prefill.log" 2>&1 || status=1
+    echo "racecheck prefill: $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_prefill.log" | tail -1)"
+    compute-sanitizer --tool synccheck --error-exitcode 3 "$BUILD/prefill_test" --quick \
+      > "$OUT/synccheck_prefill.log" 2>&1 || status=1
+    echo "synccheck prefill: $(grep -E 'ERROR SUMMARY' "$OUT/synccheck_prefill.log" | tail -1)"
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
