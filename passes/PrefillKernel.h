@@ -14,7 +14,9 @@
 //           activations).
 //   recur   one block per (sequence, value head, V tile): the ops that read
 //           the state - chunk_residual, chunk_output, chunk_state_step -
-//           chunk after chunk, the [K, V tile] state in fp32 registers.
+//           chunk after chunk, the [K, V tile] state in fp32 registers of
+//           the state warps; the output warps fill the operand ring and
+//           compute chunk_output (PrefillRecur.cpp).
 //
 // All products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
 // accumulation); the triangular solve is fp32 in shared memory. recur keeps

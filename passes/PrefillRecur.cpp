@@ -1,7 +1,8 @@
 //===- PrefillRecur.cpp - the prefill recur kernel ---------------*- C++ -*-===//
 //
 // The state from chunk to chunk, per sequence, value head and V tile
-// (PrefillKernel.h).
+// (PrefillKernel.h), as two warp roles handing shared memory over through
+// named barriers (see the comment above the roles below).
 //
 //===----------------------------------------------------------------------===//
 

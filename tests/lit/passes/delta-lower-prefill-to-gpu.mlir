@@ -36,7 +36,10 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
+// recur's state and output warps hand over through named barriers.
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
+// PTX-SAME: bar.arrive
+// PTX-SAME: bar.sync {{[^;]*}}, 256;
 // PTX-SAME: cp.async.cg.shared.global
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
