@@ -79,7 +79,7 @@ struct ChunksSmem {
 /// `stages` chunks ahead. The kernel reads the stage count from its
 /// dynamic shared memory size: 2 (total), 3 where the host could add
 /// `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
-/// where the host wants two blocks per SM.
+/// where forced (DELTAC_PREFILL_RECUR_STAGES=1: two blocks fit an SM).
 struct RecurSmem {
   int64_t st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
   RecurSmem(const PrefillSpec &s, int64_t bv) {

@@ -241,12 +241,19 @@ void PrefillEmitter::emitRecur() {
     Value c = loop.getInductionVar();
     Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
     Value more = cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1);
-    // Chunk c + 1 first (2 or 3 stages: it was issued a step ago or more):
-    // the state warps' next step must not wait for this chunk's output.
-    ifThen(andI(notI(single), more), [&] {
-      waitGroups(deep, 1, 0);
-      namedArrive(barrierId(kLanded, other), all);
-    });
+    // Chunk c + 1 is handed over as soon as it can have landed, so the
+    // state warps' next step need not wait for this chunk's output: with 3
+    // stages first (it was issued two steps ago), with 2 after the output
+    // (it was issued at the end of the previous step), with 1 after the
+    // refill below (it is the refill).
+    Value twoStages = andI(notI(deep), notI(single));
+    auto handOver = [&](Value when, int64_t pending) {
+      ifThen(andI(when, more), [&] {
+        waitCopyGroups(pending);
+        namedArrive(barrierId(kLanded, other), all);
+      });
+    };
+    handOver(deep, 1);
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
     // chunk_output: O = Qg S + P V' (the S chunk c started from).
@@ -265,15 +272,13 @@ void PrefillEmitter::emitRecur() {
         storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
       });
     });
+    handOver(twoStages, 0);
     // Both roles are done with chunk c's stage: refill it with chunk
-    // c + stages (one stage: that is chunk c + 1, handed over once landed).
+    // c + stages.
     namedSync(barrierId(kADone, parity), all);
     Value ahead = add(c, stages);
     ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
     commitCopies();
-    ifThen(andI(single, more), [&] {
-      waitCopyGroups(0);
-      namedArrive(barrierId(kLanded, other), all);
-    });
+    handOver(single, 0);
   }
 }

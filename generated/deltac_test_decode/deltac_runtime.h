@@ -64,10 +64,6 @@ int multiprocessorCount(std::string *error);
 /// may opt in to (cached per device); 0 with a message on failure.
 int maxSharedPerBlock(std::string *error);
 
-/// The shared memory of one SM, all its blocks together (cached per
-/// device); 0 with a message on failure.
-int maxSharedPerSM(std::string *error);
-
 /// Copies `bytes` from device memory to the host and waits (debug checks
 /// only: it synchronises).
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,

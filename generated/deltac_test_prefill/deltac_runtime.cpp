@@ -281,12 +281,6 @@ int maxSharedPerBlock(std::string *error) {
                          "querying the shared memory per block", error);
 }
 
-int maxSharedPerSM(std::string *error) {
-  static std::atomic<int> cache[64];
-  return cachedAttribute(cache, kAttrSharedPerSM,
-                         "querying the shared memory per SM", error);
-}
-
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,
                 std::string *error) {
   const Driver &d = driver();

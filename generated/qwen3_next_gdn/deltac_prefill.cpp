@@ -113,21 +113,16 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
   return last;
 }
 
-int recurStages(const PrefillVariant &v, int64_t blocks, int sms,
-                int64_t perBlock, int64_t perSM, int forced) {
+int recurStages(const PrefillVariant &v, int64_t perBlock, int forced) {
   if (v.smemRecurStage == 0)
     return 2;
-  // The driver reserves 1 KiB of shared memory per resident block.
-  // Registers are not checked: recur kernels use at most 128 per thread at
-  // 256 threads (ptxas_generated_kernels lists them), so two blocks fit.
-  bool twoPerSM = 2 * (int64_t(v.smemRecur) - v.smemRecurStage + 1024) <= perSM;
+  // The deepest ring that fits a block. One stage (two blocks per SM when
+  // the grid is over a wave) only when forced: since recur's warp roles,
+  // one block with 3 stages beats two with 1 (H200, varlen 16K: 388 vs
+  // 412 us).
   bool deeper = int64_t(v.smemRecur) + v.smemRecurStage <= perBlock;
   if (forced == 1 || forced == 2)
     return forced;
-  if (forced == 3)
-    return deeper ? 3 : 2;
-  if (blocks > sms && twoPerSM)
-    return 1;
   return deeper ? 3 : 2;
 }
 
@@ -238,16 +233,11 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     const char *e = std::getenv("DELTAC_PREFILL_RECUR_STAGES");
     return e ? int(std::strtol(e, nullptr, 10)) : 0;
   }();
-  int perBlock = 0, perSM = 0;
-  if (chosen->smemRecurStage > 0 &&
-      ((perBlock = maxSharedPerBlock(&error)) == 0 ||
-       (perSM = maxSharedPerSM(&error)) == 0 ||
-       (sms == 0 && (sms = multiprocessorCount(&error)) == 0)))
+  int perBlock = 0;
+  if (chosen->smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
     return {DELTAC_CUDA_ERROR, error};
-  int64_t recurBlocks = a.N * a.HV * chosen->valueTiles;
-  unsigned recurSmem = recurSharedBytes(
-      *chosen, recurStages(*chosen, recurBlocks, sms, perBlock, perSM,
-                           forcedStages));
+  unsigned recurSmem =
+      recurSharedBytes(*chosen, recurStages(*chosen, perBlock, forcedStages));
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,

@@ -46,13 +46,10 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
                                            int64_t N, int64_t HV, int sms);
 
-/// The depth of recur's chunk ring for a launch of `blocks` blocks on `sms`
-/// SMs whose blocks may opt in to `perBlock` bytes of shared memory, `perSM`
-/// per SM: 1 when the grid is more than a wave and two one-stage blocks fit
-/// an SM (each hides the other's loads), else 3 where a block has the room,
-/// else 2. `forced` (1, 2 or 3; 0 = none) overrides, 3 only where it fits.
-int recurStages(const PrefillVariant &v, int64_t blocks, int sms,
-                int64_t perBlock, int64_t perSM, int forced);
+/// The depth of recur's chunk ring where a block may opt in to `perBlock`
+/// bytes of shared memory: 3 where it has the room, else 2. `forced` (1, 2
+/// or 3; 0 = none) overrides, 3 only where it fits.
+int recurStages(const PrefillVariant &v, int64_t perBlock, int forced);
 
 /// The dynamic shared memory recur launches with for `stages` stages (the
 /// kernel reads its depth back from its dynamic shared memory size).

@@ -106,10 +106,11 @@ def main():
                                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg,
                                           cu_seqlens_cpu=cu_cpu)
         ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale)
-        if args.no_fla:
-            for _ in range(3):
-                ours()
-            torch.cuda.synchronize()
+        if args.no_fla:  # deltac alone: for ncu, or to compare its variants
+            t_ours = H.graph_ms(ours)
+            if args.profile:
+                profile("deltac", name, ours)
+            print(f"deltac,{name},deltac_ms={t_ours:.4f}", flush=True)
             continue
         t_fla = H.graph_ms(fla)
         t_ours = H.graph_ms(ours)

@@ -60,31 +60,28 @@ TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
             &table[0]);
 }
 
-TEST(PrefillDispatch, RecurRingDepthFromGridAndSharedMemory) {
+TEST(PrefillDispatch, RecurRingDepthFromSharedMemory) {
   deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
-  v.smemRecur = 144896; // 2 stages, V tile 16 (the lowering's numbers)
+  v.smemRecur = 147968; // 2 stages, V tile 16 (the lowering's numbers)
   v.smemRecurStage = 64768;
-  // Per block / per SM: H100/H200 232448 / 233472, A100 166912 / 167936.
-  auto stages = [&](int64_t blocks, int64_t perBlock, int64_t perSM,
-                    int forced = 0) {
-    return deltac_rt::recurStages(v, blocks, 132, perBlock, perSM, forced);
+  // Per block: H100/H200 232448, A100 166912.
+  auto stages = [&](int64_t perBlock, int forced = 0) {
+    return deltac_rt::recurStages(v, perBlock, forced);
   };
-  EXPECT_EQ(stages(128, 232448, 233472), 3); // one wave: deepest ring
-  EXPECT_EQ(stages(128, 166912, 167936), 2); // A100: no room for 3
-  EXPECT_EQ(stages(1024, 232448, 233472), 1); // waves: 2 blocks per SM
-  EXPECT_EQ(stages(1024, 166912, 167936), 1); // 2 x 80 KiB fit an A100 SM
-  EXPECT_EQ(stages(1024, 232448, 233472, 3), 3); // forced
-  EXPECT_EQ(stages(128, 166912, 167936, 3), 2);  // forced, but no room
-  EXPECT_EQ(stages(128, 232448, 233472, 1), 1);
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 3), 209664u);
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 2), 144896u);
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 1), 80128u);
-  v.smemRecur = 159232; // V tile 32: two one-stage blocks (2 x 90 KiB)
-  v.smemRecurStage = 66816; // do not fit an A100 SM
-  EXPECT_EQ(stages(1024, 166912, 167936), 2);
-  EXPECT_EQ(stages(1024, 232448, 233472), 1);
+  EXPECT_EQ(stages(232448), 3); // the deepest ring that fits
+  EXPECT_EQ(stages(166912), 2); // A100: no room for 3
+  EXPECT_EQ(stages(232448, 3), 3); // forced
+  EXPECT_EQ(stages(166912, 3), 2);  // forced, but no room
+  EXPECT_EQ(stages(232448, 1), 1);
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 3), 212736u);
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 2), 147968u);
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 1), 83200u);
+  v.smemRecur = 164352; // V tile 32: 3 stages fit Hopper, not an A100
+  v.smemRecurStage = 66816;
+  EXPECT_EQ(stages(166912), 2);
+  EXPECT_EQ(stages(232448), 3);
   v.smemRecurStage = 0;
-  EXPECT_EQ(stages(1024, 232448, 233472), 2);
+  EXPECT_EQ(stages(232448), 2);
 }
 
 TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
