@@ -54,20 +54,18 @@ run_tests() {
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/decode_test" --quick > "$OUT/decode_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/decode_test_sm80.log" | sed 's/^/sm_80 PTX: /'
   if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
-    compute-sanitizer --tool memcheck --error-exitcode 3 "$BUILD/decode_test" --quick \
-      > "$OUT/memcheck.log" 2>&1 || status=1
-    echo "memcheck: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-    compute-sanitizer --tool memcheck --error-exitcode 3 "$BUILD/prefill_test" --quick \
-      > "$OUT/memcheck_prefill.log" 2>&1 || status=1
-    echo "memcheck prefill: $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_prefill.log" | tail -1)"
+    # sanitize TOOL TEST LOG: one compute-sanitizer run, its summary line.
+    sanitize() {
+      compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/$2" --quick > "$OUT/$3.log" 2>&1 ||
+        status=1
+      echo "$3: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$3.log" | tail -1)"
+    }
+    sanitize memcheck decode_test memcheck
+    sanitize memcheck prefill_test memcheck_prefill
     # The recur kernel's warp roles hand shared memory over through named
     # barriers: racecheck finds a missing hand-over, synccheck a misused one.
-    compute-sanitizer --tool racecheck --error-exitcode 3 "$BUILD/prefill_test" --quick \
-      > "$OUT/racecheck_prefill.log" 2>&1 || status=1
-    echo "racecheck prefill: $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_prefill.log" | tail -1)"
-    compute-sanitizer --tool synccheck --error-exitcode 3 "$BUILD/prefill_test" --quick \
-      > "$OUT/synccheck_prefill.log" 2>&1 || status=1
-    echo "synccheck prefill: $(grep -E 'ERROR SUMMARY' "$OUT/synccheck_prefill.log" | tail -1)"
+    sanitize racecheck prefill_test racecheck_prefill
+    sanitize synccheck prefill_test synccheck_prefill
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
