@@ -108,9 +108,7 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
 // on 256-byte bounds.
 Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
-  int64_t C = s.chunk, K = s.k, V = s.v;
-  int64_t Kp = K + kPad, Cp = C + kPad;
-  int64_t perChunk[] = {4, C * Kp * 2, C * V * 2, C * Kp * 2, C * Kp * 2, C * Cp * 2};
+  std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
   auto round = [&](Value bytes) { return mul(divu(add(bytes, cI64(255)), cI64(256)), cI64(256)); };
   Value off = round(mul(toI64(add(param(pN), cI32(1))), cI64(4)));
   for (int64_t r = 1; r < which; ++r)

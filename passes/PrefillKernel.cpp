@@ -68,13 +68,17 @@ int64_t mlir::delta::targetSharedLimit(StringRef chip) {
   return 48 * 1024;
 }
 
+std::array<int64_t, 6> mlir::delta::prefillChunkRegionBytes(const PrefillSpec &s) {
+  // 16-bit tiles; W, Qg, Kd and P in recur's padded shared-memory rows.
+  int64_t C = s.chunk, Kp = s.k + prefill::kPad, Cp = C + prefill::kPad;
+  return {4, C * Kp * 2, C * s.v * 2, C * Kp * 2, C * Kp * 2, C * Cp * 2};
+}
+
 int64_t mlir::delta::prefillWorkspaceBytes(const PrefillSpec &s, int64_t maxChunks,
                                            int64_t valueHeads, int64_t numSeqs) {
-  int64_t C = s.chunk, K = s.k + prefill::kPad, V = s.v, chunks = maxChunks * valueHeads;
+  int64_t chunks = maxChunks * valueHeads;
   int64_t total = align256((numSeqs + 1) * 4);
-  // W, U, Qg, Kd, P; padded rows as in PrefillEmitter::workRegion.
-  for (int64_t per : {int64_t(4), C * K * 2, C * V * 2, C * K * 2, K * C * 2,
-                      C * (C + prefill::kPad) * 2})
+  for (int64_t per : prefillChunkRegionBytes(s))
     total += align256(chunks * per);
   return total;
 }

@@ -31,6 +31,8 @@
 
 #include "passes/DecodeKernel.h"
 
+#include <array>
+
 namespace mlir::delta {
 
 /// The prefill kernels' parameters, in order (tests/unit/PrefillPlanTest.cpp
@@ -75,6 +77,10 @@ PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0,
 /// compute capabilities: 163 KiB on sm_80/sm_87, 227 KiB on sm_90/sm_100,
 /// 99 KiB on the consumer parts (sm_86, sm_89, sm_120); 48 KiB otherwise.
 int64_t targetSharedLimit(llvm::StringRef chip);
+
+/// Bytes per (chunk, value head) of workspace regions 1-6: gamma_last,
+/// W, U, Qg, Kd, P (PrefillEmitter::workRegion has the layout).
+std::array<int64_t, 6> prefillChunkRegionBytes(const PrefillSpec &spec);
 
 /// Bytes of workspace a call needs: chunk offsets plus the per-chunk
 /// operands, for at most `maxChunks` chunks (total tokens / C + N bounds
