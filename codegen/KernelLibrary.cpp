@@ -101,16 +101,25 @@ deltac::lowerToPtx(ModuleOp module) {
   if (failed(pm.run(module)))
     return failure();
 
+  // A kernel may come from several modules, one per kind of target (the
+  // prefill recur kernel: cp.async on sm_80, bulk copies on sm_90+): one
+  // kernel with every target's PTX.
+  std::vector<deltac::EmittedKernel> merged;
+  llvm::StringMap<size_t> byName;
   for (auto [kernel, moduleName] : llvm::zip(kernels, moduleNames)) {
+    auto [it, fresh] = byName.try_emplace(kernel.name, merged.size());
+    if (fresh)
+      merged.push_back(kernel);
+    deltac::EmittedKernel &into = merged[it->second];
     auto binaryOp = module.lookupSymbol<gpu::BinaryOp>(moduleName);
     for (Attribute object : binaryOp.getObjects()) {
       auto obj = cast<gpu::ObjectAttr>(object);
       auto target = cast<NVVM::NVVMTargetAttr>(obj.getTarget());
-      kernel.ptx.emplace_back(target.getChip().str(),
-                              obj.getObject().getValue().str());
+      into.ptx.emplace_back(target.getChip().str(),
+                            obj.getObject().getValue().str());
     }
   }
-  return kernels;
+  return merged;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -109,11 +110,22 @@ SmallVector<deltac::PlannedKernel> deltac::planKernels(ModuleOp module) {
                                  .str();
       if (!name.starts_with(expected))
         continue;
-      for (Attribute target : targets)
+      // A kernel's targets: its gpu.module's (a kernel may be built in one
+      // module per kind of target), else the module's list.
+      SmallVector<std::string> chips;
+      auto gpuModule = op->getParentOfType<gpu::GPUModuleOp>();
+      if (ArrayAttr own = gpuModule ? gpuModule.getTargetsAttr() : ArrayAttr()) {
+        for (Attribute t : own)
+          if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
+            chips.push_back(nvvm.getChip().str());
+      } else {
+        for (Attribute target : targets)
+          chips.push_back(cast<StringAttr>(target).getValue().str());
+      }
+      for (const std::string &chip : chips)
         kernels.push_back({spec.getValue().str(), name.str(),
                            delta::stringifyEntryKind(entry.getValue()).str(),
-                           k, v, cast<StringAttr>(target).getValue().str(),
-                           isa<gpu::GPUFuncOp>(op)});
+                           k, v, chip, isa<gpu::GPUFuncOp>(op)});
     }
   });
   return kernels;

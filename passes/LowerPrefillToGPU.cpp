@@ -157,7 +157,8 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     }
   }
   auto emit = [&](StringRef part, const PrefillPlan &plan, StringRef suffix,
-                  int64_t minBlocks) -> LogicalResult {
+                  int64_t minBlocks, ArrayAttr moduleTargets,
+                  StringRef moduleSuffix = "") -> LogicalResult {
     // A kernel whose buffers do not fit a block could only fail at launch.
     int64_t smem = part == "chunks" ? plan.chunksSmem
                    : part == "recur" ? plan.recurSmem
@@ -182,8 +183,8 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                               << " is too narrow for " << warps
                               << " warps with chunk " << spec.chunk;
     std::string kernel = name + "_" + part.str() + suffix.str();
-    auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
-                                           kernel + "_gpu", targets);
+    auto module = gpu::GPUModuleOp::create(
+        builder, func.getLoc(), kernel + moduleSuffix.str() + "_gpu", moduleTargets);
     buildPrefillKernel(builder, func.getLoc(), module, name, part, spec, plan,
                        suffix);
     for (auto k : module.getOps<gpu::GPUFuncOp>()) {
@@ -201,14 +202,31 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   for (auto [tile, minBlocks] : recurs)
     threads = std::min(threads, planPrefill(spec, tile).threads);
   PrefillPlan first = planPrefill(spec, recurs.front().first, threads);
-  if (failed(emit("prep", first, "", 0)) ||
-      failed(emit("chunks", first, "", 0)))
+  if (failed(emit("prep", first, "", 0, targets)) ||
+      failed(emit("chunks", first, "", 0, targets)))
     return failure();
+  // recur fills its ring with bulk copies where the target has them: one
+  // module (same kernel name) per kind of target.
+  SmallVector<Attribute> cpAsyncTargets, bulkTargets;
+  for (Attribute t : targets)
+    (targetHasBulkCopies(cast<NVVM::NVVMTargetAttr>(t).getChip())
+         ? bulkTargets
+         : cpAsyncTargets)
+        .push_back(t);
+  // The modules in the order of the first target (the listing's order).
+  bool bulkFirst = !bulkTargets.empty() && bulkTargets.front() == targets[0];
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.first);
-    if (failed(emit("recur", planPrefill(spec, r.first, threads), suffix,
-                    r.second)))
-      return failure();
+    for (bool bulk : {bulkFirst, !bulkFirst}) {
+      ArrayRef<Attribute> group = bulk ? bulkTargets : cpAsyncTargets;
+      if (group.empty())
+        continue;
+      PrefillPlan plan = planPrefill(spec, r.first, threads);
+      plan.bulkCopies = bulk;
+      if (failed(emit("recur", plan, suffix, r.second, builder.getArrayAttr(group),
+                      bulk && !cpAsyncTargets.empty() ? "_bulk" : "")))
+        return failure();
+    }
   }
   func.erase();
   return success();

@@ -74,17 +74,18 @@ struct ChunksSmem {
 /// (chunk c reads and writes copy c % 2 of V' and reads copy c % 2 of S,
 /// writing the next state to the other: the state warps can run one chunk
 /// ahead of the output warps), row-major (16-bit operands of the
-/// products), then `stages` copies of a chunk's operands (W, Kd, the U
+/// products) and the stages' mbarriers, then `stages` copies of a chunk's operands (W, Kd, the U
 /// tile, G_last, Qg, P), `stage` bytes apart, filled by cp.async up to
 /// `stages` chunks ahead. The kernel reads the stage count from its
 /// dynamic shared memory size: 2 (total), 3 where the host could add
 /// `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
 /// where forced (DELTAC_PREFILL_RECUR_STAGES=1: two blocks fit an SM).
 struct RecurSmem {
-  int64_t st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
+  int64_t mbar, st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
   RecurSmem(const PrefillSpec &s, int64_t bv) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
+    mbar = take(3 * 8); // bulk copies: one mbarrier per stage
     st = take(2 * K * (bv + kPad) * 2);
     vn = take(2 * C * (bv + kPad) * 2);
     int64_t first = off;
@@ -396,6 +397,37 @@ private:
     LLVM::InlineAsmOp::create(b, Type(), ValueRange{id, cI32(threads)}, "bar.arrive $0, $1;",
                               "r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
                               LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  }
+
+  // Bulk copies (sm_90+): cp.async.bulk global -> shared, completion
+  // counted in bytes on an mbarrier (inline PTX, as CUTLASS writes it).
+  void ptx(StringRef text, StringRef constraints, ValueRange args) {
+    LLVM::InlineAsmOp::create(b, Type(), args, text, constraints,
+                              /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  }
+  /// A shared-memory pointer as the 32-bit address PTX's [reg] takes.
+  Value sharedAddr(Value p) { return LLVM::PtrToIntOp::create(b, i32, p); }
+  void mbarInit(Value bar, int64_t count) {
+    ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {sharedAddr(bar), cI32(count)});
+  }
+  /// Makes the initialised mbarriers visible to the bulk-copy unit.
+  void mbarInitFence() { ptx("fence.mbarrier_init.release.cluster;", "", {}); }
+  /// This thread's arrival, announcing `bytes` of copies to complete.
+  void mbarArriveExpect(Value bar, int64_t bytes) {
+    ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+        {sharedAddr(bar), cI32(bytes)});
+  }
+  void bulkCopy(Value dst, Value src, int64_t bytes, Value bar) {
+    ptx("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+        "r,l,r,r", {sharedAddr(dst), src, cI32(bytes), sharedAddr(bar)});
+  }
+  /// Waits until the mbarrier's phase of parity `parity` has completed.
+  void mbarWait(Value bar, Value parity) {
+    ptx("{\n.reg .pred done;\nwait:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+        "@!done bra wait;\n}",
+        "r,r", {sharedAddr(bar), parity});
   }
 
   gpu::GPUFuncOp func;

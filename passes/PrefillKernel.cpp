@@ -54,10 +54,22 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   return p;
 }
 
-int64_t mlir::delta::targetSharedLimit(StringRef chip) {
+/// The compute capability of "sm_90a" (90), 0 when unreadable.
+static int64_t computeCapability(StringRef chip) {
   StringRef arch = chip.drop_front(3).take_while(llvm::isDigit);
   int64_t cc = 0;
   if (!chip.starts_with("sm_") || arch.getAsInteger(10, cc))
+    return 0;
+  return cc;
+}
+
+bool mlir::delta::targetHasBulkCopies(StringRef chip) {
+  return computeCapability(chip) >= 90;
+}
+
+int64_t mlir::delta::targetSharedLimit(StringRef chip) {
+  int64_t cc = computeCapability(chip);
+  if (cc == 0)
     return 48 * 1024;
   if (cc == 80 || cc == 87)
     return 163 * 1024;

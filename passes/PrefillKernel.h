@@ -20,8 +20,9 @@
 //
 // All products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
 // accumulation); the triangular solve is fp32 in shared memory. recur keeps
-// the next one or two chunks' operands in flight (cp.async, a 2- or 3-stage
-// ring sized by the shared memory the host grants). The grids are
+// the next one or two chunks' operands in flight (a 2- or 3-stage ring sized
+// by the shared memory the host grants; on sm_90 and later one thread fills
+// it with bulk copies, on sm_80 every output thread with cp.async). The grids are
 // one-dimensional: chunks head-fastest, recur sequence-major.
 //
 //===----------------------------------------------------------------------===//
@@ -66,6 +67,9 @@ struct PrefillPlan {
   int64_t chunksSmem = 0, recurSmem = 0, prepSmem = 0;
   /// Bytes of one more recur pipeline stage (see RecurSmem).
   int64_t recurSmemStage = 0;
+  /// recur fills its ring with bulk copies (cp.async.bulk, completion on
+  /// an mbarrier per stage: sm_90 and later) instead of 16-byte cp.async.
+  bool bulkCopies = false;
 };
 /// `threads` (0: chosen) fixes the block size: the kernels of one entry
 /// share it, since the host launches them with one size.
@@ -77,6 +81,10 @@ PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0,
 /// compute capabilities: 163 KiB on sm_80/sm_87, 227 KiB on sm_90/sm_100,
 /// 99 KiB on the consumer parts (sm_86, sm_89, sm_120); 48 KiB otherwise.
 int64_t targetSharedLimit(llvm::StringRef chip);
+
+/// Whether `chip` has bulk copies (cp.async.bulk with mbarriers): sm_90
+/// and later.
+bool targetHasBulkCopies(llvm::StringRef chip);
 
 /// Bytes per (chunk, value head) of workspace regions 1-6: gamma_last,
 /// W, U, Qg, Kd, P (PrefillEmitter::workRegion has the layout).

@@ -39,8 +39,8 @@ deltac_rt::Kernel glin_k64_v128_prefill_recur_v16_kernel(glin_k64_v128_prefill_r
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164352, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 147968, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164608, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 148224, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -66,8 +66,8 @@ extern "C" int64_t deltac_test_prefill_gkv_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant dn_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 2, 1, 1024, 20992, 53760, 19200, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 4, 0, 1024, 20992, 45568, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 2, 1, 1024, 20992, 54016, 19200, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 4, 0, 1024, 20992, 45824, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -93,8 +93,8 @@ extern "C" int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int
 
 namespace {
 const deltac_rt::PrefillVariant glin_prefill_variants[] = {
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 4, 1, 1024, 29184, 53760, 19200, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 8, 0, 1024, 29184, 45568, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 4, 1, 1024, 29184, 54016, 19200, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 8, 0, 1024, 29184, 45824, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 

@@ -246,10 +246,10 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 2, 1, 2048, 57856, 104960, 42240, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 0, 2048, 57856, 92672, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164352, 66816, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 147968, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 2, 1, 2048, 57856, 105216, 42240, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 0, 2048, 57856, 92928, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164608, 66816, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 148224, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -275,8 +275,8 @@ extern "C" int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int6
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 8, 1, 1024, 70144, 158208, 56064, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 16, 0, 1024, 70144, 137728, 55040, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_v16_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 8, 1, 1024, 70144, 158464, 56064, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 16, 0, 1024, 70144, 137984, 55040, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -302,10 +302,10 @@ extern "C" int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 2, 1, 2048, 57856, 104960, 42240, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 4, 0, 2048, 57856, 92672, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 4, 1, 2048, 74240, 164352, 66816, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 8, 0, 2048, 74240, 147968, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 2, 1, 2048, 57856, 105216, 42240, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 4, 0, 2048, 57856, 92928, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 4, 1, 2048, 74240, 164608, 66816, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 8, 0, 2048, 74240, 148224, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -331,8 +331,8 @@ extern "C" int64_t gdn_fla_vk_prefill_workspace_bytes(int64_t K, int64_t V, int6
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 8, 1, 1024, 70144, 158208, 56064, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 16, 0, 1024, 70144, 137728, 55040, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_v16_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 8, 1, 1024, 70144, 158464, 56064, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 16, 0, 1024, 70144, 137984, 55040, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -358,8 +358,8 @@ extern "C" int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_f16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164352, 66816, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 147968, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164608, 66816, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 148224, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -385,8 +385,8 @@ extern "C" int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant serving_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164352, 66816, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 147968, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164608, 66816, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 148224, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -412,8 +412,8 @@ extern "C" int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int
 
 namespace {
 const deltac_rt::PrefillVariant serving_bf16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164352, 66816, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 147968, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164608, 66816, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 148224, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 

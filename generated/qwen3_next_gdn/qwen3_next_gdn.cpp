@@ -44,8 +44,8 @@ extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, 
 
 namespace {
 const deltac_rt::PrefillVariant qwen3_next_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164352, 66816, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 147968, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164608, 66816, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 148224, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 

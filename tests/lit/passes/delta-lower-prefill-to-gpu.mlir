@@ -24,7 +24,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.min_blocks_per_sm = 1
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
-// CHECK-SAME: delta.dynamic_smem = 147968
+// CHECK-SAME: delta.dynamic_smem = 148224
 // CHECK-SAME: delta.dynamic_smem_stage = 64768
 // CHECK-SAME: delta.grid_x = 8
 // CHECK-SAME: delta.min_blocks_per_sm = 0
@@ -36,10 +36,16 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
-// recur's state and output warps hand over through named barriers.
+// recur's state and output warps hand over through named barriers; on
+// sm_90a one thread fills the ring with bulk copies that complete on an
+// mbarrier per stage (the U tile still by cp.async).
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
+// PTX-SAME: mbarrier.init.shared::cta.b64
 // PTX-SAME: bar.arrive
+// PTX-SAME: mbarrier.try_wait.parity.shared::cta.b64
 // PTX-SAME: bar.sync {{[^;]*}}, 256;
 // PTX-SAME: cp.async.cg.shared.global
+// PTX-SAME: mbarrier.arrive.expect_tx.shared::cta.b64
+// PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
