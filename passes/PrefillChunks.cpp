@@ -21,27 +21,44 @@ void PrefillEmitter::emitChunks() {
   Value c = divu(flat, param(pHV)), hv = remu(flat, param(pHV));
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
-  Value total = load(i32, offsets, N, 4);
+  // The chunk map: scanned here (the first block checks cu_seqlens) or
+  // prep's offsets.
+  auto [inlineMap, scan] = chunkMap(cmp(arith::CmpIPredicate::eq, flat, cI32(0)));
+  Value total = chunkOffsetOf(inlineMap, scan, N);
+  // Inline: the sequence of chunk c is the number of sequences l whose
+  // chunks end at or before c (a warp sum).
+  Value ended = arith::ExtUIOp::create(
+      b, i32, andI(cmp(arith::CmpIPredicate::ult, lane, N), cmp(arith::CmpIPredicate::sle, scan, c)));
+  for (int32_t off = 16; off > 0; off /= 2)
+    ended = add(ended, gpu::ShuffleOp::create(b, ended, off, 32, gpu::ShuffleMode::XOR).getShuffleResult());
   auto live = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c, total), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());
-  // The sequence of chunk c: the last n with offsets[n] <= c (binary search
-  // over [0, N]: bit width of N steps, each a dependent load, so not 32).
-  Value steps = sub(cI32(32), LLVM::CountLeadingZerosOp::create(b, i32, N, b.getBoolAttr(false)));
-  auto search = scf::ForOp::create(b, cI32(0), steps, cI32(1), ValueRange{cI32(0), N});
+  // Otherwise the last n with offsets[n] <= c (binary search over [0, N]:
+  // bit width of N steps, each a dependent load, so not 32).
+  auto seqOf = scf::IfOp::create(b, TypeRange{i32}, inlineMap, true);
   {
     OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(search.getBody());
-    Value lo = search.getRegionIterArg(0), hi = search.getRegionIterArg(1);
-    Value mid = divu(add(add(lo, hi), cI32(1)), cI32(2));
-    Value open = cmp(arith::CmpIPredicate::slt, lo, hi);
-    Value goUp = cmp(arith::CmpIPredicate::sle, load(i32, offsets, minS(mid, N), 4), c);
-    Value nlo = sel(open, sel(goUp, mid, lo), lo);
-    Value nhi = sel(open, sel(goUp, hi, sub(mid, cI32(1))), hi);
-    scf::YieldOp::create(b, ValueRange{nlo, nhi});
+    b.setInsertionPointToStart(seqOf.thenBlock());
+    scf::YieldOp::create(b, ended);
+    b.setInsertionPointToStart(seqOf.elseBlock());
+    Value steps = sub(cI32(32), LLVM::CountLeadingZerosOp::create(b, i32, N, b.getBoolAttr(false)));
+    auto search = scf::ForOp::create(b, cI32(0), steps, cI32(1), ValueRange{cI32(0), N});
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(search.getBody());
+      Value lo = search.getRegionIterArg(0), hi = search.getRegionIterArg(1);
+      Value mid = divu(add(add(lo, hi), cI32(1)), cI32(2));
+      Value open = cmp(arith::CmpIPredicate::slt, lo, hi);
+      Value goUp = cmp(arith::CmpIPredicate::sle, load(i32, offsets, minS(mid, N), 4), c);
+      Value nlo = sel(open, sel(goUp, mid, lo), lo);
+      Value nhi = sel(open, sel(goUp, hi, sub(mid, cI32(1))), hi);
+      scf::YieldOp::create(b, ValueRange{nlo, nhi});
+    }
+    scf::YieldOp::create(b, search.getResult(0));
   }
-  Value n = search.getResult(0);
-  Value j = sub(c, load(i32, offsets, n, 4));
+  Value n = seqOf.getResult(0);
+  Value j = sub(c, chunkOffsetOf(inlineMap, scan, n));
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
   Value t0 = add(bos, mul(toI64(j), cI64(C)));
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));

@@ -197,3 +197,71 @@ void PrefillEmitter::emitPrep() {
     scf::YieldOp::create(b, add(carry, total));
   }
 }
+
+//===----------------------------------------------------------------------===//
+// The chunk map without prep
+//===----------------------------------------------------------------------===//
+
+Value PrefillEmitter::inlineChunkScan(Value check) {
+  int64_t C = s.chunk;
+  Value N = param(pN);
+  Value inside = cmp(arith::CmpIPredicate::ult, lane, N);
+  auto count = scf::IfOp::create(b, TypeRange{i32}, inside, true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(count.thenBlock());
+    Value first = cuAt(lane), len = sub(cuAt(add(lane, cI32(1))), first);
+    ifThen(check, [&] {
+      // cu_seqlens must start at 0, never decrease and end at T.
+      Value bad = cmp(arith::CmpIPredicate::slt, len, cI64(0));
+      bad = arith::OrIOp::create(
+          b, bad, andI(cmp(arith::CmpIPredicate::eq, lane, cI32(0)),
+                       cmp(arith::CmpIPredicate::ne, first, cI64(0))));
+      bad = arith::OrIOp::create(
+          b, bad, andI(cmp(arith::CmpIPredicate::eq, add(lane, cI32(1)), N),
+                       cmp(arith::CmpIPredicate::ne, add(first, len), param(pT))));
+      ifThen(bad, [&] { raiseError(); });
+    });
+    Value clamped = arith::MaxSIOp::create(b, len, cI64(0));
+    scf::YieldOp::create(b, toI32(arith::DivUIOp::create(b, add(clamped, cI64(C - 1)), cI64(C))));
+    b.setInsertionPointToStart(count.elseBlock());
+    scf::YieldOp::create(b, cI32(0));
+  }
+  Value x = count.getResult(0);
+  for (int32_t off = 1; off < 32; off *= 2) {
+    Value up = gpu::ShuffleOp::create(b, x, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
+    x = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), add(x, up), x);
+  }
+  return x;
+}
+
+Value PrefillEmitter::chunkOffset(Value scan, Value n) {
+  Value from = arith::MaxSIOp::create(b, sub(n, cI32(1)), cI32(0));
+  Value v = gpu::ShuffleOp::create(b, scan, from, cI32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+  return sel(cmp(arith::CmpIPredicate::eq, n, cI32(0)), cI32(0), v);
+}
+
+Value PrefillEmitter::chunkOffsetOf(Value inlineMap, Value scan, Value n) {
+  // The shuffle runs in every lane (uniform), the load only without a scan.
+  Value fromScan = chunkOffset(scan, n);
+  auto r = scf::IfOp::create(b, TypeRange{i32}, inlineMap, true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(r.thenBlock());
+  scf::YieldOp::create(b, fromScan);
+  b.setInsertionPointToStart(r.elseBlock());
+  scf::YieldOp::create(b, load(i32, gep(workRegion(0), i32, cI64(0)), n, 4));
+  return r.getResult(0);
+}
+
+std::pair<Value, Value> PrefillEmitter::chunkMap(Value check) {
+  Value inlineMap = cmp(arith::CmpIPredicate::sle, param(pN), cI32(kPrefillInlineSequences));
+  auto r = scf::IfOp::create(b, TypeRange{i32}, inlineMap, true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(r.thenBlock());
+    scf::YieldOp::create(b, inlineChunkScan(check));
+    b.setInsertionPointToStart(r.elseBlock());
+    scf::YieldOp::create(b, cI32(0));
+  }
+  return {inlineMap, r.getResult(0)};
+}

@@ -210,6 +210,18 @@ private:
     LLVM::StoreOp::create(b, cI32(1), param(pErrorFlag), 4);
   }
 
+  /// The chunk map without prep (N <= kPrefillInlineSequences): lane l of
+  /// every warp returns the chunks of sequences 0..l (inclusive scan of
+  /// ceil(len / C)); `check` raises the error flag for a bad cu_seqlens,
+  /// as prep does. chunkOffset(scan, n) is sequence n's first chunk.
+  Value inlineChunkScan(Value check);
+  Value chunkOffset(Value scan, Value n);
+  /// Sequence n's first chunk (n <= N): from the scan when `inlineMap`,
+  /// else from prep's offsets in the workspace.
+  Value chunkOffsetOf(Value inlineMap, Value scan, Value n);
+  /// The map's source for this call, and the scan (0 when not inline).
+  std::pair<Value, Value> chunkMap(Value check);
+
   // Workspace regions (element offsets computed from the call's sizes).
   Value workRegion(int64_t which);
   Value chunkHead(Value c, Value hv) { return add(mul(toI64(c), toI64(param(pHV))), toI64(hv)); }

@@ -5,7 +5,10 @@
 //
 //   prep    one block: cu_seqlens -> chunk offsets per sequence in the
 //           workspace (a block-wide scan; checks cu_seqlens, raising the
-//           error flag), so nothing waits on the host.
+//           error flag), so nothing waits on the host. Launched only for
+//           more than kPrefillInlineSequences sequences; below, every warp
+//           of chunks and recur scans cu_seqlens itself (chunks' first
+//           block checks it).
 //   chunks  one block per (chunk, value head), all chunks in parallel: the
 //           ops that do not read the state - the prepared inputs (L2 norm,
 //           gate, beta), chunk_cumsum, chunk_kkt, solve_tril, chunk_wy and
@@ -35,6 +38,12 @@
 #include <array>
 
 namespace mlir::delta {
+
+/// Calls with at most this many sequences skip `prep`: `chunks` and
+/// `recur` scan the sequences' chunk counts in every warp instead (one
+/// cu_seqlens pair per lane), which costs less than a kernel launch. The
+/// host runtime uses the same bound (deltac_rt::kPrefillInlineSequences).
+constexpr int64_t kPrefillInlineSequences = 32;
 
 /// The prefill kernels' parameters, in order (tests/unit/PrefillPlanTest.cpp
 /// checks templates/runtime/deltac_prefill.cpp fills the same list).

@@ -52,8 +52,9 @@ void PrefillEmitter::emitRecur() {
     Value vcol = toI64(add(v0, col));
     return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
   };
-  Value offsets = gep(workRegion(0), i32, cI64(0));
-  Value c0 = load(i32, offsets, n, 4), c1 = load(i32, offsets, add(n, cI32(1)), 4);
+  auto [inlineMap, scan] = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  Value c0 = chunkOffsetOf(inlineMap, scan, n),
+        c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
   Value st = region(L.st), vn = region(L.vn);
   // The pipeline depth from the launch's dynamic shared memory: 2 stages,

@@ -255,8 +255,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
                     &qs,    &ks,   &vs,    &os,   &slots, &scale};
-  if (!chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
-                           chosen->smemPrep) ||
+  if ((a.N > kPrefillInlineSequences &&
+       !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
+                             chosen->smemPrep)) ||
       !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->threads,
                              stream, params, &error, chosen->smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,

@@ -8,6 +8,8 @@
 
 namespace deltac_rt {
 
+constexpr int64_t kPrefillInlineSequences = 32;
+
 /// The three kernels of one prefill specialization (prep, chunks, recur;
 /// passes/PrefillKernel.h) and what the host needs to launch them.
 struct PrefillVariant {
@@ -31,6 +33,9 @@ struct PrefillVariant {
 
 /// Workspace bytes for a call of T tokens in N sequences over HV heads
 /// (the compiler's prefillWorkspaceBytes with max chunks = T / C + N).
+/// Calls with at most kPrefillInlineSequences sequences do not launch the
+/// prep kernel: chunks and recur scan cu_seqlens themselves (the compiler's
+/// mlir::delta::kPrefillInlineSequences; a unit test ties the two).
 int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
                               int64_t HV);
 

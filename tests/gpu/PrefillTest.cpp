@@ -290,6 +290,14 @@ int main(int argc, char **argv) {
   cases.push_back({"gkv weak decay no state", gkv, {256, 1}, 2, 2, false, false, false, -0.02, 0.0});
   cases.push_back({"dn varlen", dn, {33, 64, 1, 95}, 2, 4, true, true, false});
   cases.push_back({"glin varlen", glin, {31, 32, 33, 150}, 1, 3, true, false, true, -0.5, 0.0});
+  {
+    // More sequences than the kernels scan inline: the prep kernel builds
+    // the chunk map (lengths 1..150, some multiples of the chunk).
+    std::vector<int64_t> many;
+    for (int64_t i = 0; i < 41; ++i)
+      many.push_back(i % 5 == 0 ? 64 * (1 + i % 3) : 1 + (i * 37) % 150);
+    cases.push_back({"gkv 41 seqs (prep)", gkv, many, 2, 4, true, false, false});
+  }
   if (!quick) {
     cases.push_back({"gkv T=4096 H2/HV4", gkv, {4096}, 2, 4, true, false, false});
     cases.push_back({"qwen3_next 8 seqs", qwen, {1000, 17, 512, 64, 63, 65, 2000, 3}, 2, 4, true, true, true});
@@ -302,12 +310,27 @@ int main(int argc, char **argv) {
                          : fmt("o err %.2e, state err %.2e%s, flag %d", r.oErr, r.sErr,
                                r.untouched ? "" : ", UNLISTED POOL ROWS CHANGED", r.flag));
   }
-  // Bad cu_seqlens (decreasing; not ending at T): the kernel raises the flag.
+  // Bad cu_seqlens (decreasing; not ending at T): the kernel raises the
+  // flag, with the chunk map scanned inline (2 sequences) and by prep (40).
   {
     Case c{"bad cu_seqlens raises the flag", gkv, {64, 64}, 1, 1, true, false, false};
     std::vector<int64_t> bad = {0, 100, 64 + 64 - 1};
     Run r = runCase(c, &bad);
     results.add(c.name, r.status == DELTAC_OK && r.flag == 1, fmt("status %d, flag %d", r.status, r.flag));
+    for (std::vector<int64_t> start : {std::vector<int64_t>{5}, std::vector<int64_t>{0}}) {
+      Case inl{"bad cu_seqlens start/end (inline map)", gkv, {64, 6}, 1, 1, true, false, false};
+      std::vector<int64_t> cu = {start[0], 64, start[0] == 0 ? 69 : 70};
+      Run ri = runCase(inl, &cu);
+      results.add(inl.name + std::string(start[0] ? " start" : " end"),
+                  ri.status == DELTAC_OK && ri.flag == 1, fmt("status %d, flag %d", ri.status, ri.flag));
+    }
+    Case many{"bad cu_seqlens raises the flag (prep, 40 seqs)", gkv, std::vector<int64_t>(40, 8), 1, 1,
+              true, false, false};
+    std::vector<int64_t> cu;
+    for (int64_t i = 0; i <= 40; ++i)
+      cu.push_back(i == 20 ? 8 * 20 + 9 : 8 * i); // sequence 20 has length -1
+    Run rm = runCase(many, &cu);
+    results.add(many.name, rm.status == DELTAC_OK && rm.flag == 1, fmt("status %d, flag %d", rm.status, rm.flag));
   }
   // Host checks: a rejected call names the argument.
   {

@@ -99,6 +99,11 @@ TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
   EXPECT_NE(s.message.find("too large"), std::string::npos) << s.message;
 }
 
+// The host skips prep exactly where the kernels scan cu_seqlens themselves.
+TEST(PrefillWorkspace, InlineSequenceBoundMatches) {
+  EXPECT_EQ(deltac_rt::kPrefillInlineSequences, mlir::delta::kPrefillInlineSequences);
+}
+
 TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
   mlir::MLIRContext ctx;
   mlir::Type bf16 = mlir::BFloat16Type::get(&ctx),
