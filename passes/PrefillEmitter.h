@@ -70,13 +70,14 @@ struct ChunksSmem {
   }
 };
 
-/// Shared-memory regions of the recur kernel: two copies of S and of V'
-/// (chunk c reads and writes copy c % 2 of V' and reads copy c % 2 of S,
-/// writing the next state to the other: the state warps can run one chunk
-/// ahead of the output warps), row-major (16-bit operands of the
-/// products) and the stages' mbarriers, then `stages` copies of a chunk's operands (W, Kd, the U
-/// tile, G_last, Qg, P), `stage` bytes apart, filled by cp.async up to
-/// `stages` chunks ahead. The kernel reads the stage count from its
+/// Shared-memory regions of the recur kernel: one mbarrier per stage (used
+/// with bulk copies), two copies of S and of V' (chunk c reads and writes
+/// copy c % 2 of V' and reads copy c % 2 of S, writing the next state to
+/// the other: the state warps can run one chunk ahead of the output
+/// warps), row-major (16-bit operands of the products), then `stages`
+/// copies of a chunk's operands (W, Kd, the U tile, G_last, Qg, P), `stage`
+/// bytes apart, filled by cp.async or bulk copies up to `stages` chunks
+/// ahead. The kernel reads the stage count from its
 /// dynamic shared memory size: 2 (total), 3 where the host could add
 /// `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
 /// where forced (DELTAC_PREFILL_RECUR_STAGES=1: two blocks fit an SM).
