@@ -69,13 +69,15 @@ protected:
   Value fma(Value x, Value y, Value z) {
     return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
   }
-  /// Butterfly sum over the lanes whose index differs in the bits of
-  /// [first, last] (powers of two): every such lane gets the total.
+  /// Butterfly sum (float or integer) over the lanes whose index differs
+  /// in the bits of [first, last] (powers of two): every such lane gets the
+  /// total.
   Value xorSum(Value x, int64_t first, int64_t last) {
-    for (int64_t offset = first; offset <= last; offset *= 2)
-      x = fadd(x, gpu::ShuffleOp::create(b, x, offset, 32,
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult());
+    for (int64_t offset = first; offset <= last; offset *= 2) {
+      Value other = gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      x = isa<FloatType>(x.getType()) ? fadd(x, other) : add(x, other);
+    }
     return x;
   }
 

@@ -27,10 +27,10 @@ void PrefillEmitter::emitChunks() {
   Value total = chunkOffsetOf(inlineMap, scan, N);
   // Inline: the sequence of chunk c is the number of sequences l whose
   // chunks end at or before c (a warp sum).
-  Value ended = arith::ExtUIOp::create(
-      b, i32, andI(cmp(arith::CmpIPredicate::ult, lane, N), cmp(arith::CmpIPredicate::sle, scan, c)));
-  for (int32_t off = 16; off > 0; off /= 2)
-    ended = add(ended, gpu::ShuffleOp::create(b, ended, off, 32, gpu::ShuffleMode::XOR).getShuffleResult());
+  Value ended = xorSum(arith::ExtUIOp::create(b, i32,
+                                               andI(cmp(arith::CmpIPredicate::ult, lane, N),
+                                                    cmp(arith::CmpIPredicate::sle, scan, c))),
+                       1, 16);
   auto live = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c, total), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());

@@ -145,7 +145,7 @@ std::pair<Value, Value> PrefillEmitter::gateAndBeta(Value tok, Value hv) {
 //===----------------------------------------------------------------------===//
 
 void PrefillEmitter::emitPrep() {
-  int64_t n = plan.threads, C = s.chunk;
+  int64_t n = plan.threads;
   Value scan = gep(smem, i32, cI64(0));
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
@@ -171,8 +171,7 @@ void PrefillEmitter::emitPrep() {
       Value len = sub(cuAt(add(seq, cI32(1))), cuAt(seq));
       Value negative = cmp(arith::CmpIPredicate::slt, len, cI64(0));
       ifThen(negative, [&] { raiseError(); });
-      Value clamped = arith::MaxSIOp::create(b, len, cI64(0));
-      scf::YieldOp::create(b, toI32(arith::DivUIOp::create(b, add(clamped, cI64(C - 1)), cI64(C))));
+      scf::YieldOp::create(b, chunksOf(len));
       b.setInsertionPointToStart(count.elseBlock());
       scf::YieldOp::create(b, cI32(0));
     }
@@ -203,7 +202,6 @@ void PrefillEmitter::emitPrep() {
 //===----------------------------------------------------------------------===//
 
 Value PrefillEmitter::inlineChunkScan(Value check) {
-  int64_t C = s.chunk;
   Value N = param(pN);
   Value inside = cmp(arith::CmpIPredicate::ult, lane, N);
   auto count = scf::IfOp::create(b, TypeRange{i32}, inside, true);
@@ -222,8 +220,7 @@ Value PrefillEmitter::inlineChunkScan(Value check) {
                        cmp(arith::CmpIPredicate::ne, add(first, len), param(pT))));
       ifThen(bad, [&] { raiseError(); });
     });
-    Value clamped = arith::MaxSIOp::create(b, len, cI64(0));
-    scf::YieldOp::create(b, toI32(arith::DivUIOp::create(b, add(clamped, cI64(C - 1)), cI64(C))));
+    scf::YieldOp::create(b, chunksOf(len));
     b.setInsertionPointToStart(count.elseBlock());
     scf::YieldOp::create(b, cI32(0));
   }

@@ -216,6 +216,12 @@ private:
   /// ceil(len / C)); `check` raises the error flag for a bad cu_seqlens,
   /// as prep does. chunkOffset(scan, n) is sequence n's first chunk.
   Value inlineChunkScan(Value check);
+  /// Chunks of a sequence of `len` tokens (i64; a negative length, which
+  /// the checks flag, counts as empty), as i32.
+  Value chunksOf(Value len) {
+    Value clamped = arith::MaxSIOp::create(b, len, cI64(0));
+    return toI32(arith::DivUIOp::create(b, add(clamped, cI64(s.chunk - 1)), cI64(s.chunk)));
+  }
   Value chunkOffset(Value scan, Value n);
   /// Sequence n's first chunk (n <= N): from the scan when `inlineMap`,
   /// else from prep's offsets in the workspace.
