@@ -26,7 +26,7 @@ SmallVector<Value> PrefillEmitter::ldsm(Value rowAddr, int num, bool trans) {
 
 void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
                          int64_t Kd, SmallVectorImpl<Frag> &acc,
-                         int64_t splitTiles) {
+                         int64_t splitTiles, int64_t prefetchRegs) {
   MLIRContext *ctx = b.getContext();
   auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   // Operands in the activations' 16-bit type: f16 keeps its 3 more mantissa
@@ -67,20 +67,36 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
       for (Value &x : part[r][c].c)
         x = cF32(0.0);
   }
-  for (int64_t ks = 0; ks < Kd; ks += 16) {
+  // The fragments of k step `ks` (A per tile row, B per tile column).
+  struct Step {
+    SmallVector<SmallVector<Value>> a, b;
+  };
+  auto loadStep = [&](int64_t ks) {
+    Step st;
     Value k0 = cI32(ks);
-    SmallVector<SmallVector<Value>> a, bf;
     for (Value m0 : aRow)
-      a.push_back(ldsm(A.kRows ? addr(A, add(k0, add(r8, mul(jHi, cI32(8)))), add(m0, mul(jLo, cI32(8))))
-                               : addr(A, add(m0, add(r8, mul(jLo, cI32(8)))), add(k0, mul(jHi, cI32(8)))),
-                       4, A.kRows));
+      st.a.push_back(ldsm(A.kRows ? addr(A, add(k0, add(r8, mul(jHi, cI32(8)))), add(m0, mul(jLo, cI32(8))))
+                                  : addr(A, add(m0, add(r8, mul(jLo, cI32(8)))), add(k0, mul(jHi, cI32(8)))),
+                          4, A.kRows));
     for (Value n0 : bCol)
-      bf.push_back(ldsm(B.kRows ? addr(B, add(k0, add(r8, mul(jLo, cI32(8)))), n0)
-                                : addr(B, add(n0, r8), add(k0, mul(jLo, cI32(8)))),
-                        2, B.kRows));
+      st.b.push_back(ldsm(B.kRows ? addr(B, add(k0, add(r8, mul(jLo, cI32(8)))), n0)
+                                  : addr(B, add(n0, r8), add(k0, mul(jLo, cI32(8)))),
+                          2, B.kRows));
+    return st;
+  };
+  // Loads run `window` k steps ahead of the products: ptxas keeps the
+  // order it is given, and a product right behind its ldmatrix waits out
+  // the shared-memory latency (recur's main stall under ncu).
+  int64_t steps = Kd / 16, perStep = numA * 4 + numB * 2;
+  int64_t window = std::clamp<int64_t>(prefetchRegs / perStep, 1, steps);
+  SmallVector<Step> loaded(steps);
+  for (int64_t s = 0; s < window; ++s)
+    loaded[s] = loadStep(s * 16);
+  for (int64_t s = 0; s < steps; ++s) {
+    Step &st = loaded[s];
     for (int64_t r = 0; r < tiles; ++r) {
-      ArrayRef<Value> ar = a[aSlot(r)], br = bf[bSlot(r)];
-      Frag &f = part[r][(ks / 16) % chains];
+      ArrayRef<Value> ar = st.a[aSlot(r)], br = st.b[bSlot(r)];
+      Frag &f = part[r][s % chains];
       auto op = LLVM::InlineAsmOp::create(
           b, resType,
           ValueRange{ar[0], ar[1], ar[2], ar[3], br[0], br[1], f.c[0], f.c[1], f.c[2], f.c[3]},
@@ -91,6 +107,8 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
       for (int e = 0; e < 4; ++e)
         f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
     }
+    if (s + window < steps)
+      loaded[s + window] = loadStep((s + window) * 16);
   }
   for (int64_t r = 0; r < tiles; ++r) {
     acc[r] = part[r][0];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|bench|all|variants|prefill|bench-prefill - GPU tests
+# tests/gpu/run.sh build|test|bench|all|variants|prefill|bench-prefill|profile-prefill - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -80,6 +80,29 @@ run_bench() {
     --out "$OUT"
 }
 
+# Nsight Compute on the prefill kernels (Firecracker machines only): one
+# profiled call per shape (SHAPES, default the T = 32K and varlen shapes),
+# the details page and the per-instruction (SASS) stall samples under $OUT,
+# a few headline metrics printed.
+run_profile_prefill() {
+  if [ "$(cat "$OUT/runtime.txt")" = "gVisor" ] || ! command -v ncu > /dev/null; then
+    echo "ncu: skipped (does not run on this runtime)"; return 0
+  fi
+  local shape
+  for shape in ${SHAPES:-t32k_h16 varlen16k_h16_hv32}; do
+    ncu --target-processes all -k 'regex:prefill_(chunks|recur)' -c 2 --set full -f \
+      -o "$OUT/ncu_$shape" python3 tests/bench/bench_prefill.py \
+      --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --no-fla --shapes "$shape" \
+      > "$OUT/ncu_$shape.log" 2>&1 || { tail -20 "$OUT/ncu_$shape.log"; return 1; }
+    ncu --import "$OUT/ncu_$shape.ncu-rep" --page details > "$OUT/ncu_$shape.txt" 2>&1
+    ncu --import "$OUT/ncu_$shape.ncu-rep" --page source --csv --print-source sass \
+      > "$OUT/ncu_${shape}_sass.csv" 2>&1
+    echo "== $shape"
+    grep -E "^  [a-z_0-9]+prefill_(chunks|recur)|^    (Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|No Eligible)  " \
+      "$OUT/ncu_$shape.txt"
+  done
+}
+
 # Tuning experiments: VARIANTS (default .variants/) holds libraries made by
 # `deltac --decode-tuning=... --name=<name> -o VARIANTS/<name>` and a LIST
 # of "name options" lines; each is built and timed against the others.
@@ -102,6 +125,7 @@ case "${1:-all}" in
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
       python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
+  profile-prefill) build && run_profile_prefill ;;
   bench) build && run_bench ;;
   all) build && run_tests; s=$?; run_bench; exit $s ;;
   *) echo "usage: $0 build|test|bench|all|variants"; exit 2 ;;
