@@ -46,7 +46,8 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
   // A warp with few tiles has short independent chains: each is split in
   // two (even and odd k steps) so consecutive mma.sync do not wait on each
   // other.
-  auto [wm, wn] = warpGrid(M, N);
+  auto [gridM, gridN] = warpGrid(M, N);
+  int64_t wm = gridM, wn = gridN; // plain variables: the lambdas capture them
   int64_t tiles = acc.size(), tn = wm ? N / 8 / wn : 1;
   int64_t chains = tiles <= splitTiles && Kd / 16 >= 4 ? 2 : 1;
   // Fragment slots: with a warp grid, tile r uses A row r / tn and B column
