@@ -26,7 +26,7 @@ SmallVector<Value> PrefillEmitter::ldsm(Value rowAddr, int num, bool trans) {
 
 void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
                          int64_t Kd, SmallVectorImpl<Frag> &acc,
-                         int64_t splitTiles, int64_t prefetchRegs) {
+                         int64_t accumulators, int64_t prefetchRegs) {
   MLIRContext *ctx = b.getContext();
   auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   // Operands in the activations' 16-bit type: f16 keeps its 3 more mantissa
@@ -43,13 +43,14 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
   auto addr = [&](const Operand &op, Value row, Value col) {
     return gep(op.base, opType, toI64(add(mul(row, cI32(op.ld)), col)));
   };
-  // A warp with few tiles has short independent chains: each is split in
-  // two (even and odd k steps) so consecutive mma.sync do not wait on each
-  // other.
+  // A warp with few tiles has few independent chains of mma.sync, each
+  // waiting on the one before: each tile's k steps are dealt round-robin
+  // to up to `accumulators / tiles` partial sums (at least two steps
+  // each), added at the end.
   auto [gridM, gridN] = warpGrid(M, N);
   int64_t wm = gridM, wn = gridN; // plain variables: the lambdas capture them
   int64_t tiles = acc.size(), tn = wm ? N / 8 / wn : 1;
-  int64_t chains = tiles <= splitTiles && Kd / 16 >= 4 ? 2 : 1;
+  int64_t chains = std::clamp<int64_t>(accumulators / tiles, 1, std::max<int64_t>(Kd / 32, 1));
   // Fragment slots: with a warp grid, tile r uses A row r / tn and B column
   // r % tn of its block; otherwise each tile loads its own.
   auto aSlot = [&](int64_t r) { return wm ? r / tn : r; };

@@ -273,12 +273,13 @@ private:
   }
   /// acc += A[M x Kd] * B[Kd x N] for this warp's tiles, 16-bit operands in
   /// shared memory loaded with ldmatrix (.trans where the operand's rows
-  /// are the reduction index). A warp with at most `splitTiles` tiles
-  /// splits each tile's chain of k steps over two accumulators. The
+  /// are the reduction index). A warp with fewer than `accumulators`
+  /// tiles splits each tile's chain of k steps over several partial sums
+  /// (accumulators / tiles, at most one per two k steps). The
   /// fragments are loaded as many k steps ahead of their products as fit
   /// in `prefetchRegs` registers per thread (at least one step).
   void mma(Operand A, Operand B, int64_t M, int64_t N, int64_t Kd,
-           SmallVectorImpl<Frag> &acc, int64_t splitTiles = 1,
+           SmallVectorImpl<Frag> &acc, int64_t accumulators = 2,
            int64_t prefetchRegs = 0);
   /// ldmatrix of `num` 8x8 b16 matrices at this lane's row address.
   SmallVector<Value> ldsm(Value rowAddr, int num, bool trans);

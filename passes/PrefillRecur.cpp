@@ -19,6 +19,10 @@ using namespace mlir::delta::prefill;
 // leaves the registers. ptxas still interleaves them, but further ahead
 // than one k step (T = 32K recur 558 -> 513 us on the H200).
 constexpr int64_t kRecurPrefetchRegs = 64;
+// Independent mma.sync chains per warp in recur's products (a warp has two
+// or four tiles): eight partial sums keep the tensor pipe busy where one
+// chain per tile waits out each mma.sync's latency.
+constexpr int64_t kRecurAccumulators = 8;
 
 void PrefillEmitter::emitRecur() {
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
@@ -216,7 +220,7 @@ void PrefillEmitter::emitRecur() {
       {
         SmallVector<Frag> acc = zeroFrags(C, BV);
         mma(Operand{wb, K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true}, C, BV, K,
-            acc, /*splitTiles=*/2, kRecurPrefetchRegs);
+            acc, kRecurAccumulators, kRecurPrefetchRegs);
         forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
           Value at = add(mul(i, cI32(BV + kPad)), col);
           Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
@@ -232,7 +236,7 @@ void PrefillEmitter::emitRecur() {
         for (Value &x : f.c)
           x = fmul(x, decayLast);
       mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
-          C, S, /*splitTiles=*/2, kRecurPrefetchRegs);
+          C, S, kRecurAccumulators, kRecurPrefetchRegs);
       namedArrive(barrierId(kADone, parity), all);
       // The other S copy holds chunk c - 1's state until its output is done.
       ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
@@ -314,10 +318,10 @@ void PrefillEmitter::emitRecur() {
     SmallVector<Frag> acc = zeroFrags(C, BV);
     namedSync(barrierId(kSReady, parity), all);
     mma(Operand{stageAt(c, L.qgb), K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true},
-        C, BV, K, acc, /*splitTiles=*/2, kRecurPrefetchRegs);
+        C, BV, K, acc, kRecurAccumulators, kRecurPrefetchRegs);
     namedSync(barrierId(kVReady, parity), all);
     mma(Operand{stageAt(c, L.pb), C + kPad}, Operand{vCopy(parity), BV + kPad, /*kRows=*/true},
-        C, BV, C, acc, /*splitTiles=*/2, kRecurPrefetchRegs);
+        C, BV, C, acc, kRecurAccumulators, kRecurPrefetchRegs);
     namedArrive(barrierId(kDone, parity), all);
     forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
       ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
