@@ -15,18 +15,25 @@ using namespace mlir::delta::prefill;
 
 // recur's products load their fragments up to 64 registers ahead of the
 // mma.sync that use them (at V tile 16 every product's whole k range; at
-// V tile 32, five of the eight k steps of W S and Qg S): one block per SM
-// leaves the registers. ptxas still interleaves them, but further ahead
-// than one k step (T = 32K recur 558 -> 513 us on the H200).
-constexpr int64_t kRecurPrefetchRegs = 64;
-// Independent mma.sync chains per warp in recur's products (a warp has two
-// or four tiles): eight partial sums keep the tensor pipe busy where one
-// chain per tile waits out each mma.sync's latency.
-constexpr int64_t kRecurAccumulators = 8;
+// V tile 32, five of the eight k steps of W S and Qg S), and keep up to
+// eight partial sums per warp (eight independent mma.sync chains, where
+// one chain per tile waits out each mma.sync's latency): one block per SM
+// leaves the registers. ptxas still interleaves loads and products, but
+// further ahead than one k step (T = 32K recur 558 -> 513 us on the H200;
+// the partial sums: V tile 32 recur 3.5 % faster). Where the state tile
+// takes more than 32 registers per state thread (K = 256), half of each,
+// so that nothing spills.
+struct RecurProducts {
+  int64_t prefetchRegs, accumulators;
+};
+static RecurProducts recurProducts(int64_t stateRegs) {
+  return stateRegs <= 32 ? RecurProducts{64, 8} : RecurProducts{32, 4};
+}
 
 void PrefillEmitter::emitRecur() {
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
   RecurSmem L(s, BV);
+  auto [kRecurPrefetchRegs, kRecurAccumulators] = recurProducts(K * BV / (plan.threads / 2));
   // One-dimensional grid, sequence-major: the blocks of sequence 0 (all
   // heads and V tiles) are dispatched first, so long sequences listed first
   // start in the first wave instead of the last.
