@@ -82,8 +82,9 @@ run_bench() {
 
 # Nsight Compute on the prefill kernels (Firecracker machines only): one
 # profiled call per shape (SHAPES, default the T = 32K and varlen shapes),
-# the details page and the per-instruction (SASS) stall samples under $OUT,
-# a few headline metrics printed.
+# the details page and the per-instruction (SASS) stall samples under $OUT
+# (tests/bench/ncu_stalls.py sums them up), a few headline metrics and the
+# stall reasons printed.
 run_profile_prefill() {
   if [ "$(cat "$OUT/runtime.txt")" = "gVisor" ] || ! command -v ncu > /dev/null; then
     echo "ncu: skipped (does not run on this runtime)"; return 0
@@ -97,9 +98,12 @@ run_profile_prefill() {
     ncu --import "$OUT/ncu_$shape.ncu-rep" --page details > "$OUT/ncu_$shape.txt" 2>&1
     ncu --import "$OUT/ncu_$shape.ncu-rep" --page source --csv --print-source sass \
       > "$OUT/ncu_${shape}_sass.csv" 2>&1
+    python3 tests/bench/ncu_stalls.py "$OUT/ncu_${shape}_sass.csv" --top 12 \
+      > "$OUT/ncu_${shape}_stalls.txt" 2>&1
     echo "== $shape"
     grep -E "^  [a-z_0-9]+prefill_(chunks|recur)|^    (Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|No Eligible)  " \
       "$OUT/ncu_$shape.txt"
+    grep -A1 "^== " "$OUT/ncu_${shape}_stalls.txt" # each kernel's stall reasons
   done
 }
 
