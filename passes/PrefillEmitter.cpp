@@ -86,9 +86,10 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
                           2, B.kRows));
     return st;
   };
-  // Loads run `window` k steps ahead of the products: ptxas keeps the
-  // order it is given, and a product right behind its ldmatrix waits out
-  // the shared-memory latency (recur's main stall under ncu).
+  // Loads are issued `window` k steps ahead of the products: given one
+  // step, ptxas left every mma.sync right behind its ldmatrix, waiting out
+  // the shared-memory latency (recur's main stall under ncu); given more,
+  // it keeps one or two steps between them.
   int64_t steps = Kd / 16, perStep = numA * 4 + numB * 2;
   int64_t window = std::clamp<int64_t>(prefetchRegs / perStep, 1, steps);
   SmallVector<Step> loaded(steps);

@@ -33,7 +33,8 @@ static RecurProducts recurProducts(int64_t stateRegs) {
 void PrefillEmitter::emitRecur() {
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
   RecurSmem L(s, BV);
-  auto [kRecurPrefetchRegs, kRecurAccumulators] = recurProducts(K * BV / (plan.threads / 2));
+  // Registers of the state tile per state thread.
+  RecurProducts products = recurProducts(K * BV / (plan.threads / 2));
   // One-dimensional grid, sequence-major: the blocks of sequence 0 (all
   // heads and V tiles) are dispatched first, so long sequences listed first
   // start in the first wave instead of the last.
@@ -227,7 +228,7 @@ void PrefillEmitter::emitRecur() {
       {
         SmallVector<Frag> acc = zeroFrags(C, BV);
         mma(Operand{wb, K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true}, C, BV, K,
-            acc, kRecurAccumulators, kRecurPrefetchRegs);
+            acc, products.accumulators, products.prefetchRegs);
         forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
           Value at = add(mul(i, cI32(BV + kPad)), col);
           Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
@@ -243,7 +244,7 @@ void PrefillEmitter::emitRecur() {
         for (Value &x : f.c)
           x = fmul(x, decayLast);
       mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
-          C, S, kRecurAccumulators, kRecurPrefetchRegs);
+          C, S, products.accumulators, products.prefetchRegs);
       namedArrive(barrierId(kADone, parity), all);
       // The other S copy holds chunk c - 1's state until its output is done.
       ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
@@ -325,10 +326,10 @@ void PrefillEmitter::emitRecur() {
     SmallVector<Frag> acc = zeroFrags(C, BV);
     namedSync(barrierId(kSReady, parity), all);
     mma(Operand{stageAt(c, L.qgb), K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true},
-        C, BV, K, acc, kRecurAccumulators, kRecurPrefetchRegs);
+        C, BV, K, acc, products.accumulators, products.prefetchRegs);
     namedSync(barrierId(kVReady, parity), all);
     mma(Operand{stageAt(c, L.pb), C + kPad}, Operand{vCopy(parity), BV + kPad, /*kRows=*/true},
-        C, BV, C, acc, kRecurAccumulators, kRecurPrefetchRegs);
+        C, BV, C, acc, products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kDone, parity), all);
     forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
       ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {

@@ -132,5 +132,5 @@ case "${1:-all}" in
   profile-prefill) build && run_profile_prefill ;;
   bench) build && run_bench ;;
   all) build && run_tests; s=$?; run_bench; exit $s ;;
-  *) echo "usage: $0 build|test|bench|all|variants"; exit 2 ;;
+  *) echo "usage: $0 build|test|bench|all|variants|prefill|bench-prefill|profile-prefill"; exit 2 ;;
 esac
