@@ -148,8 +148,9 @@ def DeltaPlanPrefill : Pass<"delta-plan-prefill", "::mlir::func::FuncOp"> {
     For a chunked prefill function, writes `delta.recur_variants`: the
     recur kernels to emit, widest V tile first, each with the dispatch
     predicate the host evaluates per call (`min_blocks_per_sm`: launched when
-    N * HV * V / value_tile >= min_blocks_per_sm * SMs; the last is
-    unconditional). Wide tiles repeat less work on K; narrow ones make more
+    2 * busy * HV * V / value_tile >= min_blocks_per_sm * SMs, busy being N,
+    or T / max_seqlen where the host knows the longest sequence; the last
+    is unconditional). Wide tiles repeat less work on K; narrow ones make more
     blocks for calls with few sequences and heads. `value-tiles` overrides
     the candidates (default 32, 16).
   }];

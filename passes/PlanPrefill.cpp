@@ -11,7 +11,9 @@
 // of narrow ones, measured on the H200). The decision is written as
 // `delta.recur_variants`, one dictionary per kernel in dispatch order with
 // its `value_tile` and `min_blocks_per_sm` (the first variant whose grid
-// has at least half that many blocks per SM is launched; 0: always), which
+// has at least half that many blocks per SM is launched; 0: always; the
+// grid counts N sequences, or T / max_seqlen where the host knows the
+// longest: the call lasts as long as that sequence's chain), which
 // delta-lower-prefill-to-gpu and the host wrapper consume.
 //
 //===----------------------------------------------------------------------===//

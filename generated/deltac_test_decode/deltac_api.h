@@ -120,6 +120,10 @@ typedef struct deltac_prefill_args {
   float scale;
   int32_t debug_checks; /* nonzero: check cu_seqlens and indices on the
                            host (synchronises: not for CUDA graphs) */
+  int64_t max_seqlen;   /* the longest sequence where the host knows it
+                           (FLA's cu_seqlens_cpu), 0: unknown. It only picks
+                           the kernel variant (never read on the device):
+                           a wrong value costs speed, not correctness */
 } deltac_prefill_args;
 
 #ifdef __cplusplus

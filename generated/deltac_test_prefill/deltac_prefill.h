@@ -45,11 +45,18 @@ const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
                                          deltac::Status &status);
 
 /// The dispatch table evaluated for a call: the first variant of (K, V)
-/// whose predicate holds for N sequences, HV heads and `sms` SMs (the last
-/// of the (K, V) when none does); null when no variant has (K, V).
+/// whose predicate holds for the call's busy sequences, HV heads and `sms`
+/// SMs (the last of the (K, V) when none does); null when no variant has
+/// (K, V). The busy sequences are N, or, where the host knows the longest
+/// sequence (`maxSeqlen` > 0), T / maxSeqlen: the call lasts as long as
+/// its longest sequence's chain of chunks, and for that long the other
+/// sequences keep at most that many sequences' blocks busy (one 32K
+/// sequence among short ones runs like one sequence, not like N).
 const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
-                                           int64_t N, int64_t HV, int sms);
+                                           int64_t N, int64_t HV, int sms,
+                                           int64_t T = 0,
+                                           int64_t maxSeqlen = 0);
 
 /// The depth of recur's chunk ring where a block may opt in to `perBlock`
 /// bytes of shared memory: 3 where it has the room, else 2. `forced` (1, 2

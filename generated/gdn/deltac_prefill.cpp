@@ -2,6 +2,7 @@
 #include "deltac_prefill.h"
 #include "deltac_checks.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -98,7 +99,9 @@ const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
 
 const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
-                                           int64_t N, int64_t HV, int sms) {
+                                           int64_t N, int64_t HV, int sms,
+                                           int64_t T, int64_t maxSeqlen) {
+  int64_t busy = maxSeqlen > 0 ? std::clamp<int64_t>(T / maxSeqlen, 1, N) : N;
   const PrefillVariant *last = nullptr;
   for (int i = 0; i < count; ++i) {
     const PrefillVariant &c = variants[i];
@@ -107,7 +110,7 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
     last = &c;
     // Half a wave suffices: one wave of wide blocks beats two of narrow
     // ones (a narrow block is not twice as fast; measured on the H200).
-    if (2 * N * HV * int64_t(c.valueTiles) >= c.minBlocksPerSM * int64_t(sms))
+    if (2 * busy * HV * int64_t(c.valueTiles) >= c.minBlocksPerSM * int64_t(sms))
       return &c;
   }
   return last;
@@ -145,6 +148,14 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     return invalid("N = " + std::to_string(a.N) + " must lie in [1, 2^30]");
   if (a.T < 0 || a.T > (int64_t(1) << 40))
     return invalid("T = " + std::to_string(a.T) + " must lie in [0, 2^40]");
+  // The longest sequence holds at least the mean and at most all tokens.
+  if (a.max_seqlen != 0 &&
+      (a.max_seqlen < 0 || a.max_seqlen > a.T ||
+       a.max_seqlen < (a.T + a.N - 1) / a.N))
+    return invalid("max_seqlen = " + std::to_string(a.max_seqlen) +
+                   " is not the length of a longest sequence of T = " +
+                   std::to_string(a.T) + " tokens in N = " +
+                   std::to_string(a.N) + " (0: unknown)");
   if (!a.cu_seqlens && a.T % a.N != 0)
     return invalid("T = " + std::to_string(a.T) + " must be a multiple of "
                    "N = " + std::to_string(a.N) + " without cu_seqlens");
@@ -215,7 +226,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         (sms = multiprocessorCount(&error)) == 0)
       return {DELTAC_CUDA_ERROR, error};
   const PrefillVariant *chosen =
-      choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms);
+      choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms, a.T, a.max_seqlen);
   // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
   // variant whatever the table says, when the library has it.
   static const long forcedTile = [] {

@@ -64,7 +64,7 @@ class _PrefillArgs(ctypes.Structure):
         ("cu_seqlens", ctypes.c_void_p), ("cu_seqlens_i64", ctypes.c_int32),
         ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
         ("error_flag", ctypes.c_void_p), ("scale", ctypes.c_float),
-        ("debug_checks", ctypes.c_int32),
+        ("debug_checks", ctypes.c_int32), ("max_seqlen", ctypes.c_int64),
     ]
 
 
@@ -277,8 +277,9 @@ class Library:
         use_gate_in_kernel, A_log, dt_bias), beta [.., T, HV] (logits with
         use_beta_sigmoid_in_kernel; 2 * sigmoid with allow_neg_eigval).
         cu_seqlens [N + 1] (int32/int64, on the GPU) packs N sequences in
-        B = 1; it is never copied to the host (cu_seqlens_cpu and
-        chunk_indices are accepted and ignored). States are [N, HV, K, V],
+        B = 1; it is never copied to the host. cu_seqlens_cpu, its host
+        copy where the caller has one, only tells the dispatch the longest
+        sequence (chunk_indices is accepted and ignored). States are [N, HV, K, V],
         or [N, HV, V, K] with state_v_first. With initial_state_indices
         (int32 [N]), initial_state is a pool [slots, ...] read by index and,
         with output_final_state, updated in place at output_state_indices
@@ -308,6 +309,13 @@ class Library:
         spec = self._spec(want)
         cu = _cu_seqlens(cu_seqlens, B, q.device, as_int32=False)  # int64 is read as is
         N = B if cu is None else cu.numel() - 1
+        max_seqlen = T if cu is None else 0  # 0: unknown
+        if cu is not None and cu_seqlens_cpu is not None:
+            cpu = torch.as_tensor(cu_seqlens_cpu)
+            if cpu.device.type != "cpu" or tuple(cpu.shape) != (N + 1,):
+                raise ValueError(f"cu_seqlens_cpu must be cu_seqlens' host copy, [{N + 1}] on the "
+                                 f"CPU, got {tuple(cpu.shape)} on {cpu.device}")
+            max_seqlen = int((cpu[1:] - cpu[:-1]).max()) if N > 0 else 0
         q, qs = _token_major("q", q, B, T, H, K)
         k, ks = _token_major("k", k, B, T, H, K)
         v, vs = _token_major("v", v, B, T, HV, V)
@@ -374,6 +382,7 @@ class Library:
         a.error_flag = flag.data_ptr()
         a.scale = float(K ** -0.5 if scale is None else scale)
         a.debug_checks = int(_debug_checks())
+        a.max_seqlen = max_seqlen
         self._call(spec, a, entry="prefill")
         return o, final
 

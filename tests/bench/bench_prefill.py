@@ -54,7 +54,8 @@ class Deltac:
                         g=g.data_ptr(), beta=beta.data_ptr(), initial_state=h0.data_ptr(),
                         final_state=ht.data_ptr(), slots=N, cu_seqlens=cu.data_ptr(),
                         cu_seqlens_i64=1, workspace=ws.data_ptr(), workspace_bytes=ws_bytes,
-                        error_flag=flag.data_ptr(), scale=scale)
+                        error_flag=flag.data_ptr(), scale=scale,
+                        max_seqlen=int((cu[1:] - cu[:-1]).max()))  # as FLA's cu_seqlens_cpu
         keep = (o, ht, ws, flag, a)
 
         def call():

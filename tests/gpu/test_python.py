@@ -302,6 +302,10 @@ def prefill():
 
 po, ph = prefill()
 torch.cuda.synchronize()
+# cu_seqlens_cpu must be the host copy: only its longest length is used.
+raises("chunk_gated_delta_rule cu_seqlens_cpu on the GPU", lambda: gdn.chunk_gated_delta_rule(
+    q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+    use_qk_l2norm_in_kernel=True, cu_seqlens=cu, cu_seqlens_cpu=cu), "cu_seqlens_cpu")
 e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(po, ro), dh=H.rel(ph, rh), vs=H.rel(po, fo))
 check("chunk_gated_delta_rule varlen vs fp64 and FLA",
       e["do"] < 1e-2 and e["dh"] < 1e-2 and e["vs"] < 1e-2,

@@ -60,6 +60,53 @@ TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
             &table[0]);
 }
 
+TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
+  // The table of the test above. With max_seqlen the busy sequences are
+  // T / max_seqlen (at most N): one long sequence among short ones runs
+  // like one sequence.
+  const deltac_rt::PrefillVariant table[] = {
+      variant(64, 64, 2, 1), variant(128, 128, 4, 1), variant(128, 128, 8, 0)};
+  const int sms = 132;
+  auto tiles = [&](int64_t N, int64_t HV, int64_t T, int64_t maxSeqlen) {
+    return int(deltac_rt::choosePrefillVariant(table, 3, 128, 128, N, HV, sms, T,
+                                               maxSeqlen)->valueTiles);
+  };
+  int64_t mixed = 32768 + 63 * 100; // one 32K sequence and 63 of 100 tokens
+  EXPECT_EQ(tiles(64, 16, mixed, 0), 4);      // unknown: 64 sequences
+  EXPECT_EQ(tiles(64, 16, mixed, 32768), 8);  // 1 busy: 16 * 8 blocks
+  EXPECT_EQ(tiles(8, 32, 16384, 2048), 4);    // equal lengths: N as before
+  EXPECT_EQ(tiles(1, 16, 32768, 32768), 8);   // T = 32K
+  EXPECT_EQ(tiles(4, 8, 16384, 4096), 4);     // 2 * 4 * 8 * 4 = 256 >= 132
+  EXPECT_EQ(tiles(4, 8, 16384, 13000), 8);    // 1 busy: 2 * 8 * 4 = 64 < 132
+}
+
+TEST(PrefillHost, MaxSeqlenMustBeALongestLength) {
+  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 1),
+                                             variant(128, 128, 8, 0)};
+  deltac_prefill_args a{};
+  a.K = a.V = 128;
+  a.N = 4;
+  a.T = 1000;
+  a.H = a.HV = 16;
+  a.io_dtype = DELTAC_BF16;
+  a.state_dtype = DELTAC_F32;
+  // Below the mean (250), above T, negative: rejected, naming the field.
+  for (int64_t bad : {int64_t(249), int64_t(1001), int64_t(-1)}) {
+    a.max_seqlen = bad;
+    deltac::Status s = deltac_rt::runPrefill(table, 2, a, nullptr);
+    EXPECT_EQ(s.code, DELTAC_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(s.message.find("max_seqlen = " + std::to_string(bad)), std::string::npos)
+        << s.message;
+  }
+  // A possible value passes this check (the call then fails later, on the
+  // null pointers, not on max_seqlen).
+  for (int64_t good : {int64_t(0), int64_t(250), int64_t(1000)}) {
+    a.max_seqlen = good;
+    deltac::Status s = deltac_rt::runPrefill(table, 2, a, nullptr);
+    EXPECT_EQ(s.message.find("max_seqlen"), std::string::npos) << s.message;
+  }
+}
+
 TEST(PrefillDispatch, RecurRingDepthFromSharedMemory) {
   deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
   v.smemRecur = 147968; // 2 stages, V tile 16 (the lowering's numbers)
