@@ -9,6 +9,9 @@ tests/gpu/prefill_matrix.mlir (kv state, FLA's layout) through its C API,
 cu_seqlens on the device (no host copy). Also reports both errors against
 the fp64 reference on the harness's accuracy case.
 Usage: bench_prefill.py --lib libdeltac_test_prefill.so --out DIR
+  [--shapes a,b] [--profile] [--no-fla] [--no-max-seqlen]
+(`--shapes mixed32k_h16 [--no-max-seqlen]` times the longest-sequence
+dispatch, with and without max_seqlen.)
 """
 import argparse
 import ctypes
@@ -39,7 +42,7 @@ class Deltac:
         self.lib.deltac_test_prefill_gkv_prefill_workspace_bytes.argtypes = [I64] * 5
         self.lib.deltac_test_prefill_last_error.restype = ctypes.c_char_p
 
-    def prepare(self, q, k, v, g, beta, cu, h0, scale):
+    def prepare(self, q, k, v, g, beta, cu, h0, scale, max_seqlen=True):
         """Everything a call needs, allocated once (the call allocates nothing)."""
         T, Hh, K = q.shape[1], q.shape[2], q.shape[3]
         HV, V = v.shape[2], v.shape[3]
@@ -55,7 +58,8 @@ class Deltac:
                         final_state=ht.data_ptr(), slots=N, cu_seqlens=cu.data_ptr(),
                         cu_seqlens_i64=1, workspace=ws.data_ptr(), workspace_bytes=ws_bytes,
                         error_flag=flag.data_ptr(), scale=scale,
-                        max_seqlen=int((cu[1:] - cu[:-1]).max()))  # as FLA's cu_seqlens_cpu
+                        # The longest sequence, as FLA's cu_seqlens_cpu tells it (0: unknown).
+                        max_seqlen=int((cu[1:] - cu[:-1]).max()) if max_seqlen else 0)
         keep = (o, ht, ws, flag, a)
 
         def call():
@@ -83,6 +87,12 @@ def profile(who, shape, fn, calls=10):
         print(f"kernel,{who},{shape},{us:9.1f} us,{kname[:90]}", flush=True)
 
 
+# Shapes beyond the harness's, timed only when --shapes names them: one
+# 32K sequence among 63 of 100 tokens, where the dispatch's busy sequences
+# (T / max_seqlen = 1, not N = 64) choose the narrow recur tile.
+EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -92,11 +102,15 @@ def main():
                     help="also print each kernel's time (torch.profiler) for both sides")
     ap.add_argument("--no-fla", action="store_true",
                     help="time deltac alone (e.g. under ncu); no accuracy part")
+    ap.add_argument("--no-max-seqlen", action="store_true",
+                    help="leave max_seqlen unknown (0): the dispatch counts all N sequences")
     args = ap.parse_args()
     lib = Deltac(args.lib)
     dev = torch.cuda.get_device_name()
     rows, table = [], []
-    shapes = [s for s in H.PREFILL_SHAPES if not args.shapes or s[0] in args.shapes.split(",")]
+    named = args.shapes.split(",") if args.shapes else []
+    shapes = [s for s in H.PREFILL_SHAPES if not named or s[0] in named]
+    shapes += [s for s in EXTRA_SHAPES if s[0] in named]
     for name, lens, Hh, HV in shapes:
         q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, Hh, HV)
         scale = 128 ** -0.5
@@ -106,7 +120,8 @@ def main():
             return chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True,
                                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg,
                                           cu_seqlens_cpu=cu_cpu)
-        ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale)
+        ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale,
+                                              max_seqlen=not args.no_max_seqlen)
         if args.no_fla:  # deltac alone: for ncu, or to compare its variants
             t_ours = H.graph_ms(ours)
             if args.profile:
