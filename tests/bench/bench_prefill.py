@@ -42,7 +42,7 @@ class Deltac:
         self.lib.deltac_test_prefill_gkv_prefill_workspace_bytes.argtypes = [I64] * 5
         self.lib.deltac_test_prefill_last_error.restype = ctypes.c_char_p
 
-    def prepare(self, q, k, v, g, beta, cu, h0, scale, max_seqlen=True):
+    def prepare(self, q, k, v, g, beta, cu, h0, scale, tell_max_seqlen=True):
         """Everything a call needs, allocated once (the call allocates nothing)."""
         T, Hh, K = q.shape[1], q.shape[2], q.shape[3]
         HV, V = v.shape[2], v.shape[3]
@@ -59,7 +59,7 @@ class Deltac:
                         cu_seqlens_i64=1, workspace=ws.data_ptr(), workspace_bytes=ws_bytes,
                         error_flag=flag.data_ptr(), scale=scale,
                         # The longest sequence, as FLA's cu_seqlens_cpu tells it (0: unknown).
-                        max_seqlen=int((cu[1:] - cu[:-1]).max()) if max_seqlen else 0)
+                        max_seqlen=int((cu[1:] - cu[:-1]).max()) if tell_max_seqlen else 0)
         keep = (o, ht, ws, flag, a)
 
         def call():
@@ -121,7 +121,7 @@ def main():
                                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg,
                                           cu_seqlens_cpu=cu_cpu)
         ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale,
-                                              max_seqlen=not args.no_max_seqlen)
+                                              tell_max_seqlen=not args.no_max_seqlen)
         if args.no_fla:  # deltac alone: for ncu, or to compare its variants
             t_ours = H.graph_ms(ours)
             if args.profile:
