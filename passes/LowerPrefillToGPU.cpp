@@ -160,8 +160,9 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                   int64_t minBlocks, ArrayAttr moduleTargets,
                   StringRef moduleSuffix = "") -> LogicalResult {
     // A kernel whose buffers do not fit a block could only fail at launch.
+    // recur runs with one stage where two do not fit (RecurSmem).
     int64_t smem = part == "chunks" ? plan.chunksSmem
-                   : part == "recur" ? plan.recurSmem
+                   : part == "recur" ? plan.recurSmem - plan.recurSmemStage
                                      : plan.prepSmem;
     if (smem > sharedLimit)
       return func.emitError()
@@ -173,14 +174,18 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     if (spec.v % plan.valueTile != 0 || plan.valueTile % 8 != 0)
       return func.emitError() << "V tile " << plan.valueTile
                               << " must divide V = " << spec.v;
-    // Every product is split into 16x8 tiles evenly over the warps.
-    int64_t warps = plan.threads / 32;
-    auto even = [&](int64_t m, int64_t n) {
+    // Every product is split into 16x8 tiles evenly over the warps that
+    // compute it: recur's output products over its output warps, its state
+    // step over the state warps where they share the state by rows.
+    auto even = [&](int64_t m, int64_t n, int64_t warps) {
       return ((m / 16) * (n / 8)) % warps == 0 && (m / 16) * (n / 8) >= warps;
     };
-    if (!even(spec.chunk, plan.valueTile) || !even(spec.k, plan.valueTile))
+    bool recur = part == "recur";
+    int64_t warps = recur ? plan.outputWarps : plan.threads / 32;
+    if (!even(spec.chunk, plan.valueTile, warps) ||
+        (!plan.registerState && !even(spec.k, plan.valueTile, recur ? plan.stateWarps : warps)))
       return func.emitError() << "V tile " << plan.valueTile
-                              << " is too narrow for " << warps
+                              << " is too narrow for " << plan.threads / 32
                               << " warps with chunk " << spec.chunk;
     std::string kernel = name + "_" + part.str() + suffix.str();
     auto module = gpu::GPUModuleOp::create(

@@ -43,10 +43,14 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
                      "recurrence; run delta-chunk first");
       return signalPassFailure();
     }
-    int64_t V = steps.front().getState().getType().getDimSize(1);
+    int64_t K = steps.front().getState().getType().getDimSize(0),
+            V = steps.front().getState().getType().getDimSize(1);
     SmallVector<int64_t> tiles(valueTiles.begin(), valueTiles.end());
-    if (tiles.empty())
+    if (tiles.empty()) {
       tiles = {32, 16};
+      if (K <= 128 && V % 64 == 0)
+        tiles.insert(tiles.begin(), 64);
+    }
     SmallVector<int64_t> usable;
     for (int64_t t : tiles) {
       if (t < 8 || t % 8 != 0 || V % t != 0) {

@@ -121,6 +121,56 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
   }
 }
 
+void PrefillEmitter::mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B,
+                                 int64_t N, int64_t Kd,
+                                 SmallVectorImpl<Frag> &acc,
+                                 int64_t prefetchRegs) {
+  assert(N % 16 == 0 && (int64_t)acc.size() == N / 8 && (int64_t)a.size() == Kd / 16);
+  MLIRContext *ctx = b.getContext();
+  auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  std::string mmaAsm =
+      std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
+      (opType.isF16() ? "f16.f16" : "bf16.bf16") +
+      ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  // ldmatrix.x4 of B: matrices (k, n), (k + 8, n), (k, n + 8), (k + 8, n + 8)
+  // = b0, b1 of tile n and of tile n + 8; lanes 8j .. 8j + 7 address matrix j.
+  Value r8 = remu(lane, cI32(8)), j = divu(lane, cI32(8));
+  Value kHalf = mul(remu(j, cI32(2)), cI32(8)), nHalf = mul(divu(j, cI32(2)), cI32(8));
+  auto loadStep = [&](int64_t ks) {
+    SmallVector<Value> frags;
+    for (int64_t n0 = 0; n0 < N; n0 += 16) {
+      Value k = add(cI32(ks * 16), kHalf), n = add(cI32(n0), nHalf);
+      Value row = B.kRows ? add(k, r8) : add(n, r8), col = B.kRows ? n : k;
+      auto r = ldsm(gep(B.base, opType, toI64(add(mul(row, cI32(B.ld)), col))), 4, B.kRows);
+      frags.append(r.begin(), r.end());
+    }
+    return frags;
+  };
+  int64_t steps = Kd / 16, perStep = N / 8 * 2;
+  int64_t window = std::clamp<int64_t>(prefetchRegs / perStep, 1, steps);
+  SmallVector<SmallVector<Value>> loaded(steps);
+  for (int64_t s = 0; s < window; ++s)
+    loaded[s] = loadStep(s);
+  for (int64_t s = 0; s < steps; ++s) {
+    for (int64_t t = 0; t < N / 8; ++t) {
+      // Tile t's b0, b1: registers 0, 1 of its pair's ldmatrix for even t,
+      // 2, 3 for odd.
+      Value b0 = loaded[s][(t / 2) * 4 + (t % 2) * 2], b1 = loaded[s][(t / 2) * 4 + (t % 2) * 2 + 1];
+      Frag &f = acc[t];
+      auto op = LLVM::InlineAsmOp::create(
+          b, resType,
+          ValueRange{a[s][0], a[s][1], a[s][2], a[s][3], b0, b1, f.c[0], f.c[1], f.c[2], f.c[3]},
+          mmaAsm, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
+          /*is_align_stack=*/false, LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+          ArrayAttr());
+      for (int e = 0; e < 4; ++e)
+        f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
+    }
+    if (s + window < steps)
+      loaded[s + window] = loadStep(s + window);
+  }
+}
+
 // Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
 // [1] gamma_last f32; [2] W [C, K + 8]; [3] U [C, V]; [4] Qg [C, K + 8];
 // [5] Kd [C, K + 8]; [6] P [C, C + 8] (16-bit, all row-major). W, Qg, Kd

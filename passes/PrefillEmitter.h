@@ -25,6 +25,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <functional>
+
 namespace mlir::delta::prefill {
 
 /// The kernel parameters by position (prefillKernelParams() names them).
@@ -74,21 +76,24 @@ struct ChunksSmem {
 /// with bulk copies), two copies of S and of V' (chunk c reads and writes
 /// copy c % 2 of V' and reads copy c % 2 of S, writing the next state to
 /// the other: the state warps can run one chunk ahead of the output
-/// warps), row-major (16-bit operands of the products), then `stages`
+/// warps), row-major 16-bit operands of the products, as [K][V tile] and
+/// [C][V tile], or transposed ([V tile][K], [V tile][C]) with the
+/// register-resident state (PrefillPlan::registerState), then `stages`
 /// copies of a chunk's operands (W, Kd, the U tile, G_last, Qg, P), `stage`
 /// bytes apart, filled by cp.async or bulk copies up to `stages` chunks
 /// ahead. The kernel reads the stage count from its
 /// dynamic shared memory size: 2 (total), 3 where the host could add
 /// `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
-/// where forced (DELTAC_PREFILL_RECUR_STAGES=1: two blocks fit an SM).
+/// where two do not fit (V tile 64 on an A100) or where forced
+/// (DELTAC_PREFILL_RECUR_STAGES=1: two blocks fit an SM).
 struct RecurSmem {
   int64_t mbar, st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
-  RecurSmem(const PrefillSpec &s, int64_t bv) {
+  RecurSmem(const PrefillSpec &s, int64_t bv, bool transposed) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
     mbar = take(3 * 8); // bulk copies: one mbarrier per stage
-    st = take(2 * K * (bv + kPad) * 2);
-    vn = take(2 * C * (bv + kPad) * 2);
+    st = take(2 * (transposed ? bv * (K + kPad) : K * (bv + kPad)) * 2);
+    vn = take(2 * (transposed ? bv * (C + kPad) : C * (bv + kPad)) * 2);
     int64_t first = off;
     wb = take(C * (K + kPad) * 2);
     kd = take(C * (K + kPad) * 2);
@@ -99,6 +104,30 @@ struct RecurSmem {
     stage = off - first;
     total = off + stage;
   }
+};
+
+/// recur's named barriers, one per signal and chunk parity (id + parity);
+/// see the comment above the warp roles in PrefillRecur.cpp.
+enum RecurBarrier : int64_t {
+  kLanded = 1, kSReady = 3, kVReady = 5, kDone = 7, kADone = 9, kState = 11
+};
+
+/// What recur's state warps share with the rest of the kernel: the chunk
+/// range, the state slots and the operand ring.
+struct RecurFrame {
+  Value c0, c1;               ///< the sequence's chunks [c0, c1)
+  Value readOk, writeOk;      ///< initial state read / final state written
+  Value inSlot, outSlot;
+  /// Element (d, col) of the state in `slot` (d: K index, col: in the V tile).
+  std::function<Value(Value slot, Value d, Value col)> stateIndex;
+  /// Chunk c's region at byte offset `at` of its ring stage.
+  std::function<Value(Value c, int64_t at)> stageAt;
+  /// Waits for chunk c's bulk copies (nothing with cp.async).
+  std::function<void(Value c)> waitBulk;
+  /// Copy `which` (0 or 1) of S and of V' in shared memory.
+  std::function<Value(Value which)> sCopy, vCopy;
+  int64_t wb, kd, ub, gl;     ///< stage offsets of W, Kd, the U tile, G_last
+  int64_t prefetchRegs, accumulators;
 };
 
 /// One 16x8 accumulator tile of mma.m16n8k16: c0, c1 at (row g, cols 2t,
@@ -138,6 +167,10 @@ public:
   void emitRecur();
 
 private:
+  /// recur's state warps (PrefillPlan::registerState or not).
+  void recurStateShared(const RecurFrame &f);
+  void recurStateRegisters(const RecurFrame &f);
+
   // Constants and arithmetic.
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
   Value divu(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
@@ -281,6 +314,25 @@ private:
   void mma(Operand A, Operand B, int64_t M, int64_t N, int64_t Kd,
            SmallVectorImpl<Frag> &acc, int64_t accumulators = 2,
            int64_t prefetchRegs = 0);
+  /// acc += A[16 x Kd] * B[Kd x N] in one warp: A from registers (per k
+  /// step the four 32-bit A fragment registers of mma.m16n8k16), acc the
+  /// warp's N / 8 tiles of 16 rows, B from shared memory two tiles per
+  /// ldmatrix.x4, loaded up to `prefetchRegs` registers ahead.
+  void mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B, int64_t N,
+                   int64_t Kd, SmallVectorImpl<Frag> &acc, int64_t prefetchRegs);
+  /// The A fragments of k step `ks` from 16-row accumulator tiles whose
+  /// columns are the reduction index (tiles 2 ks and 2 ks + 1), rounded to
+  /// the 16-bit operand type: an mma result feeds the next product without
+  /// leaving the registers.
+  std::array<Value, 4> aFromAccumulators(ArrayRef<Frag> acc, int64_t ks) {
+    const Frag &lo = acc[2 * ks], &hi = acc[2 * ks + 1];
+    return {packI32(lo.c[0], lo.c[1]), packI32(lo.c[2], lo.c[3]),
+            packI32(hi.c[0], hi.c[1]), packI32(hi.c[2], hi.c[3])};
+  }
+  /// Two f32 as two 16-bit operands in one 32-bit register.
+  Value packI32(Value x0, Value x1) {
+    return LLVM::BitcastOp::create(b, i32, pack2(x0, x1, opType));
+  }
   /// ldmatrix of `num` 8x8 b16 matrices at this lane's row address.
   SmallVector<Value> ldsm(Value rowAddr, int num, bool trans);
   SmallVector<Frag> zeroFrags(int64_t M, int64_t N) {

@@ -47,9 +47,21 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
                tiles(spec.chunk, spec.v) % 8 == 0 &&
                tiles(spec.k, p.valueTile) % 8 == 0 && spec.chunk / 8 >= 4;
   p.threads = threads > 0 ? threads : eight ? 256 : 128;
+  // The transposed state of one warp takes K / 2 registers per thread (64
+  // at K = 128); two output warps compute each chunk's C x V-tile output
+  // while the state warps run ahead.
+  p.registerState = spec.k <= 128 && p.valueTile % 16 == 0;
+  if (p.registerState) {
+    p.stateWarps = p.valueTile / 16;
+    p.outputWarps = std::max<int64_t>(2, p.stateWarps);
+  } else {
+    p.stateWarps = p.threads / 64;
+    p.outputWarps = p.threads / 32 - p.stateWarps;
+  }
+  p.recurThreads = 32 * (p.stateWarps + p.outputWarps);
   p.chunksSmem = ChunksSmem(spec).total;
-  p.recurSmem = RecurSmem(spec, p.valueTile).total;
-  p.recurSmemStage = RecurSmem(spec, p.valueTile).stage;
+  p.recurSmem = RecurSmem(spec, p.valueTile, p.registerState).total;
+  p.recurSmemStage = RecurSmem(spec, p.valueTile, p.registerState).stage;
   p.prepSmem = 2 * p.threads * 4;
   return p;
 }
@@ -112,6 +124,10 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // Dynamic shared memory: the kernels need more than the 48 KiB a static
   // array may have; the host raises the limit per kernel.
   std::string kernelName = (name + "_" + part + suffix).str();
+  // recur has a block size of its own.
+  PrefillPlan own = plan;
+  if (part == "recur")
+    own.threads = plan.recurThreads;
   std::string smemName = kernelName + "_smem";
   LLVM::GlobalOp::create(builder, loc, LLVM::LLVMArrayType::get(builder.getI8Type(), 0),
                          /*isConstant=*/false, LLVM::Linkage::External, smemName,
@@ -122,7 +138,7 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  func->setAttr(DeltaDialect::kBlockThreadsAttrName, builder.getI64IntegerAttr(plan.threads));
+  func->setAttr(DeltaDialect::kBlockThreadsAttrName, builder.getI64IntegerAttr(own.threads));
   func->setAttr(DeltaDialect::kDynamicSmemAttrName, builder.getI64IntegerAttr(smemBytes));
   if (part == "recur")
     func->setAttr(DeltaDialect::kDynamicSmemStageAttrName,
@@ -131,11 +147,11 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
     if (p.kind == ParamKind::Pointer)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
-  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({(int32_t)plan.threads, 1, 1}));
+  func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({(int32_t)own.threads, 1, 1}));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
   Value smem = LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(ctx, 3), smemName);
-  PrefillEmitter emitter(b, func, spec, plan, smem);
+  PrefillEmitter emitter(b, func, spec, own, smem);
   if (part == "prep")
     emitter.emitPrep();
   else if (part == "chunks")

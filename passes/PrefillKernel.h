@@ -79,6 +79,18 @@ struct PrefillPlan {
   /// recur fills its ring with bulk copies (cp.async.bulk, completion on
   /// an mbarrier per stage: sm_90 and later) instead of 16-byte cp.async.
   bool bulkCopies = false;
+  /// recur keeps the state transposed in its state warps' registers, one
+  /// warp per 16 columns of the V tile holding all K rows (K <= 128 and V
+  /// tiles of 16s): the state step never leaves the warp, so the chain of
+  /// states has no shared memory and no barrier on it (PrefillRecurState.cpp).
+  /// Otherwise the state warps share the tile by rows and hand V' over
+  /// through shared memory.
+  bool registerState = false;
+  /// recur's warps: the state warps, then the output warps.
+  int64_t stateWarps = 0, outputWarps = 0;
+  /// recur's block size (stateWarps + outputWarps warps); prep and chunks
+  /// use `threads`.
+  int64_t recurThreads = 0;
 };
 /// `threads` (0: chosen) fixes the block size: the kernels of one entry
 /// share it, since the host launches them with one size.

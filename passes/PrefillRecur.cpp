@@ -32,9 +32,12 @@ static RecurProducts recurProducts(int64_t stateRegs) {
 
 void PrefillEmitter::emitRecur() {
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
-  RecurSmem L(s, BV);
-  // Registers of the state tile per state thread.
-  RecurProducts products = recurProducts(K * BV / (plan.threads / 2));
+  RecurSmem L(s, BV, plan.registerState);
+  // Registers of the state tile per state thread where the state warps
+  // share it (with the register-resident state, the output warps hold no
+  // state: the full budget).
+  RecurProducts products = recurProducts(
+      plan.registerState ? 0 : K * BV / (plan.stateWarps * 32));
   // One-dimensional grid, sequence-major: the blocks of sequence 0 (all
   // heads and V tiles) are dispatched first, so long sequences listed first
   // start in the first wave instead of the last.
@@ -152,14 +155,18 @@ void PrefillEmitter::emitRecur() {
     barrier();
   }
   // S and V' in 16 bits (the operand type), row-major: the B operands of
-  // W S, Qg S, Kd^T V' and P V'. Copy `which` (0 or 1) of each.
-  int64_t sBytes = K * (BV + kPad) * 2, vBytes = C * (BV + kPad) * 2;
+  // Qg S and P V' (and of W S and Kd^T V' where the state warps share the
+  // state), transposed with the register-resident state. Copy `which` (0
+  // or 1) of each.
+  int64_t sBytes = (plan.registerState ? BV * (K + kPad) : K * (BV + kPad)) * 2,
+          vBytes = (plan.registerState ? BV * (C + kPad) : C * (BV + kPad)) * 2;
   auto sCopy = [&](Value which) { return gep(st, b.getI8Type(), mul(which, cI32(sBytes))); };
   auto vCopy = [&](Value which) { return gep(vn, b.getI8Type(), mul(which, cI32(vBytes))); };
 
   // Two warp roles, so the serial chain of states never waits for outputs:
   // the state warps run V' = U - W S and S = e^G_last S + Kd^T V' chunk
-  // after chunk, the state in their registers; the output warps keep the
+  // after chunk, the state in their registers (recurStateRegisters or
+  // recurStateShared); the output warps keep the
   // operand ring filled and compute O = Qg S + P V' from the S and V' the
   // state warps leave in shared memory. They hand over through named
   // barriers, one per signal and chunk parity (the two sides are never
@@ -170,113 +177,27 @@ void PrefillEmitter::emitRecur() {
   //   vReady(c)  state -> output   V' of chunk c is in copy c % 2
   //   done(c)    output -> state   chunk c's S and V' copies are read
   //   aDone(c)   state -> output   chunk c's stage is read (may be refilled)
-  int64_t warps = plan.threads / 32, half = warps / 2, all = plan.threads;
-  enum : int64_t { kLanded = 1, kSReady = 3, kVReady = 5, kDone = 7, kADone = 9, kState = 11 };
+  int64_t all = plan.threads;
   auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
-  auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(half)), true);
-
-  // State warps.
+  RecurFrame frame{c0, c1, readOk, writeOk, inSlot, outSlot, stateIndex, stageAt,
+                   waitBulk, sCopy, vCopy, L.wb, L.kd, L.ub, L.gl,
+                   products.prefetchRegs, products.accumulators};
+  auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(plan.stateWarps)), true);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
-    WarpRole role(*this, 0, half);
-    // The state tile [K, BV] as mma accumulators.
-    SmallVector<Frag> S = zeroFrags(K, BV);
-    {
-      auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(S.size() * 4, f32)), readOk, true);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(ifRead.thenBlock());
-      SmallVector<Value> vals;
-      forEachElement(K, BV, S, [&](Value d, Value col, Value) {
-        vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
-      });
-      scf::YieldOp::create(b, vals);
-      b.setInsertionPointToStart(ifRead.elseBlock());
-      scf::YieldOp::create(b, SmallVector<Value>(S.size() * 4, cF32(0.0)));
-      b.setInsertionPointAfter(ifRead);
-      for (size_t i = 0; i < S.size() * 4; ++i)
-        S[i / 4].c[i % 4] = ifRead.getResult(i);
-    }
-    auto storeS = [&](Value which) {
-      Value at = sCopy(which);
-      forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
-        storeVec(pack2(x0, x1, opType), at, opType, add(mul(d, cI32(BV + kPad)), col), 4);
-      });
-    };
-    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
-      storeS(cI32(0));
-      namedArrive(barrierId(kSReady, cI32(0)), all);
-    });
-    SmallVector<Value> init;
-    for (Frag &f : S)
-      init.append(f.c, f.c + 4);
-    auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value c = loop.getInductionVar();
-      for (size_t i = 0; i < S.size() * 4; ++i)
-        S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
-      Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
-      // Also a barrier of the state warps: every one has stored S.
-      namedSync(barrierId(kLanded, parity), all);
-      waitBulk(c); // complete already: it orders the copies' writes first
-      Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
-            gl = stageAt(c, L.gl), vc = vCopy(parity);
-      Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
-      // chunk_residual: V' = U - W S.
-      {
-        SmallVector<Frag> acc = zeroFrags(C, BV);
-        mma(Operand{wb, K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true}, C, BV, K,
-            acc, products.accumulators, products.prefetchRegs);
-        forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-          Value at = add(mul(i, cI32(BV + kPad)), col);
-          Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
-          Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
-          Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
-          storeVec(pack2(fsub(u0, x0), fsub(u1, x1), opType), vc, opType, at, 4);
-        });
-      }
-      namedArrive(barrierId(kVReady, parity), all);
-      namedSync(cI32(kState), half * 32);
-      // chunk_state_step: S = e^G_last S + Kd^T V'.
-      for (Frag &f : S)
-        for (Value &x : f.c)
-          x = fmul(x, decayLast);
-      mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
-          C, S, products.accumulators, products.prefetchRegs);
-      namedArrive(barrierId(kADone, parity), all);
-      // The other S copy holds chunk c - 1's state until its output is done.
-      ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
-             [&] { namedSync(barrierId(kDone, other), all); });
-      ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1), [&] {
-        storeS(other);
-        namedArrive(barrierId(kSReady, other), all);
-      });
-      SmallVector<Value> nextS;
-      for (Frag &f : S)
-        nextS.append(f.c, f.c + 4);
-      scf::YieldOp::create(b, nextS);
-    }
-    for (size_t i = 0; i < S.size() * 4; ++i)
-      S[i / 4].c[i % 4] = loop.getResult(i);
-    // The last chunk's done round (every round completes).
-    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
-      namedSync(barrierId(kDone, remu(sub(sub(c1, c0), cI32(1)), cI32(2))), all);
-    });
-    auto ifWrite = scf::IfOp::create(b, writeOk, false);
-    b.setInsertionPointToStart(ifWrite.thenBlock());
-    forEachElement(K, BV, S, [&](Value d, Value col, Value x) {
-      Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
-      store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
-    });
+    WarpRole role(*this, 0, plan.stateWarps);
+    if (plan.registerState)
+      recurStateRegisters(frame);
+    else
+      recurStateShared(frame);
   }
 
   // Output warps.
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
-    WarpRole role(*this, half, warps - half);
+    WarpRole role(*this, plan.stateWarps, plan.outputWarps);
     // Every thread of the role commits one group per chunk (empty past the
     // last), so with chunks c .. c + k issued, "chunk c has landed" is "at
     // most k groups pending".
@@ -325,11 +246,15 @@ void PrefillEmitter::emitRecur() {
     // chunk_output: O = Qg S + P V' (the S chunk c started from).
     SmallVector<Frag> acc = zeroFrags(C, BV);
     namedSync(barrierId(kSReady, parity), all);
-    mma(Operand{stageAt(c, L.qgb), K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true},
-        C, BV, K, acc, products.accumulators, products.prefetchRegs);
+    // S and V' as B operands: [K][V tile] and [C][V tile], or transposed.
+    bool tr = plan.registerState;
+    mma(Operand{stageAt(c, L.qgb), K + kPad},
+        Operand{sCopy(parity), tr ? K + kPad : BV + kPad, /*kRows=*/!tr}, C, BV, K, acc,
+        products.accumulators, products.prefetchRegs);
     namedSync(barrierId(kVReady, parity), all);
-    mma(Operand{stageAt(c, L.pb), C + kPad}, Operand{vCopy(parity), BV + kPad, /*kRows=*/true},
-        C, BV, C, acc, products.accumulators, products.prefetchRegs);
+    mma(Operand{stageAt(c, L.pb), C + kPad},
+        Operand{vCopy(parity), tr ? C + kPad : BV + kPad, /*kRows=*/!tr}, C, BV, C, acc,
+        products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kDone, parity), all);
     forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
       ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
@@ -347,4 +272,111 @@ void PrefillEmitter::emitRecur() {
     commitCopies();
     handOver(single, 0);
   }
+}
+
+// The state warps share the [K, V tile] state by rows; W S needs all of it,
+// so each chunk hands S and V' through shared memory between them.
+void PrefillEmitter::recurStateShared(const RecurFrame &f) {
+  int64_t C = s.chunk, K = s.k, BV = plan.valueTile, all = plan.threads,
+          half = plan.stateWarps;
+  Value c0 = f.c0, c1 = f.c1, readOk = f.readOk, writeOk = f.writeOk, inSlot = f.inSlot,
+        outSlot = f.outSlot;
+  const auto &stateIndex = f.stateIndex;
+  const auto &stageAt = f.stageAt;
+  const auto &waitBulk = f.waitBulk;
+  const auto &sCopy = f.sCopy;
+  const auto &vCopy = f.vCopy;
+  auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
+  struct { int64_t wb, kd, ub, gl; } L{f.wb, f.kd, f.ub, f.gl};
+  RecurProducts products{f.prefetchRegs, f.accumulators};
+  // The state tile [K, BV] as mma accumulators.
+  SmallVector<Frag> S = zeroFrags(K, BV);
+  {
+    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(S.size() * 4, f32)), readOk, true);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ifRead.thenBlock());
+    SmallVector<Value> vals;
+    forEachElement(K, BV, S, [&](Value d, Value col, Value) {
+      vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
+    });
+    scf::YieldOp::create(b, vals);
+    b.setInsertionPointToStart(ifRead.elseBlock());
+    scf::YieldOp::create(b, SmallVector<Value>(S.size() * 4, cF32(0.0)));
+    b.setInsertionPointAfter(ifRead);
+    for (size_t i = 0; i < S.size() * 4; ++i)
+      S[i / 4].c[i % 4] = ifRead.getResult(i);
+  }
+  auto storeS = [&](Value which) {
+    Value at = sCopy(which);
+    forEachPair(K, BV, S, [&](Value d, Value col, Value x0, Value x1) {
+      storeVec(pack2(x0, x1, opType), at, opType, add(mul(d, cI32(BV + kPad)), col), 4);
+    });
+  };
+  ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+    storeS(cI32(0));
+    namedArrive(barrierId(kSReady, cI32(0)), all);
+  });
+  SmallVector<Value> init;
+  for (Frag &f : S)
+    init.append(f.c, f.c + 4);
+  auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    for (size_t i = 0; i < S.size() * 4; ++i)
+      S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+    Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
+    // Also a barrier of the state warps: every one has stored S.
+    namedSync(barrierId(kLanded, parity), all);
+    waitBulk(c); // complete already: it orders the copies' writes first
+    Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
+          gl = stageAt(c, L.gl), vc = vCopy(parity);
+    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
+    // chunk_residual: V' = U - W S.
+    {
+      SmallVector<Frag> acc = zeroFrags(C, BV);
+      mma(Operand{wb, K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true}, C, BV, K,
+          acc, products.accumulators, products.prefetchRegs);
+      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+        Value at = add(mul(i, cI32(BV + kPad)), col);
+        Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
+        Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
+        Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
+        storeVec(pack2(fsub(u0, x0), fsub(u1, x1), opType), vc, opType, at, 4);
+      });
+    }
+    namedArrive(barrierId(kVReady, parity), all);
+    namedSync(cI32(kState), half * 32);
+    // chunk_state_step: S = e^G_last S + Kd^T V'.
+    for (Frag &f : S)
+      for (Value &x : f.c)
+        x = fmul(x, decayLast);
+    mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
+        C, S, products.accumulators, products.prefetchRegs);
+    namedArrive(barrierId(kADone, parity), all);
+    // The other S copy holds chunk c - 1's state until its output is done.
+    ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
+           [&] { namedSync(barrierId(kDone, other), all); });
+    ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1), [&] {
+      storeS(other);
+      namedArrive(barrierId(kSReady, other), all);
+    });
+    SmallVector<Value> nextS;
+    for (Frag &f : S)
+      nextS.append(f.c, f.c + 4);
+    scf::YieldOp::create(b, nextS);
+  }
+  for (size_t i = 0; i < S.size() * 4; ++i)
+    S[i / 4].c[i % 4] = loop.getResult(i);
+  // The last chunk's done round (every round completes).
+  ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+    namedSync(barrierId(kDone, remu(sub(sub(c1, c0), cI32(1)), cI32(2))), all);
+  });
+  auto ifWrite = scf::IfOp::create(b, writeOk, false);
+  b.setInsertionPointToStart(ifWrite.thenBlock());
+  forEachElement(K, BV, S, [&](Value d, Value col, Value x) {
+    Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
+    store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
+  });
 }

@@ -10,14 +10,17 @@
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages dn_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v16_images;
 
 
@@ -25,32 +28,36 @@ namespace {
 deltac_rt::Kernel gkv_k128_v128_prefill_prep_kernel(gkv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_chunks_kernel(gkv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_kernel(gkv_k128_v128_prefill_recur_images);
+deltac_rt::Kernel gkv_k128_v128_prefill_recur_v32_kernel(gkv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_v16_kernel(gkv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel dn_k64_v64_prefill_prep_kernel(dn_k64_v64_prefill_prep_images);
 deltac_rt::Kernel dn_k64_v64_prefill_chunks_kernel(dn_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel dn_k64_v64_prefill_recur_kernel(dn_k64_v64_prefill_recur_images);
+deltac_rt::Kernel dn_k64_v64_prefill_recur_v32_kernel(dn_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel dn_k64_v64_prefill_recur_v16_kernel(dn_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel glin_k64_v128_prefill_prep_kernel(glin_k64_v128_prefill_prep_images);
 deltac_rt::Kernel glin_k64_v128_prefill_chunks_kernel(glin_k64_v128_prefill_chunks_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_kernel(glin_k64_v128_prefill_recur_images);
+deltac_rt::Kernel glin_k64_v128_prefill_recur_v32_kernel(glin_k64_v128_prefill_recur_v32_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_v16_kernel(glin_k64_v128_prefill_recur_v16_images);
 
 } // namespace
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164608, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 148224, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_prefill::gkv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(gkv_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(gkv_prefill_variants, 3, args, stream);
 }
 
 int64_t deltac_test_prefill::gkv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(gkv_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(gkv_prefill_variants, 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -66,18 +73,19 @@ extern "C" int64_t deltac_test_prefill_gkv_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant dn_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 2, 1, 1024, 20992, 54016, 19200, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 4, 0, 1024, 20992, 45824, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 256, 1, 1, 1024, 20992, 71424, 21248, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 2, 1, 1024, 20992, 52992, 19200, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 96, 4, 0, 1024, 20992, 43776, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_prefill::dn::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(dn_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(dn_prefill_variants, 3, args, stream);
 }
 
 int64_t deltac_test_prefill::dn::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(dn_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(dn_prefill_variants, 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -93,18 +101,19 @@ extern "C" int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int
 
 namespace {
 const deltac_rt::PrefillVariant glin_prefill_variants[] = {
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 4, 1, 1024, 29184, 54016, 19200, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 8, 0, 1024, 29184, 45824, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 256, 2, 1, 1024, 29184, 71424, 21248, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 4, 1, 1024, 29184, 52992, 19200, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v32_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 96, 8, 0, 1024, 29184, 43776, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_prefill::glin::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(glin_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(glin_prefill_variants, 3, args, stream);
 }
 
 int64_t deltac_test_prefill::glin::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(glin_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(glin_prefill_variants, 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

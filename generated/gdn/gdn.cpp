@@ -10,12 +10,14 @@
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_decode_small_images;
@@ -28,12 +30,14 @@ extern const deltac_rt::KernelImages fla_kv_256_k256_v256_decode_small_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_decode_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_decode_small_images;
@@ -46,18 +50,21 @@ extern const deltac_rt::KernelImages fla_vk_256_k256_v256_decode_small_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages serving_k128_v128_decode_images;
 extern const deltac_rt::KernelImages serving_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_decode_small_images;
@@ -67,12 +74,14 @@ namespace {
 deltac_rt::Kernel fla_kv_k64_v64_prefill_prep_kernel(fla_kv_k64_v64_prefill_prep_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_kernel(fla_kv_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_kernel(fla_kv_k64_v64_prefill_recur_images);
+deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v32_kernel(fla_kv_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v16_kernel(fla_kv_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_kernel(fla_kv_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_small_kernel(fla_kv_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_prep_kernel(fla_kv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_kernel(fla_kv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_kernel(fla_kv_k128_v128_prefill_recur_images);
+deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v32_kernel(fla_kv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v16_kernel(fla_kv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_kernel(fla_kv_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_small_kernel(fla_kv_k128_v128_decode_small_images);
@@ -85,12 +94,14 @@ deltac_rt::Kernel fla_kv_256_k256_v256_decode_small_kernel(fla_kv_256_k256_v256_
 deltac_rt::Kernel fla_vk_k64_v64_prefill_prep_kernel(fla_vk_k64_v64_prefill_prep_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_kernel(fla_vk_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_kernel(fla_vk_k64_v64_prefill_recur_images);
+deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v32_kernel(fla_vk_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v16_kernel(fla_vk_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_kernel(fla_vk_k64_v64_decode_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_small_kernel(fla_vk_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_prep_kernel(fla_vk_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_kernel(fla_vk_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_kernel(fla_vk_k128_v128_prefill_recur_images);
+deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v32_kernel(fla_vk_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v16_kernel(fla_vk_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_kernel(fla_vk_k128_v128_decode_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_small_kernel(fla_vk_k128_v128_decode_small_images);
@@ -103,18 +114,21 @@ deltac_rt::Kernel fla_vk_256_k256_v256_decode_small_kernel(fla_vk_256_k256_v256_
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_prep_kernel(fla_kv_f16_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_kernel(fla_kv_f16_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_kernel(fla_kv_f16_k128_v128_prefill_recur_images);
+deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v32_kernel(fla_kv_f16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v16_kernel(fla_kv_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_kernel(fla_kv_f16_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_small_kernel(fla_kv_f16_k128_v128_decode_small_images);
 deltac_rt::Kernel serving_k128_v128_prefill_prep_kernel(serving_k128_v128_prefill_prep_images);
 deltac_rt::Kernel serving_k128_v128_prefill_chunks_kernel(serving_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_kernel(serving_k128_v128_prefill_recur_images);
+deltac_rt::Kernel serving_k128_v128_prefill_recur_v32_kernel(serving_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_v16_kernel(serving_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_k128_v128_decode_kernel(serving_k128_v128_decode_images);
 deltac_rt::Kernel serving_k128_v128_decode_small_kernel(serving_k128_v128_decode_small_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_prep_kernel(serving_bf16_k128_v128_prefill_prep_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_kernel(serving_bf16_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_kernel(serving_bf16_k128_v128_prefill_recur_images);
+deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v32_kernel(serving_bf16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v16_kernel(serving_bf16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_kernel(serving_bf16_k128_v128_decode_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_small_kernel(serving_bf16_k128_v128_decode_small_images);
@@ -246,20 +260,22 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 2, 1, 2048, 57856, 105216, 42240, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 0, 2048, 57856, 92928, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164608, 66816, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 148224, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 128, 2, 1, 2048, 57856, 103168, 42240, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 96, 4, 0, 2048, 57856, 89856, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status gdn::fla_kv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(fla_kv_prefill_variants, 6, args, stream);
 }
 
 int64_t gdn::fla_kv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_prefill_variants, 6, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -275,8 +291,8 @@ extern "C" int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int6
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 8, 1, 1024, 70144, 158464, 56064, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 16, 0, 1024, 70144, 137984, 55040, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_v16_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 8, 1, 1024, 70144, 158464, 56064, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 16, 0, 1024, 70144, 137984, 55040, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -302,20 +318,22 @@ extern "C" int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 2, 1, 2048, 57856, 105216, 42240, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 4, 0, 2048, 57856, 92928, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 4, 1, 2048, 74240, 164608, 66816, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 8, 0, 2048, 74240, 148224, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 128, 2, 1, 2048, 57856, 103168, 42240, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 96, 4, 0, 2048, 57856, 89856, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status gdn::fla_vk::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_vk_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(fla_vk_prefill_variants, 6, args, stream);
 }
 
 int64_t gdn::fla_vk::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_prefill_variants, 6, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -331,8 +349,8 @@ extern "C" int64_t gdn_fla_vk_prefill_workspace_bytes(int64_t K, int64_t V, int6
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 8, 1, 1024, 70144, 158464, 56064, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 16, 0, 1024, 70144, 137984, 55040, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_v16_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 8, 1, 1024, 70144, 158464, 56064, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 16, 0, 1024, 70144, 137984, 55040, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -358,18 +376,19 @@ extern "C" int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_f16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 4, 1, 2048, 74240, 164608, 66816, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 8, 0, 2048, 74240, 148224, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status gdn::fla_kv_f16::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_f16_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(fla_kv_f16_prefill_variants, 3, args, stream);
 }
 
 int64_t gdn::fla_kv_f16::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_prefill_variants, 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -385,18 +404,19 @@ extern "C" int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant serving_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164608, 66816, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 148224, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status gdn::serving::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(serving_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(serving_prefill_variants, 3, args, stream);
 }
 
 int64_t gdn::serving::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_prefill_variants, 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -412,18 +432,19 @@ extern "C" int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int
 
 namespace {
 const deltac_rt::PrefillVariant serving_bf16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164608, 66816, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 148224, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status gdn::serving_bf16::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(serving_bf16_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(serving_bf16_prefill_variants, 3, args, stream);
 }
 
 int64_t gdn::serving_bf16::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_bf16_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_bf16_prefill_variants, 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

@@ -123,10 +123,13 @@ int recurStages(const PrefillVariant &v, int64_t perBlock, int forced) {
   // the grid is over a wave) only when forced: since recur's warp roles,
   // one block with 3 stages beats two with 1 (H200, varlen 16K: 388 vs
   // 412 us).
-  bool deeper = int64_t(v.smemRecur) + v.smemRecurStage <= perBlock;
-  if (forced == 1 || forced == 2)
-    return forced;
-  return deeper ? 3 : 2;
+  // One stage also where two do not fit (V tile 64 on an A100).
+  int fits = int64_t(v.smemRecur) + v.smemRecurStage <= perBlock ? 3
+             : int64_t(v.smemRecur) <= perBlock                    ? 2
+                                                                   : 1;
+  if (forced >= 1 && forced <= 3)
+    return std::min(forced, fits);
+  return fits;
 }
 
 unsigned recurSharedBytes(const PrefillVariant &v, int stages) {
@@ -272,7 +275,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->threads,
                              stream, params, &error, chosen->smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
-                            chosen->threads, stream, params, &error,
+                            chosen->recurThreads, stream, params, &error,
                             recurSmem))
     return {DELTAC_CUDA_ERROR, error};
   return {};

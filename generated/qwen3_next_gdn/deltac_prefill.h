@@ -17,8 +17,9 @@ struct PrefillVariant {
   deltac_dtype io, state;
   GateKind gate;
   bool stateVFirst;
-  unsigned threads;
-  unsigned valueTiles; // recur blocks along V
+  unsigned threads;      // prep and chunks
+  unsigned recurThreads; // recur's block (its warp roles)
+  unsigned valueTiles;   // recur blocks along V
   /// Dispatch: the first variant of a (K, V) whose recur grid N * HV *
   /// valueTiles has at least half this many blocks per SM is launched (0:
   /// always).

@@ -10,6 +10,7 @@
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_small_images;
@@ -19,6 +20,7 @@ namespace {
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_prep_kernel(qwen3_next_k128_v128_prefill_prep_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_chunks_kernel(qwen3_next_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_kernel(qwen3_next_k128_v128_prefill_recur_images);
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_v32_kernel(qwen3_next_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_v16_kernel(qwen3_next_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_k128_v128_decode_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_k128_v128_decode_small_images);
@@ -44,18 +46,19 @@ extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, 
 
 namespace {
 const deltac_rt::PrefillVariant qwen3_next_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 4, 1, 2048, 74240, 164608, 66816, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 8, 0, 2048, 74240, 148224, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status qwen3_next_gdn::qwen3_next::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(qwen3_next_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(qwen3_next_prefill_variants, 3, args, stream);
 }
 
 int64_t qwen3_next_gdn::qwen3_next::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(qwen3_next_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(qwen3_next_prefill_variants, 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

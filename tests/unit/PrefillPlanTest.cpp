@@ -33,7 +33,7 @@ namespace {
 deltac_rt::PrefillVariant variant(int64_t K, int64_t V, unsigned tiles,
                                   int64_t minBlocks) {
   return {K, V, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log,
-          false, 128, tiles, minBlocks, 0, 0, 0, 0, nullptr, nullptr, nullptr};
+          false, 128, 128, tiles, minBlocks, 0, 0, 0, 0, nullptr, nullptr, nullptr};
 }
 } // namespace
 
@@ -127,6 +127,11 @@ TEST(PrefillDispatch, RecurRingDepthFromSharedMemory) {
   v.smemRecurStage = 66816;
   EXPECT_EQ(stages(166912), 2);
   EXPECT_EQ(stages(232448), 3);
+  v.smemRecur = 195328; // V tile 64: 2 stages fit Hopper, 1 an A100
+  v.smemRecurStage = 72448;
+  EXPECT_EQ(stages(232448), 2);
+  EXPECT_EQ(stages(166912), 1);
+  EXPECT_EQ(stages(166912, 2), 1); // forced, but no room
   v.smemRecurStage = 0;
   EXPECT_EQ(stages(232448), 2);
 }

@@ -1,37 +1,52 @@
 // RUN: rm -rf %t && deltac %s --target=sm_90a -o %t --name=lib > /dev/null
-// RUN: grep -oE "ldmatrix|mma.sync" %t/kernels/kv_k128_v128_prefill_recur_v16.sm_90a.ptx | uniq -c | FileCheck %s
-// RUN: grep -oE "ldmatrix|mma.sync" %t/kernels/kv_k128_v128_prefill_recur.sm_90a.ptx | uniq -c | FileCheck %s --check-prefix=V32
+// RUN: grep -oE "ldmatrix[.a-z0-9]*|mma.sync" %t/kernels/kv_k128_v128_prefill_recur_v16.sm_90a.ptx | sed -E 's/ldmatrix.sync.aligned.m8n8.(x[124])(.trans)?.shared.b16/ldmatrix.\1\2/' | uniq -c | FileCheck %s
 
-// recur's products load their fragments ahead of their mma.sync (up to 64
-// registers: PrefillRecur.cpp), so in the PTX a product's ldmatrix come as
-// one run before its mma.sync, not three per two mma.sync. The runs of
-// ldmatrix and mma.sync, in order: state warps (W S, then Kd^T V'), output
-// warps (Q S, then P V').
+// recur's products load their fragments ahead of their mma.sync
+// (PrefillRecurState.cpp, PrefillRecur.cpp), so in the PTX a product's
+// ldmatrix come as runs ahead of its mma.sync, not one per mma.sync. The
+// runs of ldmatrix and mma.sync at V tile 16, in order: the state warp
+// (W S, then Kd^T V'), then the output warps (Qg S, then P V').
 
-// V tile 16: every product's whole k range ahead. W S: 8 k steps of one
-// A (x4) and two B (x2) fragments, 16 mma.sync (two tiles).
-// CHECK:      {{^ *}}24 ldmatrix
-// CHECK-NEXT: {{^ *}}16 mma.sync
-// CHECK-NEXT: {{^ *}}16 ldmatrix
-// CHECK-NEXT: {{^ *}}16 mma.sync
-// CHECK-NEXT: {{^ *}}24 ldmatrix
-// CHECK-NEXT: {{^ *}}16 mma.sync
-// CHECK-NEXT: {{^ *}}12 ldmatrix
+// State warp: the U tile (4 x4.trans) before the product, off the chain;
+// W^T two k steps ahead (2 x 4 ldmatrix.x4, each two 16x8 tiles), then one
+// step's loads per step's 8 mma.sync (A comes from the accumulators).
+// CHECK:      {{^ *}}4 ldmatrix.x4.trans
+// CHECK-NEXT: {{^ *}}8 ldmatrix.x4
 // CHECK-NEXT: {{^ *}}8 mma.sync
-
-// V tile 32: W S (2 x 2 tiles per warp: two A and two B fragments, 12
-// registers a k step) takes 5 of its 8 k steps ahead, then one step's
-// loads after each step's products; Kd^T V' all of its 4.
-// V32:      {{^ *}}20 ldmatrix
-// V32-NEXT: {{^ *}}4 mma.sync
-// V32-NEXT: {{^ *}}4 ldmatrix
-// V32-NEXT: {{^ *}}4 mma.sync
-// V32-NEXT: {{^ *}}4 ldmatrix
-// V32-NEXT: {{^ *}}4 mma.sync
-// V32-NEXT: {{^ *}}4 ldmatrix
-// V32-NEXT: {{^ *}}20 mma.sync
-// V32-NEXT: {{^ *}}24 ldmatrix
-// V32-NEXT: {{^ *}}32 mma.sync
+// CHECK-NEXT: {{^ *}}4 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}8 mma.sync
+// CHECK-NEXT: {{^ *}}4 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}8 mma.sync
+// CHECK-NEXT: {{^ *}}4 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}8 mma.sync
+// CHECK-NEXT: {{^ *}}4 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}8 mma.sync
+// CHECK-NEXT: {{^ *}}4 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}8 mma.sync
+// CHECK-NEXT: {{^ *}}4 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}16 mma.sync
+// Kd (rows are the reduction index: .trans): one k step (16 tiles) ahead.
+// CHECK-NEXT: {{^ *}}8 ldmatrix.x4.trans
+// CHECK-NEXT: {{^ *}}16 mma.sync
+// CHECK-NEXT: {{^ *}}8 ldmatrix.x4.trans
+// CHECK-NEXT: {{^ *}}16 mma.sync
+// CHECK-NEXT: {{^ *}}8 ldmatrix.x4.trans
+// CHECK-NEXT: {{^ *}}16 mma.sync
+// CHECK-NEXT: {{^ *}}8 ldmatrix.x4.trans
+// CHECK-NEXT: {{^ *}}16 mma.sync
+// Output warps (2 x 2 tiles each, up to 64 registers ahead): Qg S loads
+// five of its eight k steps (A x4 and B x2 per tile row / column) first.
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x2
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x2
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x2
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x2
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x4
+// CHECK-NEXT: {{^ *}}2 ldmatrix.x2
+// CHECK-NEXT: {{^ *}}4 mma.sync
 
 delta.spec @kv rule = gated dims = [128x128] io = bf16 state = f32
     layout = kv gate = log beta = given l2norm chunk = 64 entries = [prefill]

@@ -18,13 +18,22 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.dynamic_smem = 74240
 // CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// recur has a block size of its own: one state warp per 16 columns of its
+// V tile, then the output warps (as many, at least two).
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
+// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.grid_x = 2
+// CHECK-SAME: delta.min_blocks_per_sm = 1
+// CHECK: gpu.module @qwen_k128_v128_prefill_recur_v32_gpu
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v32(
+// CHECK-SAME: delta.block_threads = 128
 // CHECK-SAME: delta.grid_x = 4
 // CHECK-SAME: delta.min_blocks_per_sm = 1
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
-// CHECK-SAME: delta.dynamic_smem = 148224
+// CHECK-SAME: delta.block_threads = 96
+// CHECK-SAME: delta.dynamic_smem = 143104
 // CHECK-SAME: delta.dynamic_smem_stage = 64768
 // CHECK-SAME: delta.grid_x = 8
 // CHECK-SAME: delta.min_blocks_per_sm = 0
@@ -44,8 +53,14 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: bar.arrive
 // PTX-SAME: mbarrier.try_wait.parity.shared::cta.b64
 // PTX-SAME: bar.sync {{[^;]*}}, 256;
+// The state warp's products take their A operand from its accumulators
+// and their B operand as two 16x8 tiles per ldmatrix.x4.
+// PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
+// PTX-SAME: bar.sync {{[^;]*}}, 96;
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-SAME: cvt.rn.bf16x2.f32
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: cp.async.cg.shared.global
 // PTX-SAME: mbarrier.arrive.expect_tx.shared::cta.b64
 // PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
-// PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32

@@ -1,0 +1,161 @@
+//===- PrefillRecurState.cpp - recur's register-resident state ---*- C++ -*-===//
+//
+// recur's state warps when each owns 16 columns of the V tile for all K
+// rows (PrefillPlan::registerState). The warp keeps its slice of the state
+// transposed, S^T [16 x K], as mma accumulators, and computes
+//
+//   V'^T = U^T - S^T W^T          (A = S^T from its own accumulators)
+//   S^T  = e^G_last S^T + V'^T Kd (A = V'^T from its own accumulators)
+//
+// An accumulator tile (row g, columns 2t, 2t + 1) is exactly an A fragment
+// of the next mma.m16n8k16 when the accumulator's columns are the next
+// product's reduction index, so neither product's result leaves the
+// registers: the chain of states from chunk to chunk has no shared-memory
+// round trip and no barrier on it, where the row-shared form
+// (recurStateShared) stores S and V' and synchronises the state warps
+// twice per chunk. The warp still stores both, transposed and in 16 bits,
+// for the output warps (Qg S, P V'), off the chain.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+// Fragments of B loaded ahead in the state warps' products: two k steps of
+// W^T (16 registers each at C = 64), one of Kd (32).
+static constexpr int64_t kStatePrefetchRegs = 32;
+
+void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
+  int64_t C = s.chunk, K = s.k, BV = plan.valueTile, all = plan.threads;
+  int64_t tilesS = K / 8, tilesV = C / 8;
+  auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
+  // This warp's columns of the V tile; S^T tile j holds, at element e,
+  // row (V column) vw + g (+ 8 for e >= 2) and column (K row) 8j + 2t (+1).
+  Value vw = mul(warp, cI32(16));
+  auto vOf = [&](int64_t e) { return add(vw, add(group, cI32(e >= 2 ? 8 : 0))); };
+  auto colOf = [&](int64_t j, int64_t e) {
+    return add(cI32(8 * j), add(mul(quad, cI32(2)), cI32(e % 2)));
+  };
+  SmallVector<Frag> S(tilesS);
+  {
+    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(tilesS * 4, f32)), f.readOk, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifRead.thenBlock());
+    SmallVector<Value> vals;
+    for (int64_t j = 0; j < tilesS; ++j)
+      for (int64_t e = 0; e < 4; ++e)
+        vals.push_back(loadF32(param(pInitial), s.stateType,
+                               f.stateIndex(f.inSlot, colOf(j, e), vOf(e))));
+    scf::YieldOp::create(b, vals);
+    b.setInsertionPointToStart(ifRead.elseBlock());
+    scf::YieldOp::create(b, SmallVector<Value>(tilesS * 4, cF32(0.0)));
+    b.setInsertionPointAfter(ifRead);
+    for (int64_t i = 0; i < tilesS * 4; ++i)
+      S[i / 4].c[i % 4] = ifRead.getResult(i);
+  }
+  // S^T in 16 bits to copy `which` ([V tile][K + pad]), for Qg S.
+  auto storeS = [&](Value which) {
+    Value at = f.sCopy(which);
+    for (int64_t j = 0; j < tilesS; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        storeVec(pack2(S[j].c[2 * h], S[j].c[2 * h + 1], opType), at, opType,
+                 add(mul(vOf(2 * h), cI32(K + kPad)), colOf(j, 0)), 4);
+  };
+  ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
+    storeS(cI32(0));
+    namedArrive(barrierId(kSReady, cI32(0)), all);
+  });
+  SmallVector<Value> init;
+  for (Frag &t : S)
+    init.append(t.c, t.c + 4);
+  auto loop = scf::ForOp::create(b, f.c0, f.c1, cI32(1), init);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    for (int64_t i = 0; i < tilesS * 4; ++i)
+      S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+    Value parity = remu(sub(c, f.c0), cI32(2)), other = sub(cI32(1), parity);
+    namedSync(barrierId(kLanded, parity), all);
+    f.waitBulk(c);
+    Value wb = f.stageAt(c, f.wb), kd = f.stageAt(c, f.kd), ub = f.stageAt(c, f.ub),
+          gl = f.stageAt(c, f.gl), vc = f.vCopy(parity);
+    Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
+    // U^T in accumulator layout, loaded before the product so that its
+    // latency is off the chain: ldmatrix.trans of the [C][V tile] U tile,
+    // matrices (t, vw), (t, vw + 8), (t + 8, vw), (t + 8, vw + 8) = tile
+    // t / 8's (c0, c1) and (c2, c3), then tile t / 8 + 1's.
+    SmallVector<Value> u;
+    {
+      Value r8 = remu(lane, cI32(8)), m = divu(lane, cI32(8));
+      Value rowIn = add(mul(divu(m, cI32(2)), cI32(8)), r8);
+      Value col = add(vw, mul(remu(m, cI32(2)), cI32(8)));
+      for (int64_t t0 = 0; t0 < C; t0 += 16) {
+        Value at = add(mul(add(cI32(t0), rowIn), cI32(BV + kPad)), col);
+        auto r = ldsm(gep(ub, opType, toI64(at)), 4, /*trans=*/true);
+        u.append(r.begin(), r.end());
+      }
+    }
+    // chunk_residual: V'^T = U^T - S^T W^T (W stored [C][K]: B as [n][k]).
+    SmallVector<std::array<Value, 4>> aS;
+    for (int64_t ks = 0; ks < K / 16; ++ks)
+      aS.push_back(aFromAccumulators(S, ks));
+    SmallVector<Frag> acc(tilesV);
+    for (Frag &t : acc)
+      for (Value &x : t.c)
+        x = cF32(0.0);
+    mmaRowBlock(aS, Operand{wb, K + kPad}, C, K, acc, kStatePrefetchRegs);
+    // V'^T in 16 bits: stored for P V' and kept as the state step's A.
+    auto vec2 = VectorType::get({2}, opType);
+    SmallVector<Value> vPairs; // tile n: (c0, c1), (c2, c3)
+    for (int64_t n = 0; n < tilesV; ++n)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value uv = LLVM::BitcastOp::create(b, vec2, u[2 * n + h]);
+        Value u0 = toF32(LLVM::ExtractElementOp::create(b, uv, cI32(0)).getResult());
+        Value u1 = toF32(LLVM::ExtractElementOp::create(b, uv, cI32(1)).getResult());
+        Value p = packI32(fsub(u0, acc[n].c[2 * h]), fsub(u1, acc[n].c[2 * h + 1]));
+        vPairs.push_back(p);
+        store(p, vc, divu(add(mul(vOf(2 * h), cI32(C + kPad)), colOf(n, 0)), cI32(2)), 4);
+      }
+    namedArrive(barrierId(kVReady, parity), all);
+    // chunk_state_step: S^T = e^G_last S^T + V'^T Kd (Kd stored [C][K]:
+    // B with the reduction index as rows).
+    for (Frag &t : S)
+      for (Value &x : t.c)
+        x = fmul(x, decayLast);
+    SmallVector<std::array<Value, 4>> aV;
+    for (int64_t ks = 0; ks < C / 16; ++ks)
+      aV.push_back({vPairs[4 * ks], vPairs[4 * ks + 1], vPairs[4 * ks + 2], vPairs[4 * ks + 3]});
+    mmaRowBlock(aV, Operand{kd, K + kPad, /*kRows=*/true}, K, C, S, kStatePrefetchRegs);
+    namedArrive(barrierId(kADone, parity), all);
+    // The other S copy holds chunk c - 1's state until its output is done.
+    ifThen(cmp(arith::CmpIPredicate::sgt, c, f.c0),
+           [&] { namedSync(barrierId(kDone, other), all); });
+    ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), f.c1), [&] {
+      storeS(other);
+      namedArrive(barrierId(kSReady, other), all);
+    });
+    SmallVector<Value> next;
+    for (Frag &t : S)
+      next.append(t.c, t.c + 4);
+    scf::YieldOp::create(b, next);
+  }
+  for (int64_t i = 0; i < tilesS * 4; ++i)
+    S[i / 4].c[i % 4] = loop.getResult(i);
+  // The last chunk's done round (every round completes).
+  ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
+    namedSync(barrierId(kDone, remu(sub(sub(f.c1, f.c0), cI32(1)), cI32(2))), all);
+  });
+  auto ifWrite = scf::IfOp::create(b, f.writeOk, false);
+  b.setInsertionPointToStart(ifWrite.thenBlock());
+  for (int64_t j = 0; j < tilesS; ++j)
+    for (int64_t e = 0; e < 4; ++e) {
+      Value x = S[j].c[e];
+      Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
+      store(y, param(pFinal), f.stateIndex(f.outSlot, colOf(j, e), vOf(e)),
+            s.stateType.getIntOrFloatBitWidth() / 8);
+    }
+}
