@@ -152,7 +152,8 @@ def DeltaPlanPrefill : Pass<"delta-plan-prefill", "::mlir::func::FuncOp"> {
     or T / max_seqlen where the host knows the longest sequence; the last
     is unconditional). Wide tiles repeat less work on K; narrow ones make more
     blocks for calls with few sequences and heads. `value-tiles` overrides
-    the candidates (default 32, 16).
+    the candidates (default 64, 32, 16; 64 only for K <= 128, where recur's
+    state fits its warps' registers).
   }];
   let options = [
     ListOption<"valueTiles", "value-tiles", "int64_t",

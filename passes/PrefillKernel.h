@@ -17,9 +17,12 @@
 //           activations).
 //   recur   one block per (sequence, value head, V tile): the ops that read
 //           the state - chunk_residual, chunk_output, chunk_state_step -
-//           chunk after chunk, the [K, V tile] state in fp32 registers of
-//           the state warps; the output warps fill the operand ring and
-//           compute chunk_output (PrefillRecur.cpp).
+//           chunk after chunk, the state in fp32 registers of the state
+//           warps (K <= 128: one warp per 16 columns, transposed, its
+//           products fed from its own accumulators, PrefillRecurState.cpp;
+//           else shared by rows); the output warps fill the operand ring
+//           and compute chunk_output (PrefillRecur.cpp). recur has a block
+//           size of its own (PrefillPlan::recurThreads).
 //
 // All products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
 // accumulation); the triangular solve is fp32 in shared memory. recur keeps
@@ -67,9 +70,10 @@ struct PrefillSpec {
   int64_t k, v, chunk;
 };
 
-/// The V tile of one `recur` block, the block size (256 threads when every
-/// product splits into a multiple of eight 16x8 tiles, else 128) and the
-/// dynamic shared memory of each kernel, from the spec.
+/// The V tile of one `recur` block, the block size of prep and chunks (256
+/// threads when every product splits into a multiple of eight 16x8 tiles,
+/// else 128), recur's warp roles and the dynamic shared memory of each
+/// kernel, from the spec.
 struct PrefillPlan {
   int64_t threads = 128;
   int64_t valueTile = 32;

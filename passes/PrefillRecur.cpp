@@ -13,7 +13,9 @@ using namespace mlir::delta;
 using namespace mlir::delta::prefill;
 
 
-// recur's products load their fragments up to 64 registers ahead of the
+// recur's products (the output warps', and the row-shared state warps' of
+// K = 256; the register-resident state warps have their own, in
+// PrefillRecurState.cpp) load their fragments up to 64 registers ahead of the
 // mma.sync that use them (at V tile 16 every product's whole k range; at
 // V tile 32, five of the eight k steps of W S and Qg S), and keep up to
 // eight partial sums per warp (eight independent mma.sync chains, where
