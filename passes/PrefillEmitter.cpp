@@ -24,17 +24,25 @@ SmallVector<Value> PrefillEmitter::ldsm(Value rowAddr, int num, bool trans) {
   return out;
 }
 
-void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
-                         int64_t Kd, SmallVectorImpl<Frag> &acc,
-                         int64_t accumulators, int64_t prefetchRegs) {
-  MLIRContext *ctx = b.getContext();
-  auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+void PrefillEmitter::mmaTile(ArrayRef<Value> a, Value b0, Value b1, Frag &f) {
+  auto resType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
   // Operands in the activations' 16-bit type: f16 keeps its 3 more mantissa
   // bits (FLA's f16 path computes in f16 too).
   std::string mmaAsm =
       std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
       (opType.isF16() ? "f16.f16" : "bf16.bf16") +
       ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  auto op = LLVM::InlineAsmOp::create(
+      b, resType, ValueRange{a[0], a[1], a[2], a[3], b0, b1, f.c[0], f.c[1], f.c[2], f.c[3]},
+      mmaAsm, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  for (int e = 0; e < 4; ++e)
+    f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
+}
+
+void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
+                         int64_t Kd, SmallVectorImpl<Frag> &acc,
+                         int64_t accumulators, int64_t prefetchRegs) {
   // This lane's row of the ldmatrix matrices: lanes 8j..8j+7 address the
   // rows of matrix j. A (x4): matrices (m, k), (m+8, k), (m, k+8),
   // (m+8, k+8) = fragment registers a0..a3; B (x2): (k, n), (k+8, n).
@@ -98,17 +106,8 @@ void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,
   for (int64_t s = 0; s < steps; ++s) {
     Step &st = loaded[s];
     for (int64_t r = 0; r < tiles; ++r) {
-      ArrayRef<Value> ar = st.a[aSlot(r)], br = st.b[bSlot(r)];
-      Frag &f = part[r][s % chains];
-      auto op = LLVM::InlineAsmOp::create(
-          b, resType,
-          ValueRange{ar[0], ar[1], ar[2], ar[3], br[0], br[1], f.c[0], f.c[1], f.c[2], f.c[3]},
-          mmaAsm,
-          "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
-          /*is_align_stack=*/false, LLVM::TailCallKind::None,
-          LLVM::AsmDialectAttr(), ArrayAttr());
-      for (int e = 0; e < 4; ++e)
-        f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
+      ArrayRef<Value> br = st.b[bSlot(r)];
+      mmaTile(st.a[aSlot(r)], br[0], br[1], part[r][s % chains]);
     }
     if (s + window < steps)
       loaded[s + window] = loadStep((s + window) * 16);
@@ -126,12 +125,6 @@ void PrefillEmitter::mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B,
                                  SmallVectorImpl<Frag> &acc,
                                  int64_t prefetchRegs) {
   assert(N % 16 == 0 && (int64_t)acc.size() == N / 8 && (int64_t)a.size() == Kd / 16);
-  MLIRContext *ctx = b.getContext();
-  auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-  std::string mmaAsm =
-      std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
-      (opType.isF16() ? "f16.f16" : "bf16.bf16") +
-      ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
   // ldmatrix.x4 of B: matrices (k, n), (k + 8, n), (k, n + 8), (k + 8, n + 8)
   // = b0, b1 of tile n and of tile n + 8; lanes 8j .. 8j + 7 address matrix j.
   Value r8 = remu(lane, cI32(8)), j = divu(lane, cI32(8));
@@ -155,16 +148,8 @@ void PrefillEmitter::mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B,
     for (int64_t t = 0; t < N / 8; ++t) {
       // Tile t's b0, b1: registers 0, 1 of its pair's ldmatrix for even t,
       // 2, 3 for odd.
-      Value b0 = loaded[s][(t / 2) * 4 + (t % 2) * 2], b1 = loaded[s][(t / 2) * 4 + (t % 2) * 2 + 1];
-      Frag &f = acc[t];
-      auto op = LLVM::InlineAsmOp::create(
-          b, resType,
-          ValueRange{a[s][0], a[s][1], a[s][2], a[s][3], b0, b1, f.c[0], f.c[1], f.c[2], f.c[3]},
-          mmaAsm, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
-          /*is_align_stack=*/false, LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-          ArrayAttr());
-      for (int e = 0; e < 4; ++e)
-        f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
+      int64_t at = (t / 2) * 4 + (t % 2) * 2;
+      mmaTile(a[s], loaded[s][at], loaded[s][at + 1], acc[t]);
     }
     if (s + window < steps)
       loaded[s + window] = loadStep(s + window);

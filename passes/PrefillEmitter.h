@@ -170,6 +170,11 @@ private:
   /// recur's state warps (PrefillPlan::registerState or not).
   void recurStateShared(const RecurFrame &f);
   void recurStateRegisters(const RecurFrame &f);
+  /// The state warps' end of chunk c: the next chunk's S (the state after
+  /// c) goes to S copy `other` once the output warps are done with chunk
+  /// c - 1's, and is announced (sReady).
+  void handOverNextS(const RecurFrame &f, Value c, Value other,
+                     function_ref<void(Value)> storeS);
 
   // Constants and arithmetic.
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
@@ -314,6 +319,9 @@ private:
   void mma(Operand A, Operand B, int64_t M, int64_t N, int64_t Kd,
            SmallVectorImpl<Frag> &acc, int64_t accumulators = 2,
            int64_t prefetchRegs = 0);
+  /// f += A B for one 16x8 tile: mma.sync.m16n8k16 with fp32 accumulators
+  /// on the A fragment registers a0..a3 and the B fragment registers b0, b1.
+  void mmaTile(ArrayRef<Value> a, Value b0, Value b1, Frag &f);
   /// acc += A[16 x Kd] * B[Kd x N] in one warp: A from registers (per k
   /// step the four 32-bit A fragment registers of mma.m16n8k16), acc the
   /// warp's N / 8 tiles of 16 rows, B from shared memory two tiles per

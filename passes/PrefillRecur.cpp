@@ -276,6 +276,17 @@ void PrefillEmitter::emitRecur() {
   }
 }
 
+void PrefillEmitter::handOverNextS(const RecurFrame &f, Value c, Value other,
+                                   function_ref<void(Value)> storeS) {
+  // The other S copy holds chunk c - 1's state until its output is done.
+  ifThen(cmp(arith::CmpIPredicate::sgt, c, f.c0),
+         [&] { namedSync(add(cI32(kDone), other), plan.threads); });
+  ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), f.c1), [&] {
+    storeS(other);
+    namedArrive(add(cI32(kSReady), other), plan.threads);
+  });
+}
+
 // The state warps share the [K, V tile] state by rows; W S needs all of it,
 // so each chunk hands S and V' through shared memory between them.
 void PrefillEmitter::recurStateShared(const RecurFrame &f) {
@@ -357,13 +368,7 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
         C, S, products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kADone, parity), all);
-    // The other S copy holds chunk c - 1's state until its output is done.
-    ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
-           [&] { namedSync(barrierId(kDone, other), all); });
-    ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1), [&] {
-      storeS(other);
-      namedArrive(barrierId(kSReady, other), all);
-    });
+    handOverNextS(f, c, other, storeS);
     SmallVector<Value> nextS;
     for (Frag &f : S)
       nextS.append(f.c, f.c + 4);

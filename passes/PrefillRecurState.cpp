@@ -131,13 +131,7 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
       aV.push_back({vPairs[4 * ks], vPairs[4 * ks + 1], vPairs[4 * ks + 2], vPairs[4 * ks + 3]});
     mmaRowBlock(aV, Operand{kd, K + kPad, /*kRows=*/true}, K, C, S, kStatePrefetchRegs);
     namedArrive(barrierId(kADone, parity), all);
-    // The other S copy holds chunk c - 1's state until its output is done.
-    ifThen(cmp(arith::CmpIPredicate::sgt, c, f.c0),
-           [&] { namedSync(barrierId(kDone, other), all); });
-    ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), f.c1), [&] {
-      storeS(other);
-      namedArrive(barrierId(kSReady, other), all);
-    });
+    handOverNextS(f, c, other, storeS);
     SmallVector<Value> next;
     for (Frag &t : S)
       next.append(t.c, t.c + 4);
