@@ -330,8 +330,8 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     namedArrive(barrierId(kSReady, cI32(0)), all);
   });
   SmallVector<Value> init;
-  for (Frag &f : S)
-    init.append(f.c, f.c + 4);
+  for (Frag &t : S)
+    init.append(t.c, t.c + 4);
   auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
   {
     OpBuilder::InsertionGuard g2(b);
@@ -362,16 +362,16 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     namedArrive(barrierId(kVReady, parity), all);
     namedSync(cI32(kState), half * 32);
     // chunk_state_step: S = e^G_last S + Kd^T V'.
-    for (Frag &f : S)
-      for (Value &x : f.c)
+    for (Frag &t : S)
+      for (Value &x : t.c)
         x = fmul(x, decayLast);
     mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
         C, S, products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kADone, parity), all);
     handOverNextS(f, c, other, storeS);
     SmallVector<Value> nextS;
-    for (Frag &f : S)
-      nextS.append(f.c, f.c + 4);
+    for (Frag &t : S)
+      nextS.append(t.c, t.c + 4);
     scf::YieldOp::create(b, nextS);
   }
   for (size_t i = 0; i < S.size() * 4; ++i)
