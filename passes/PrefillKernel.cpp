@@ -48,8 +48,10 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
                tiles(spec.k, p.valueTile) % 8 == 0 && spec.chunk / 8 >= 4;
   p.threads = threads > 0 ? threads : eight ? 256 : 128;
   // The transposed state of one warp takes K / 2 registers per thread (64
-  // at K = 128); two output warps compute each chunk's C x V-tile output
-  // while the state warps run ahead.
+  // at K = 128); as many output warps as state warps, at least two,
+  // compute each chunk's C x V-tile output while the state warps run ahead
+  // (at V tile 64, two output warps would each issue more mma.sync per
+  // chunk than a state warp).
   p.registerState = spec.k <= 128 && p.valueTile % 16 == 0;
   if (p.registerState) {
     p.stateWarps = p.valueTile / 16;
