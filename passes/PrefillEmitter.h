@@ -329,13 +329,12 @@ private:
   void mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B, int64_t N,
                    int64_t Kd, SmallVectorImpl<Frag> &acc, int64_t prefetchRegs);
   /// The A fragments of k step `ks` from 16-row accumulator tiles whose
-  /// columns are the reduction index (tiles 2 ks and 2 ks + 1), rounded to
-  /// the 16-bit operand type: an mma result feeds the next product without
+  /// columns are the reduction index, packed to 16 bits as pairs (tile j's
+  /// (c0, c1) at 2j, (c2, c3) at 2j + 1): tiles 2 ks and 2 ks + 1 are
+  /// exactly a0..a3, so an mma result feeds the next product without
   /// leaving the registers.
-  std::array<Value, 4> aFromAccumulators(ArrayRef<Frag> acc, int64_t ks) {
-    const Frag &lo = acc[2 * ks], &hi = acc[2 * ks + 1];
-    return {packI32(lo.c[0], lo.c[1]), packI32(lo.c[2], lo.c[3]),
-            packI32(hi.c[0], hi.c[1]), packI32(hi.c[2], hi.c[3])};
+  std::array<Value, 4> pairsToA(ArrayRef<Value> pairs, int64_t ks) {
+    return {pairs[4 * ks], pairs[4 * ks + 1], pairs[4 * ks + 2], pairs[4 * ks + 3]};
   }
   /// Two f32 as two 16-bit operands in one 32-bit register.
   Value packI32(Value x0, Value x1) {

@@ -56,21 +56,32 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
     for (int64_t i = 0; i < tilesS * 4; ++i)
       S[i / 4].c[i % 4] = ifRead.getResult(i);
   }
-  // S^T in 16 bits to copy `which` ([V tile][K + pad]), for Qg S.
-  auto storeS = [&](Value which) {
+  // S^T in 16 bits, pair (c0, c1) or (c2, c3) of tile j at 2j + h: packed
+  // once per chunk, both the next W product's A fragments (pairsToA) and
+  // what goes to copy `which` ([V tile][K + pad]) for Qg S.
+  auto packS = [&] {
+    SmallVector<Value> packed;
+    for (int64_t j = 0; j < tilesS; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        packed.push_back(packI32(S[j].c[2 * h], S[j].c[2 * h + 1]));
+    return packed;
+  };
+  auto storeS = [&](Value which, ArrayRef<Value> packed) {
     Value at = f.sCopy(which);
     for (int64_t j = 0; j < tilesS; ++j)
       for (int64_t h = 0; h < 2; ++h)
-        storeVec(pack2(S[j].c[2 * h], S[j].c[2 * h + 1], opType), at, opType,
-                 add(mul(vOf(2 * h), cI32(K + kPad)), colOf(j, 0)), 4);
+        store(packed[2 * j + h], at,
+              divu(add(mul(vOf(2 * h), cI32(K + kPad)), colOf(j, 0)), cI32(2)), 4);
   };
+  SmallVector<Value> pairs = packS();
   ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
-    storeS(cI32(0));
+    storeS(cI32(0), pairs);
     namedArrive(barrierId(kSReady, cI32(0)), all);
   });
   SmallVector<Value> init;
   for (Frag &t : S)
     init.append(t.c, t.c + 4);
+  init.append(pairs);
   auto loop = scf::ForOp::create(b, f.c0, f.c1, cI32(1), init);
   {
     OpBuilder::InsertionGuard g(b);
@@ -78,6 +89,8 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
     Value c = loop.getInductionVar();
     for (int64_t i = 0; i < tilesS * 4; ++i)
       S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+    for (int64_t i = 0; i < tilesS * 2; ++i)
+      pairs[i] = loop.getRegionIterArg(tilesS * 4 + i);
     Value parity = remu(sub(c, f.c0), cI32(2)), other = sub(cI32(1), parity);
     namedSync(barrierId(kLanded, parity), all);
     f.waitBulk(c);
@@ -102,7 +115,7 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
     // chunk_residual: V'^T = U^T - S^T W^T (W stored [C][K]: B as [n][k]).
     SmallVector<std::array<Value, 4>> aS;
     for (int64_t ks = 0; ks < K / 16; ++ks)
-      aS.push_back(aFromAccumulators(S, ks));
+      aS.push_back(pairsToA(pairs, ks));
     SmallVector<Frag> acc(tilesV);
     for (Frag &t : acc)
       for (Value &x : t.c)
@@ -128,13 +141,15 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
         x = fmul(x, decayLast);
     SmallVector<std::array<Value, 4>> aV;
     for (int64_t ks = 0; ks < C / 16; ++ks)
-      aV.push_back({vPairs[4 * ks], vPairs[4 * ks + 1], vPairs[4 * ks + 2], vPairs[4 * ks + 3]});
+      aV.push_back(pairsToA(vPairs, ks));
     mmaRowBlock(aV, Operand{kd, K + kPad, /*kRows=*/true}, K, C, S, kStatePrefetchRegs);
     namedArrive(barrierId(kADone, parity), all);
-    handOverNextS(f, c, other, storeS);
+    pairs = packS();
+    handOverNextS(f, c, other, [&](Value which) { storeS(which, pairs); });
     SmallVector<Value> next;
     for (Frag &t : S)
       next.append(t.c, t.c + 4);
+    next.append(pairs);
     scf::YieldOp::create(b, next);
   }
   for (int64_t i = 0; i < tilesS * 4; ++i)
