@@ -181,11 +181,15 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       return ((m / 16) * (n / 8)) % warps == 0 && (m / 16) * (n / 8) >= warps;
     };
     bool recur = part == "recur";
-    int64_t warps = recur ? plan.outputWarps : plan.threads / 32;
-    if (!even(spec.chunk, plan.valueTile, warps) ||
-        (!plan.registerState && !even(spec.k, plan.valueTile, recur ? plan.stateWarps : warps)))
+    int64_t outWarps = recur ? plan.outputWarps : plan.threads / 32;
+    int64_t rowWarps = recur ? plan.stateWarps : plan.threads / 32;
+    int64_t tooFew = !even(spec.chunk, plan.valueTile, outWarps) ? outWarps
+                     : !plan.registerState && !even(spec.k, plan.valueTile, rowWarps)
+                         ? rowWarps
+                         : 0;
+    if (tooFew)
       return func.emitError() << "V tile " << plan.valueTile
-                              << " is too narrow for " << plan.threads / 32
+                              << " is too narrow for " << tooFew
                               << " warps with chunk " << spec.chunk;
     std::string kernel = name + "_" + part.str() + suffix.str();
     auto module = gpu::GPUModuleOp::create(

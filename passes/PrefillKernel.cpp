@@ -62,8 +62,9 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   }
   p.recurThreads = 32 * (p.stateWarps + p.outputWarps);
   p.chunksSmem = ChunksSmem(spec).total;
-  p.recurSmem = RecurSmem(spec, p.valueTile, p.registerState).total;
-  p.recurSmemStage = RecurSmem(spec, p.valueTile, p.registerState).stage;
+  RecurSmem recur(spec, p.valueTile, p.registerState);
+  p.recurSmem = recur.total;
+  p.recurSmemStage = recur.stage;
   p.prepSmem = 2 * p.threads * 4;
   return p;
 }

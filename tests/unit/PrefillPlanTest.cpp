@@ -109,7 +109,7 @@ TEST(PrefillHost, MaxSeqlenMustBeALongestLength) {
 
 TEST(PrefillDispatch, RecurRingDepthFromSharedMemory) {
   deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
-  v.smemRecur = 147968; // 2 stages, V tile 16 (the lowering's numbers)
+  v.smemRecur = 143104; // 2 stages, V tile 16 (the lowering's numbers)
   v.smemRecurStage = 64768;
   // Per block: H100/H200 232448, A100 166912.
   auto stages = [&](int64_t perBlock, int forced = 0) {
@@ -120,15 +120,15 @@ TEST(PrefillDispatch, RecurRingDepthFromSharedMemory) {
   EXPECT_EQ(stages(232448, 3), 3); // forced
   EXPECT_EQ(stages(166912, 3), 2);  // forced, but no room
   EXPECT_EQ(stages(232448, 1), 1);
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 3), 212736u);
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 2), 147968u);
-  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 1), 83200u);
-  v.smemRecur = 164352; // V tile 32: 3 stages fit Hopper, not an A100
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 3), 207872u);
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 2), 143104u);
+  EXPECT_EQ(deltac_rt::recurSharedBytes(v, 1), 78336u);
+  v.smemRecur = 160512; // V tile 32: 3 stages fit Hopper, not an A100
   v.smemRecurStage = 66816;
   EXPECT_EQ(stages(166912), 2);
   EXPECT_EQ(stages(232448), 3);
   v.smemRecur = 195328; // V tile 64: 2 stages fit Hopper, 1 an A100
-  v.smemRecurStage = 72448;
+  v.smemRecurStage = 70912;
   EXPECT_EQ(stages(232448), 2);
   EXPECT_EQ(stages(166912), 1);
   EXPECT_EQ(stages(166912, 2), 1); // forced, but no room
