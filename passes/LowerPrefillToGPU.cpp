@@ -211,11 +211,11 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   for (auto [tile, minBlocks] : recurs)
     threads = std::min(threads, planPrefill(spec, tile).threads);
   PrefillPlan first = planPrefill(spec, recurs.front().first, threads);
-  if (failed(emit("prep", first, "", 0, targets)) ||
-      failed(emit("chunks", first, "", 0, targets)))
+  if (failed(emit("prep", first, "", 0, targets)))
     return failure();
-  // recur fills its ring with bulk copies where the target has them: one
-  // module (same kernel name) per kind of target.
+  // chunks and recur differ by kind of target (sm_90 and later: recur fills
+  // its ring with bulk copies and both take part in a programmatic
+  // dependent launch): one module (same kernel name) per kind of target.
   SmallVector<Attribute> cpAsyncTargets, bulkTargets;
   for (Attribute t : targets)
     (targetHasBulkCopies(cast<NVVM::NVVMTargetAttr>(t).getChip())
@@ -224,6 +224,16 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         .push_back(t);
   // The modules in the order of the first target (the listing's order).
   bool bulkFirst = !bulkTargets.empty() && bulkTargets.front() == targets[0];
+  for (bool bulk : {bulkFirst, !bulkFirst}) {
+    ArrayRef<Attribute> group = bulk ? bulkTargets : cpAsyncTargets;
+    if (group.empty())
+      continue;
+    PrefillPlan plan = first;
+    plan.gridDependency = bulk;
+    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(group),
+                    bulk && !cpAsyncTargets.empty() ? "_bulk" : "")))
+      return failure();
+  }
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.first);
     for (bool bulk : {bulkFirst, !bulkFirst}) {
@@ -231,7 +241,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       if (group.empty())
         continue;
       PrefillPlan plan = planPrefill(spec, r.first, threads);
-      plan.bulkCopies = bulk;
+      plan.bulkCopies = plan.gridDependency = bulk;
       if (failed(emit("recur", plan, suffix, r.second, builder.getArrayAttr(group),
                       bulk && !cpAsyncTargets.empty() ? "_bulk" : "")))
         return failure();

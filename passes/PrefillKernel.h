@@ -83,6 +83,14 @@ struct PrefillPlan {
   /// recur fills its ring with bulk copies (cp.async.bulk, completion on
   /// an mbarrier per stage: sm_90 and later) instead of 16-byte cp.async.
   bool bulkCopies = false;
+  /// sm_90 and later: recur is launched as a programmatic dependent of
+  /// chunks (the host sets the launch attribute where the loaded recur is
+  /// this code). Every chunks block lets it launch as soon as it starts
+  /// (griddepcontrol.launch_dependents), so recur's blocks load their
+  /// initial state while chunks' last blocks run; recur's output warps
+  /// wait for all of chunks (griddepcontrol.wait) before their first copy
+  /// of its results.
+  bool gridDependency = false;
   /// recur keeps the state transposed in its state warps' registers, one
   /// warp per 16 columns of the V tile holding all K rows (K <= 128 and V
   /// tiles of 16s): the state step never leaves the warp, so the chain of

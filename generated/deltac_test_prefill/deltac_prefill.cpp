@@ -269,6 +269,12 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
                     &qs,    &ks,   &vs,    &os,   &slots, &scale};
+  // recur's sm_90 code is a programmatic dependent of chunks: it may start
+  // while chunks' last blocks run, and waits for their results itself
+  // (PrefillPlan::gridDependency). Only that code may be launched so.
+  if (!chosen->recur->load(&error))
+    return {DELTAC_CUDA_ERROR, error};
+  bool overlap = chosen->recur->loadedCapability() >= 90;
   if ((a.N > kPrefillInlineSequences &&
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                              chosen->smemPrep)) ||
@@ -276,7 +282,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                              stream, params, &error, chosen->smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             chosen->recurThreads, stream, params, &error,
-                            recurSmem))
+                            recurSmem, overlap))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

@@ -24,6 +24,27 @@ using Fn_cuLibraryGetKernel = CUresult (*)(void **, void *, const char *);
 using Fn_cuLaunchKernel = CUresult (*)(void *, unsigned, unsigned, unsigned,
                                        unsigned, unsigned, unsigned, unsigned,
                                        void *, void **, void **);
+// cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig and
+// CUlaunchAttribute, CUDA 12+), with the one attribute used.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+};
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void *hStream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+constexpr int kLaunchAttrProgrammatic = 6;
+using Fn_cuLaunchKernelEx = CUresult (*)(const LaunchConfig *, void *,
+                                         void **, void **);
 using Fn_cuMemcpyDtoHAsync = CUresult (*)(void *, unsigned long long, size_t,
                                           void *);
 using Fn_cuStreamSynchronize = CUresult (*)(void *);
@@ -51,6 +72,7 @@ struct Driver {
   Fn_cuLibraryLoadData cuLibraryLoadData = nullptr;
   Fn_cuLibraryGetKernel cuLibraryGetKernel = nullptr;
   Fn_cuLaunchKernel cuLaunchKernel = nullptr;
+  Fn_cuLaunchKernelEx cuLaunchKernelEx = nullptr; // optional
   Fn_cuKernelSetAttribute cuKernelSetAttribute = nullptr;
   Fn_cuMemcpyDtoHAsync cuMemcpyDtoHAsync = nullptr;
   Fn_cuStreamSynchronize cuStreamSynchronize = nullptr;
@@ -93,6 +115,8 @@ const Driver &driver() {
         !bind(handle, "cuThreadExchangeStreamCaptureMode",
               d.cuThreadExchangeStreamCaptureMode, d.error))
       return d;
+    d.cuLaunchKernelEx =
+        reinterpret_cast<Fn_cuLaunchKernelEx>(dlsym(handle, "cuLaunchKernelEx"));
     CUresult rc = d.cuInit(0);
     if (rc != 0) {
       d.error = describe(rc, "cuInit");
@@ -120,7 +144,20 @@ const PtxImage *bestPtx(const KernelImages &images, int major, int minor) {
   }
   return fallback;
 }
+
+/// 90 for "sm_90a", 0 when unreadable.
+int capabilityOf(const char *target) {
+  return std::strncmp(target, "sm_", 3) ? 0 : std::atoi(target + 3);
+}
 } // namespace
+
+bool programmaticLaunches() {
+  static const bool on = [] {
+    const char *e = std::getenv("DELTAC_PDL");
+    return !(e && !std::strcmp(e, "0"));
+  }();
+  return on && driver().cuLaunchKernelEx != nullptr;
+}
 
 std::string describe(int code, const char *what) {
   const Driver &d = driver();
@@ -151,13 +188,14 @@ bool Kernel::load(std::string *error) {
       if (!std::strcmp(images.ptx[i].target, forced)) {
         image = images.ptx[i].ptx;
         chosen = forced;
+        capability = capabilityOf(forced);
       }
     if (!image) {
       *error = std::string("DELTAC_FORCE_TARGET=") + forced + ": kernel " +
                images.name + " has no PTX for that target";
       return false;
     }
-  } else if (!image) {
+  } else {
     CUdevice device = 0;
     int major = 0, minor = 0;
     CUresult rc = d.cuCtxGetDevice(&device);
@@ -177,8 +215,12 @@ bool Kernel::load(std::string *error) {
                std::to_string(major) + "." + std::to_string(minor);
       return false;
     }
-    image = ptx->ptx;
-    chosen = ptx->target;
+    // The driver picks the same image from the fatbin.
+    capability = capabilityOf(ptx->target);
+    if (!image) {
+      image = ptx->ptx;
+      chosen = ptx->target;
+    }
   }
   void *lib = nullptr, *kern = nullptr;
   // A first call may happen while the caller captures a CUDA graph; loading
@@ -209,7 +251,8 @@ bool Kernel::load(std::string *error) {
 
 bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
                     unsigned blockX, void *stream, void **args,
-                    std::string *error, unsigned sharedBytes) {
+                    std::string *error, unsigned sharedBytes,
+                    bool programmatic) {
   if (!kernel && !load(error))
     return false;
   if (sharedBytes > 48 * 1024) {
@@ -229,9 +272,18 @@ bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
   }
   // A CUkernel may be passed where a CUfunction is expected (CUDA 12+); the
   // driver loads it into the current context on first use.
-  CUresult rc = driver().cuLaunchKernel(kernel, gridX, gridY, gridZ, blockX,
-                                        1, 1, sharedBytes, stream, args,
-                                        nullptr);
+  CUresult rc;
+  if (programmatic && programmaticLaunches()) {
+    LaunchAttribute attr{};
+    attr.id = kLaunchAttrProgrammatic;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    LaunchConfig config{gridX, gridY, gridZ, blockX, 1, 1, sharedBytes,
+                        stream, &attr, 1};
+    rc = driver().cuLaunchKernelEx(&config, kernel, args, nullptr);
+  } else {
+    rc = driver().cuLaunchKernel(kernel, gridX, gridY, gridZ, blockX, 1, 1,
+                                 sharedBytes, stream, args, nullptr);
+  }
   if (rc != 0) {
     *error = describe(rc, (std::string("launching ") + images.name).c_str());
     return false;

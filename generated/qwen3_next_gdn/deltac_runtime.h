@@ -42,11 +42,19 @@ public:
   /// Launches on `stream` (a CUstream; null = the legacy default stream).
   /// `args` points at each kernel parameter in order; `sharedBytes` of
   /// dynamic shared memory (above 48 KiB the kernel's limit is raised).
+  /// `programmatic`: a programmatic dependent launch (sm_90+), which may
+  /// start before the previous kernel in the stream has finished; only for
+  /// code that waits for it itself (griddepcontrol.wait).
   bool launch(unsigned gridX, unsigned gridY, unsigned gridZ,
               unsigned blockX, void *stream, void **args,
-              std::string *error, unsigned sharedBytes = 0);
+              std::string *error, unsigned sharedBytes = 0,
+              bool programmatic = false);
   /// The target whose image was loaded ("fatbin" when the driver chose).
   const std::string &loadedTarget() const { return target; }
+  /// The compute capability the loaded code was generated for (80, 90,
+  /// 100): its PTX target's, or, from the fatbin, that of the image the
+  /// device runs (the one bestPtx picks). 0 before loading.
+  int loadedCapability() const { return capability; }
 
 private:
   const KernelImages &images;
@@ -54,7 +62,12 @@ private:
   void *library = nullptr; // CUlibrary
   void *kernel = nullptr;  // CUkernel
   std::string target;
+  int capability = 0;
 };
+
+/// Whether programmatic dependent launches are available (the driver has
+/// cuLaunchKernelEx) and not switched off (DELTAC_PDL=0, to time without).
+bool programmaticLaunches();
 
 /// The number of SMs of the current context's device (cached per device);
 /// 0 with a message on failure.
