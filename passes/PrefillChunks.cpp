@@ -105,9 +105,7 @@ void PrefillEmitter::emitChunks() {
   barrier();
   // (2) chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan;
   // padding rows have g = 0, so they repeat the last decay), and the per-row
-  // factors every later step uses: e^G, e^(G_last - G), -beta e^G (W is
-  // stored negated: recur's V' = U + (-W) S starts its accumulators at U,
-  // one subtraction per element fewer on the state chain).
+  // factors every later step uses: e^G, e^(G_last - G), beta e^G.
   {
     int64_t per = C / 32;
     auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
@@ -133,7 +131,7 @@ void PrefillEmitter::emitChunks() {
       store(gm, gam, m, 4);
       store(e1, eG, m, 4);
       store(gated ? exp(fsub(last, gm)) : cF32(1.0), eGL, m, 4);
-      store(fmul(load(f32, betaS, m, 4), fsub(cF32(0.0), e1)), bEG, m, 4);
+      store(fmul(load(f32, betaS, m, 4), e1), bEG, m, 4);
     }
   }
   waitCopies();
@@ -325,7 +323,7 @@ void PrefillEmitter::emitChunks() {
     barrier();
   }
   // (6) The WY products take the row factors on A's columns, so K and V
-  // are used as loaded: -W = (A diag(-beta e^G)) K, U = (A diag(beta)) V.
+  // are used as loaded: W = (A diag(beta e^G)) K, U = (A diag(beta)) V.
   Value ab1 = region(L.ab1), ab2 = region(L.ab2);
   threadLoop(C * C / 4, [&](Value e) {
     Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));

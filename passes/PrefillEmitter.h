@@ -342,13 +342,6 @@ private:
   }
   /// ldmatrix of `num` 8x8 b16 matrices at this lane's row address.
   SmallVector<Value> ldsm(Value rowAddr, int num, bool trans);
-  /// stmatrix (sm_90 and later) of `regs.size()` 8x8 b16 matrices, this
-  /// lane's row at `rowAddr`: the inverse of ldsm without .trans.
-  void stsm(Value rowAddr, ValueRange regs) {
-    NVVM::StMatrixOp::create(b, rowAddr, regs, NVVM::MMALayout::row,
-                             NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
-                             NVVM::LdStMatrixEltType::B16);
-  }
   SmallVector<Frag> zeroFrags(int64_t M, int64_t N) {
     SmallVector<Frag> f(tilesPerWarp(M, N));
     for (Frag &x : f)

@@ -352,7 +352,7 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     Value wb = stageAt(c, L.wb), kd = stageAt(c, L.kd), ub = stageAt(c, L.ub),
           gl = stageAt(c, L.gl), vc = vCopy(parity);
     Value decayLast = s.rule == Rule::gated ? exp(load(f32, gl, cI32(0), 4)) : cF32(1.0);
-    // chunk_residual: V' = U - W S (the workspace holds -W).
+    // chunk_residual: V' = U - W S.
     {
       SmallVector<Frag> acc = zeroFrags(C, BV);
       mma(Operand{wb, K + kPad}, Operand{sCopy(parity), BV + kPad, /*kRows=*/true}, C, BV, K,
@@ -362,7 +362,7 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
         Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
         Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
         Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
-        storeVec(pack2(fadd(u0, x0), fadd(u1, x1), opType), vc, opType, at, 4);
+        storeVec(pack2(fsub(u0, x0), fsub(u1, x1), opType), vc, opType, at, 4);
       });
     }
     namedArrive(barrierId(kVReady, parity), all);

@@ -4,9 +4,7 @@
 // rows (PrefillPlan::registerState). The warp keeps its slice of the state
 // transposed, S^T [16 x K], as mma accumulators, and computes
 //
-//   V'^T = U^T + S^T (-W)^T       (A = S^T from its own accumulators;
-//                                  the workspace holds -W, so the
-//                                  accumulators simply start at U^T)
+//   V'^T = U^T - S^T W^T          (A = S^T from its own accumulators)
 //   S^T  = e^G_last S^T + V'^T Kd (A = V'^T from its own accumulators)
 //
 // An accumulator tile (row g, columns 2t, 2t + 1) is exactly an A fragment
@@ -68,29 +66,12 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
         packed.push_back(packI32(S[j].c[2 * h], S[j].c[2 * h + 1]));
     return packed;
   };
-  // Packed 16-row tiles (pair h of tile j at 2j + h) to this warp's 16
-  // rows of a [V tile][ld] buffer, tile j at columns 8j. On sm_90 and later
-  // by stmatrix: a pair is exactly one thread's part of an 8x8 matrix, so
-  // one instruction stores two tiles (lanes 8i .. 8i + 7 address the rows
-  // of matrix i = tile 2m + i / 2, half i % 2) where st.shared stores one
-  // register; the state warp's instruction count bounds recur.
-  auto storeTiles = [&](Value base, int64_t ld, ArrayRef<Value> packed) {
-    if (plan.bulkCopies) {
-      assert(packed.size() % 4 == 0);
-      Value i = divu(lane, cI32(8));
-      Value row = add(vw, add(mul(remu(i, cI32(2)), cI32(8)), remu(lane, cI32(8))));
-      Value at = add(mul(row, cI32(ld)), mul(divu(i, cI32(2)), cI32(8)));
-      for (size_t m = 0; m < packed.size() / 4; ++m)
-        stsm(gep(base, opType, toI64(add(at, cI32(16 * m)))), packed.slice(4 * m, 4));
-      return;
-    }
-    for (size_t j = 0; j < packed.size() / 2; ++j)
-      for (int64_t h = 0; h < 2; ++h)
-        store(packed[2 * j + h], base,
-              divu(add(mul(vOf(2 * h), cI32(ld)), colOf(j, 0)), cI32(2)), 4);
-  };
   auto storeS = [&](Value which, ArrayRef<Value> packed) {
-    storeTiles(f.sCopy(which), K + kPad, packed);
+    Value at = f.sCopy(which);
+    for (int64_t j = 0; j < tilesS; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        store(packed[2 * j + h], at,
+              divu(add(mul(vOf(2 * h), cI32(K + kPad)), colOf(j, 0)), cI32(2)), 4);
   };
   SmallVector<Value> pairs = packS();
   ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
@@ -131,26 +112,27 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
         u.append(r.begin(), r.end());
       }
     }
-    // chunk_residual: V'^T = U^T + S^T (-W)^T (-W stored [C][K]: B as
-    // [n][k]), the accumulators starting at U^T.
+    // chunk_residual: V'^T = U^T - S^T W^T (W stored [C][K]: B as [n][k]).
     SmallVector<std::array<Value, 4>> aS;
     for (int64_t ks = 0; ks < K / 16; ++ks)
       aS.push_back(pairsToA(pairs, ks));
-    auto vec2 = VectorType::get({2}, opType);
     SmallVector<Frag> acc(tilesV);
+    for (Frag &t : acc)
+      for (Value &x : t.c)
+        x = cF32(0.0);
+    mmaRowBlock(aS, Operand{wb, K + kPad}, C, K, acc, kStatePrefetchRegs);
+    // V'^T in 16 bits: stored for P V' and kept as the state step's A.
+    auto vec2 = VectorType::get({2}, opType);
+    SmallVector<Value> vPairs; // tile n: (c0, c1), (c2, c3)
     for (int64_t n = 0; n < tilesV; ++n)
       for (int64_t h = 0; h < 2; ++h) {
         Value uv = LLVM::BitcastOp::create(b, vec2, u[2 * n + h]);
-        for (int64_t e = 0; e < 2; ++e)
-          acc[n].c[2 * h + e] = toF32(LLVM::ExtractElementOp::create(b, uv, cI32(e)).getResult());
+        Value u0 = toF32(LLVM::ExtractElementOp::create(b, uv, cI32(0)).getResult());
+        Value u1 = toF32(LLVM::ExtractElementOp::create(b, uv, cI32(1)).getResult());
+        Value p = packI32(fsub(u0, acc[n].c[2 * h]), fsub(u1, acc[n].c[2 * h + 1]));
+        vPairs.push_back(p);
+        store(p, vc, divu(add(mul(vOf(2 * h), cI32(C + kPad)), colOf(n, 0)), cI32(2)), 4);
       }
-    mmaRowBlock(aS, Operand{wb, K + kPad}, C, K, acc, kStatePrefetchRegs);
-    // V'^T in 16 bits: stored for P V' and kept as the state step's A.
-    SmallVector<Value> vPairs; // tile n: (c0, c1), (c2, c3)
-    for (int64_t n = 0; n < tilesV; ++n)
-      for (int64_t h = 0; h < 2; ++h)
-        vPairs.push_back(packI32(acc[n].c[2 * h], acc[n].c[2 * h + 1]));
-    storeTiles(vc, C + kPad, vPairs);
     namedArrive(barrierId(kVReady, parity), all);
     // chunk_state_step: S^T = e^G_last S^T + V'^T Kd (Kd stored [C][K]:
     // B with the reduction index as rows).

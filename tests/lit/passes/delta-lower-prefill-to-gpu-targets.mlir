@@ -3,8 +3,7 @@
 
 // recur fills its operand ring differently per kind of target: cp.async
 // on sm_80, bulk copies with mbarriers on sm_90 and later, where it also
-// stores its state tiles with stmatrix and, with chunks, takes part in a
-// programmatic dependent launch (chunks lets it launch early, recur waits
+// takes part, with chunks, in a programmatic dependent launch (chunks lets it launch early, recur waits
 // for chunks' results with griddepcontrol.wait). Targets of both kinds give
 // chunks and each recur kernel two gpu.modules (one kernel name: the
 // library embeds both PTX files under it); prep keeps one.
@@ -28,13 +27,10 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // PTX: gpu.binary @t_k64_v64_prefill_chunks_bulk_gpu
 // PTX-SAME: griddepcontrol.launch_dependents
 // PTX: gpu.binary @t_k64_v64_prefill_recur_gpu
-// PTX-NOT: stmatrix
 // PTX-SAME: cp.async.cg.shared.global
 // PTX-NOT: mbarrier
-// PTX-NOT: stmatrix
 // PTX-NOT: griddepcontrol
 // PTX: gpu.binary @t_k64_v64_prefill_recur_bulk_gpu
-// PTX-SAME: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: griddepcontrol.wait
 // PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
