@@ -145,11 +145,11 @@ std::string dtypeEnum(StringRef type) {
 std::string gateKind(delta::GateForm gate) {
   switch (gate) {
   case delta::GateForm::none: return "deltac_rt::GateKind::None";
-  case delta::GateForm::log:
-  case delta::GateForm::channel_log: return "deltac_rt::GateKind::Log";
+  case delta::GateForm::log: return "deltac_rt::GateKind::Log";
+  case delta::GateForm::channel_log: return "deltac_rt::GateKind::ChannelLog";
   case delta::GateForm::linear: return "deltac_rt::GateKind::Linear";
-  case delta::GateForm::raw:
-  case delta::GateForm::channel_raw: return "deltac_rt::GateKind::Raw";
+  case delta::GateForm::raw: return "deltac_rt::GateKind::Raw";
+  case delta::GateForm::channel_raw: return "deltac_rt::GateKind::ChannelRaw";
   }
   return "deltac_rt::GateKind::None";
 }

@@ -83,11 +83,8 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   spec.beta = BetaForm::given;
   spec.qkL2Norm = false;
   Value gamma = kkt.getGamma();
-  if (gamma && cast<RankedTensorType>(gamma.getType()).getRank() == 2)
-    return kkt.emitError("prefill on the GPU does not support per-channel "
-                         "decays (rule kda) yet; the chunk IR runs on the "
-                         "CPU (delta-cpu-pipeline)");
-  spec.rule = gamma ? Rule::gated : Rule::delta;
+  bool perChannel = gamma && cast<RankedTensorType>(gamma.getType()).getRank() == 2;
+  spec.rule = perChannel ? Rule::kda : gamma ? Rule::gated : Rule::delta;
   auto kType = kkt.getK().getType();
   auto state = step.getState().getType();
   spec.chunk = kType.getDimSize(0);
@@ -116,6 +113,13 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     Value g = argumentOf(gLoad.getSource(), spec);
     if (before != GateForm::none && spec.gate == GateForm::log)
       spec.gate = before;
+    if (perChannel) {
+      if (spec.gate != GateForm::log && spec.gate != GateForm::raw)
+        return gLoad.emitError("per-channel decays on the GPU come as log "
+                               "decays or raw projections");
+      spec.gate = spec.gate == GateForm::raw ? GateForm::channel_raw
+                                             : GateForm::channel_log;
+    }
     spec.gateType = cast<RankedTensorType>(g.getType()).getElementType();
   }
   // The chunks kernel copies raw q/k/v rows into its bf16 operand buffers

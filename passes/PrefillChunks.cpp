@@ -95,18 +95,43 @@ void PrefillEmitter::emitChunks() {
   copyRows(qb, param(pQ), param(pQStride), mul(toI64(h), cI64(K)), K);
   copyRows(vb, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
   commitCopies();
+  bool kda = s.rule == Rule::kda;
+  Value gk = kda ? region(L.gk) : Value();
   threadLoop(C, [&](Value i) {
     Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
     Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
+    if (kda) {
+      store(sel(valid, betaOf(tok, hv), cF32(0.0)), betaS, i, 4);
+      return;
+    }
     auto [gv, bv] = gateAndBeta(tok, hv);
     store(sel(valid, gv, cF32(0.0)), gr, i, 4);
     store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
   }, /*unroll=*/true);
+  // kda: the decay of every (row, channel), 0 on padding rows.
+  if (kda)
+    threadLoop(C * K, [&](Value e) {
+      Value i = divu(e, cI32(K)), d = remu(e, cI32(K));
+      Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+      Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
+      store(sel(valid, channelGate(tok, hv, d), cF32(0.0)), gk, e, 4);
+    }, /*unroll=*/true);
   barrier();
   // (2) chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan;
   // padding rows have g = 0, so they repeat the last decay), and the per-row
   // factors every later step uses: e^G, e^(G_last - G), beta e^G.
-  {
+  // kda: the cumsum per channel instead, one thread per channel down the
+  // chunk (padding rows repeat the last row's G, so G_last is row C - 1).
+  if (kda) {
+    threadLoop(K, [&](Value d) {
+      Value run = cF32(0.0);
+      for (int64_t i = 0; i < C; ++i) {
+        Value at = add(cI32(i * K), d);
+        run = fadd(run, load(f32, gk, at, 4));
+        store(run, gk, at, 4);
+      }
+    });
+  } else {
     int64_t per = C / 32;
     auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
     OpBuilder::InsertionGuard g(b);
@@ -165,12 +190,21 @@ void PrefillEmitter::emitChunks() {
       if (s.qkL2Norm)
         scale = rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6)));
       scale = sel(valid, scale, cF32(0.0));
-      Value factor = which ? fmul(load(f32, eG, i, 4), param(pScale)) : load(f32, eGL, i, 4);
+      Value factor = kda ? Value()
+                     : which ? fmul(load(f32, eG, i, 4), param(pScale))
+                             : load(f32, eGL, i, 4);
       Value normed = LLVM::UndefOp::create(b, outVec), gatedRow = LLVM::UndefOp::create(b, outVec);
       for (int64_t e = 0; e < epl; ++e) {
         Value y = fmul(x[e], scale);
+        Value f = factor;
+        if (kda) { // per channel: scale e^G, or e^(G_last - G) (<= 0)
+          Value d = add(col, cI32(e));
+          Value gi = load(f32, gk, add(mul(i, cI32(K)), d), 4);
+          f = which ? fmul(exp(gi), param(pScale))
+                    : exp(fsub(load(f32, gk, add(cI32((C - 1) * K), d), 4), gi));
+        }
         normed = LLVM::InsertElementOp::create(b, normed, toOp(y), cI32(e));
-        gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, factor)), cI32(e));
+        gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, f)), cI32(e));
       }
       storeVec(normed, buf, opType, at, epl * 2);
       storeVec(gatedRow, which ? qg : kd, opType, at, epl * 2);
@@ -200,9 +234,141 @@ void PrefillEmitter::emitChunks() {
       storeVec(v, dst, opType, add(mul(i, cI32(dstLd)), col), 16);
     }, /*unroll=*/true);
   };
+  // (4, kda) P and L with per-channel decays: sum_d x_id k_jd e^(G_id - G_jd)
+  // (x = q scaled, or k times beta_i), by 16-row blocks. The diagonal
+  // blocks elementwise in fp32 (the exponent's argument selected first: no
+  // positive exponent); a block below the diagonal, rows of block I and
+  // columns below r = 16 I, by mma.sync as (x ⊙ e^(G - G_r)) (k ⊙
+  // e^(G_r - G))^T, both factors at most 1 (FLA's reference-row form).
+  // Blocks above the diagonal are zero.
+  if (kda) {
+    int64_t nb = C / 16, ld = K + kPad;
+    Value kl = region(L.kl), rb = region(L.rb);
+    auto vec4 = VectorType::get({4}, f32), op4 = VectorType::get({4}, opType);
+    auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
+    // Blocks above the diagonal and the diagonal blocks' upper halves: 0.
+    threadLoop(C * C, [&](Value e) {
+      Value i = divu(e, cI32(C)), jj = remu(e, cI32(C));
+      Value above = cmp(arith::CmpIPredicate::ugt, jj, i);
+      ifThen(andI(above, cmp(arith::CmpIPredicate::uge, divu(jj, cI32(16)),
+                             divu(i, cI32(16)))), [&] {
+        store(toOp(cF32(0.0)), stage, add(mul(i, cI32(C + kPad)), jj), 2);
+        store(cF32(0.0), lf, add(mul(i, cI32(C + 4)), jj), 4);
+      });
+    });
+    // The diagonal blocks' lower halves (i >= j), one thread per pair: pair
+    // p of a block is row il = floor((sqrt(8p + 1) - 1) / 2), column
+    // p - il (il + 1) / 2 (exact in fp32 for p < 136), so every lane works.
+    threadLoop(nb * 136, [&](Value e) {
+      Value blk = divu(e, cI32(136)), p = remu(e, cI32(136));
+      Value root = sqrt(arith::UIToFPOp::create(b, f32, add(mul(p, cI32(8)), cI32(1))));
+      Value il = arith::FPToUIOp::create(b, i32, fmul(fsub(root, cF32(1.0)), cF32(0.5)));
+      Value jl = sub(p, divu(mul(il, add(il, cI32(1))), cI32(2)));
+      Value i = add(mul(blk, cI32(16)), il), jj = add(mul(blk, cI32(16)), jl);
+      auto loop = scf::ForOp::create(b, cI32(0), cI32(K), cI32(4), ValueRange{cF32(0.0), cF32(0.0)});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value d = loop.getInductionVar();
+        Value sp = loop.getRegionIterArg(0), sl = loop.getRegionIterArg(1);
+        Value gi = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(i, cI32(K)), d)), 16);
+        Value gj = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(jj, cI32(K)), d)), 16);
+        Value qi = LLVM::LoadOp::create(b, op4, gep(qb, opType, add(mul(i, cI32(ld)), d)), 8);
+        Value ki = LLVM::LoadOp::create(b, op4, gep(kb, opType, add(mul(i, cI32(ld)), d)), 8);
+        Value kj = LLVM::LoadOp::create(b, op4, gep(kb, opType, add(mul(jj, cI32(ld)), d)), 8);
+        for (int64_t x = 0; x < 4; ++x) {
+          // i >= j: the exponent is never positive.
+          Value w = fmul(toF32(elt(kj, x)), exp(fsub(elt(gi, x), elt(gj, x))));
+          sp = fma(toF32(elt(qi, x)), w, sp);
+          sl = fma(toF32(elt(ki, x)), w, sl);
+        }
+        scf::YieldOp::create(b, ValueRange{sp, sl});
+      }
+      store(toOp(fmul(loop.getResult(0), param(pScale))), stage, add(mul(i, cI32(C + kPad)), jj), 2);
+      Value below = cmp(arith::CmpIPredicate::ugt, i, jj);
+      Value l = fmul(loop.getResult(1), load(f32, betaS, i, 4));
+      store(sel(below, l, cF32(0.0)), lf, add(mul(i, cI32(C + 4)), jj), 4);
+    });
+    // The left operands: q (in place; its diagonal sums are done) and k
+    // (to kl) times e^(G - G_r), r the first row of the row's block.
+    barrier();
+    threadLoop(C * K / 4, [&](Value e) {
+      Value i = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
+      Value r = mul(divu(i, cI32(16)), cI32(16));
+      Value gi = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(i, cI32(K)), d)), 16);
+      Value gr4 = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(r, cI32(K)), d)), 16);
+      Value at = add(mul(i, cI32(ld)), d);
+      Value qi = LLVM::LoadOp::create(b, op4, gep(qb, opType, at), 8);
+      Value ki = LLVM::LoadOp::create(b, op4, gep(kb, opType, at), 8);
+      Value qo = LLVM::UndefOp::create(b, op4), ko = LLVM::UndefOp::create(b, op4);
+      for (int64_t x = 0; x < 4; ++x) {
+        Value f = exp(fsub(elt(gi, x), elt(gr4, x)));
+        qo = LLVM::InsertElementOp::create(b, qo, toOp(fmul(toF32(elt(qi, x)), f)), cI32(x));
+        ko = LLVM::InsertElementOp::create(b, ko, toOp(fmul(toF32(elt(ki, x)), f)), cI32(x));
+      }
+      storeVec(qo, qb, opType, at, 8);
+      storeVec(ko, kl, opType, at, 8);
+    });
+    // Block column by block column: R = k ⊙ e^(G_r - G) for the rows above
+    // r = 16 I, then the 16 x r products of block I's rows (P from q, L
+    // from k), one 16x8 tile per warp and item.
+    for (int64_t I = 1; I < nb; ++I) {
+      int64_t r = 16 * I;
+      threadLoop(r * K / 4, [&](Value e) {
+        Value j = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
+        Value gj = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(j, cI32(K)), d)), 16);
+        Value gr4 = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(cI32(r * K), d)), 16);
+        Value kj = LLVM::LoadOp::create(b, op4, gep(kb, opType, add(mul(j, cI32(ld)), d)), 8);
+        Value ro = LLVM::UndefOp::create(b, op4);
+        for (int64_t x = 0; x < 4; ++x)
+          ro = LLVM::InsertElementOp::create(
+              b, ro, toOp(fmul(toF32(elt(kj, x)), exp(fsub(elt(gr4, x), elt(gj, x))))), cI32(x));
+        storeVec(ro, rb, opType, add(mul(j, cI32(ld)), d), 8);
+      });
+      barrier();
+      int64_t items = 2 * (r / 8); // (P, L) x column tiles
+      for (int64_t base = 0; base < items; base += nWarps) {
+        Value item = add(warp, cI32(base));
+        ifThen(cmp(arith::CmpIPredicate::ult, item, cI32(items)), [&] {
+          Value isL = cmp(arith::CmpIPredicate::uge, item, cI32(r / 8));
+          Value n0 = mul(sel(isL, sub(item, cI32(r / 8)), item), cI32(8));
+          auto run = [&](Value left, bool l) {
+            Frag t = tileProduct(Operand{left, ld}, cI32(r), Operand{rb, ld}, n0, K);
+            for (int e = 0; e < 4; ++e) {
+              Value i = add(cI32(r), add(group, cI32(e >= 2 ? 8 : 0)));
+              Value jj = add(n0, add(mul(quad, cI32(2)), cI32(e % 2)));
+              if (l)
+                store(fmul(t.c[e], load(f32, betaS, i, 4)), lf, add(mul(i, cI32(C + 4)), jj), 4);
+              else
+                store(toOp(fmul(t.c[e], param(pScale))), stage, add(mul(i, cI32(C + kPad)), jj), 2);
+            }
+          };
+          auto which = scf::IfOp::create(b, isL, true);
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(which.thenBlock());
+          run(kl, true);
+          b.setInsertionPointToStart(which.elseBlock());
+          run(qb, false);
+        });
+      }
+      barrier();
+    }
+    // P leaves; k becomes k ⊙ e^G, the W product's operand (L is done).
+    copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * (C + kPad)))), C + kPad);
+    threadLoop(C * K / 4, [&](Value e) {
+      Value i = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
+      Value gi = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(i, cI32(K)), d)), 16);
+      Value at = add(mul(i, cI32(ld)), d);
+      Value ki = LLVM::LoadOp::create(b, op4, gep(kb, opType, at), 8);
+      Value ko = LLVM::UndefOp::create(b, op4);
+      for (int64_t x = 0; x < 4; ++x)
+        ko = LLVM::InsertElementOp::create(b, ko, toOp(fmul(toF32(elt(ki, x)), exp(elt(gi, x)))), cI32(x));
+      storeVec(ko, kb, opType, at, 8);
+    });
+  }
   // (4) chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M,
   // M_ij = exp(Gi - Gj), i >= j. Q is dead afterwards: L takes its place.
-  {
+  if (!kda) {
     SmallVector<Frag> acc = zeroFrags(C, C);
     mma(qRow, kRow, C, C, K, acc);
     forEachPair(C, C, acc, [&](Value i, Value jj, Value x0, Value x1) {
@@ -216,10 +382,10 @@ void PrefillEmitter::emitChunks() {
       storeVec(pack2(out[0], out[1], opType), stage, opType, add(mul(i, cI32(C + kPad)), jj), 4);
     });
   }
-  barrier();
-  copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * (C + kPad)))), C + kPad);
-  // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
-  {
+  if (!kda) {
+    barrier();
+    copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * (C + kPad)))), C + kPad);
+    // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
     SmallVector<Frag> acc = zeroFrags(C, C);
     mma(kRow, kRow, C, C, K, acc);
     forEachElement(C, C, acc, [&](Value i, Value jj, Value x) {
@@ -337,7 +503,7 @@ void PrefillEmitter::emitChunks() {
         v = LLVM::InsertElementOp::create(b, v, toOp(fmul(elt(a4, x), elt(f4, x))), cI32(x));
       return v;
     };
-    storeVec(scaled(bEG), ab1, opType, at, 8);
+    storeVec(scaled(kda ? betaS : bEG), ab1, opType, at, 8);
     storeVec(scaled(betaS), ab2, opType, at, 8);
   });
   barrier();
@@ -355,6 +521,13 @@ void PrefillEmitter::emitChunks() {
   product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);
   barrier();
   product(ab2, Operand{vb, V + kPad, /*kRows=*/true}, V, 3);
+  if (kda) { // G_last per channel
+    threadLoop(K, [&](Value d) {
+      store(load(f32, gk, add(cI32((C - 1) * K), d), 4), gep(workRegion(1), f32, mul(ch, cI64(K))),
+            d, 4);
+    });
+    return;
+  }
   auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
   b.setInsertionPointToStart(lead.thenBlock());
   store(load(f32, gam, cI32(C - 1), 4), gep(workRegion(1), f32, ch), cI32(0), 4);

@@ -157,7 +157,7 @@ void PrefillEmitter::mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B,
 }
 
 // Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
-// [1] gamma_last f32; [2] W [C, K + 8]; [3] U [C, V]; [4] Qg [C, K + 8];
+// [1] gamma_last f32 (K of them per channel, rule kda); [2] W [C, K + 8]; [3] U [C, V]; [4] Qg [C, K + 8];
 // [5] Kd [C, K + 8]; [6] P [C, C + 8] (16-bit, all row-major). W, Qg, Kd
 // and P have recur's shared-memory rows (kPad elements of padding), so
 // each is one contiguous copy there; U is read in V tiles. Regions start
@@ -188,12 +188,53 @@ std::pair<Value, Value> PrefillEmitter::gateAndBeta(Value tok, Value hv) {
     g = fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
   }
   }
+  return {g, betaOf(tok, hv)};
+}
+
+Value PrefillEmitter::betaOf(Value tok, Value hv) {
+  Value at = add(mul(tok, toI64(param(pHV))), toI64(hv));
   Value beta = loadF32(param(pBeta), s.betaType, at);
   if (s.beta != BetaForm::given) {
     Value factor = cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0);
     beta = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
   }
-  return {g, beta};
+  return beta;
+}
+
+Value PrefillEmitter::channelGate(Value tok, Value hv, Value d) {
+  Value hd = add(mul(toI64(hv), cI64(s.k)), toI64(d));
+  Value at = add(mul(tok, mul(toI64(param(pHV)), cI64(s.k))), hd);
+  if (s.gate == GateForm::channel_log)
+    return loadF32(param(pG), s.gateType, at);
+  // channel_raw: -exp(A_log[hv]) * softplus(a + dt_bias[hv * K + d]).
+  Value x = fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hd));
+  Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+  Value soft = log(fadd(cF32(1.0), exp(x)));
+  return fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
+}
+
+Frag PrefillEmitter::tileProduct(Operand A, Value m0, Operand B, Value n0, int64_t Kd) {
+  // The addressing of mma() for one tile at run-time row and column
+  // origins, its k steps split over two partial sums.
+  Value r8 = remu(lane, cI32(8)), j = divu(lane, cI32(8));
+  Value jLo = remu(j, cI32(2)), jHi = divu(j, cI32(2));
+  auto addr = [&](const Operand &op, Value row, Value col) {
+    return gep(op.base, opType, toI64(add(mul(row, cI32(op.ld)), col)));
+  };
+  Frag part[2];
+  for (Frag &f : part)
+    for (Value &c : f.c)
+      c = cF32(0.0);
+  for (int64_t k0 = 0; k0 < Kd; k0 += 16) {
+    auto a = ldsm(addr(A, add(m0, add(r8, mul(jLo, cI32(8)))), add(cI32(k0), mul(jHi, cI32(8)))), 4,
+                  /*trans=*/false);
+    auto bf = ldsm(addr(B, add(n0, r8), add(cI32(k0), mul(jLo, cI32(8)))), 2, /*trans=*/false);
+    mmaTile(a, bf[0], bf[1], part[(k0 / 16) % 2]);
+  }
+  Frag out;
+  for (int e = 0; e < 4; ++e)
+    out.c[e] = fadd(part[0].c[e], part[1].c[e]);
+  return out;
 }
 
 //===----------------------------------------------------------------------===//

@@ -46,12 +46,44 @@ inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 /// after it, the solve's scratch), then the two 16-bit factors of the WY
 /// products, A diag(beta e^G) and A diag(beta). With K = V = 128, C = 64
 /// that is 72 KiB: 3 blocks per SM.
+///
+/// Per-channel decays (rule kda) keep Q, L and the operands of the
+/// off-diagonal products alive together, so nothing aliases Q there: the
+/// decays per (row, channel) gk [C][K] f32 (cumulative after the scan),
+/// K~ = K ⊙ e^(G - G_r) (kl: r the first row of the row's 16-row block)
+/// and one block column's R = K ⊙ e^(G_r - G) (rb, rows below r), whose
+/// space the WY factors take once L is solved. 153 KiB at K = V = 128,
+/// C = 64 (one block per SM; the A100 limit is 163 KiB).
 struct ChunksSmem {
   int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, gam, gr, beta, eg, egl, beg,
-      total;
+      gk = 0, kl = 0, rb = 0, total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
+    if (s.rule == Rule::kda) {
+      kb = take(C * (K + kPad) * 2);
+      qb = take(C * (K + kPad) * 2);
+      lf = take(C * (C + 4) * 4);
+      tmp = take((C / 16 - 1) * 256 * 4);
+      int64_t klBytes = align256(C * (K + kPad) * 2),
+              rbBytes = align256((C - 16) * (K + kPad) * 2),
+              abBytes = align256(C * (C + kPad) * 2);
+      kl = take(std::max(klBytes + rbBytes, 2 * abBytes));
+      rb = kl + klBytes;
+      ab1 = kl; // K~ and R are dead once L is solved
+      ab2 = ab1 + abBytes;
+      af = take(std::max(C * (C + 4) * 4, C * (std::max({C, K, V}) + kPad) * 2));
+      vb = take(C * (V + kPad) * 2);
+      gk = take(C * K * 4);
+      gam = take(C * 4);
+      gr = take(C * 4);
+      beta = take(C * 4);
+      eg = take(C * 4);
+      egl = take(C * 4);
+      beg = take(C * 4);
+      total = off;
+      return;
+    }
     kb = take(C * (K + kPad) * 2);
     int64_t qOrL = align256(std::max(C * (K + kPad) * 2, C * (C + 4) * 4));
     int64_t scratch = align256((C / 16 - 1) * 256 * 4);
@@ -98,7 +130,7 @@ struct RecurSmem {
     wb = take(C * (K + kPad) * 2);
     kd = take(C * (K + kPad) * 2);
     ub = take(C * (bv + kPad) * 2);
-    gl = take(4);
+    gl = take(4 * (s.rule == Rule::kda ? K : 1)); // G_last: per channel for kda
     qgb = take(C * (K + kPad) * 2);
     pb = take(C * (C + kPad) * 2);
     stage = off - first;
@@ -449,6 +481,13 @@ private:
   }
   /// The gate input of a token as a log decay, and its beta.
   std::pair<Value, Value> gateAndBeta(Value tok, Value hv);
+  Value betaOf(Value tok, Value hv);
+  /// The log decay of channel d (per-channel gates, rule kda).
+  Value channelGate(Value tok, Value hv, Value d);
+  /// One 16x8 tile of A[m0.., :Kd] * B[n0.., :Kd]^T (both row-major with
+  /// the reduction index along rows' columns) by this warp, at run-time
+  /// origins m0, n0.
+  Frag tileProduct(Operand A, Value m0, Operand B, Value n0, int64_t Kd);
 
   /// While alive, the products, element loops and thread loops run on
   /// warps [first, first + count) only, as if they were the whole block:

@@ -61,8 +61,8 @@ llvm::ArrayRef<KernelParam> prefillKernelParams();
 
 /// What the prefill kernels are specialised for, read from the chunk IR.
 struct PrefillSpec {
-  Rule rule;         ///< gated or delta (kda: not yet on the GPU)
-  GateForm gate;     ///< none, log, linear or raw
+  Rule rule;         ///< gated, delta or kda (per-channel decays)
+  GateForm gate;     ///< none, log, linear, raw, channel_log or channel_raw
   BetaForm beta;     ///< given, sigmoid or sigmoid2
   bool qkL2Norm;
   StateLayout layout;
@@ -119,7 +119,8 @@ int64_t targetSharedLimit(llvm::StringRef chip);
 /// and later.
 bool targetHasBulkCopies(llvm::StringRef chip);
 
-/// Bytes per (chunk, value head) of workspace regions 1-6: gamma_last,
+/// Bytes per (chunk, value head) of workspace regions 1-6: gamma_last (K
+/// floats for kda),
 /// W, U, Qg, Kd, P (PrefillEmitter::workRegion has the layout).
 std::array<int64_t, 6> prefillChunkRegionBytes(const PrefillSpec &spec);
 

@@ -137,10 +137,13 @@ void PrefillEmitter::emitRecur() {
         copyBlock(stageAt(c, at[t]), from[t], cI64(0), elems[t]);
     }
     copyTile(stageAt(c, L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
-    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
-                                    ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
-    });
+    if (s.rule == Rule::kda) // G_last per channel: K floats, 16 bytes a copy
+      copyBlock(stageAt(c, L.gl), gep(workRegion(1), f32, mul(ch, cI64(K))), cI64(0), 2 * K);
+    else
+      ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+        LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
+                                      ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
+      });
   };
   // Chunk c's bulk copies have landed (the cp.async ones are waited for by
   // their groups).
@@ -367,10 +370,17 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     }
     namedArrive(barrierId(kVReady, parity), all);
     namedSync(cI32(kState), half * 32);
-    // chunk_state_step: S = e^G_last S + Kd^T V'.
-    for (Frag &t : S)
-      for (Value &x : t.c)
-        x = fmul(x, decayLast);
+    // chunk_state_step: S = e^G_last S + Kd^T V' (kda: row d of S decays
+    // by e^G_last[d]).
+    for (auto [r, t] : llvm::enumerate(S)) {
+      Value row0 = tileOrigin(K, BV, r).first;
+      for (int e = 0; e < 4; ++e) {
+        Value decay = decayLast;
+        if (s.rule == Rule::kda)
+          decay = exp(load(f32, gl, add(row0, add(group, cI32(e >= 2 ? 8 : 0))), 4));
+        t.c[e] = fmul(t.c[e], decay);
+      }
+    }
     mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
         C, S, products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kADone, parity), all);

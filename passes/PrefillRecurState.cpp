@@ -136,9 +136,15 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
     namedArrive(barrierId(kVReady, parity), all);
     // chunk_state_step: S^T = e^G_last S^T + V'^T Kd (Kd stored [C][K]:
     // B with the reduction index as rows).
-    for (Frag &t : S)
-      for (Value &x : t.c)
-        x = fmul(x, decayLast);
+    // kda: column d of S^T (row d of S) decays by e^G_last[d].
+    for (int64_t j = 0; j < tilesS; ++j) {
+      Value decay[2] = {decayLast, decayLast};
+      if (s.rule == Rule::kda)
+        for (int64_t e = 0; e < 2; ++e)
+          decay[e] = exp(load(f32, gl, colOf(j, e), 4));
+      for (int64_t e = 0; e < 4; ++e)
+        S[j].c[e] = fmul(S[j].c[e], decay[e % 2]);
+    }
     SmallVector<std::array<Value, 4>> aV;
     for (int64_t ks = 0; ks < C / 16; ++ks)
       aV.push_back(pairsToA(vPairs, ks));

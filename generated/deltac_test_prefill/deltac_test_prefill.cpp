@@ -22,6 +22,20 @@ extern const deltac_rt::KernelImages glin_k64_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages kkv_k128_v128_prefill_prep_images;
+extern const deltac_rt::KernelImages kkv_k128_v128_prefill_chunks_images;
+extern const deltac_rt::KernelImages kkv_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages kkv_k128_v128_prefill_recur_v32_images;
+extern const deltac_rt::KernelImages kkv_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages kraw_k64_v64_prefill_prep_images;
+extern const deltac_rt::KernelImages kraw_k64_v64_prefill_chunks_images;
+extern const deltac_rt::KernelImages kraw_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages kraw_k64_v64_prefill_recur_v32_images;
+extern const deltac_rt::KernelImages kraw_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages k256_k256_v64_prefill_prep_images;
+extern const deltac_rt::KernelImages k256_k256_v64_prefill_chunks_images;
+extern const deltac_rt::KernelImages k256_k256_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages k256_k256_v64_prefill_recur_v16_images;
 
 
 namespace {
@@ -40,6 +54,20 @@ deltac_rt::Kernel glin_k64_v128_prefill_chunks_kernel(glin_k64_v128_prefill_chun
 deltac_rt::Kernel glin_k64_v128_prefill_recur_kernel(glin_k64_v128_prefill_recur_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_v32_kernel(glin_k64_v128_prefill_recur_v32_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_v16_kernel(glin_k64_v128_prefill_recur_v16_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_prep_kernel(kkv_k128_v128_prefill_prep_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_chunks_kernel(kkv_k128_v128_prefill_chunks_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_recur_kernel(kkv_k128_v128_prefill_recur_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_recur_v32_kernel(kkv_k128_v128_prefill_recur_v32_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_recur_v16_kernel(kkv_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel kraw_k64_v64_prefill_prep_kernel(kraw_k64_v64_prefill_prep_images);
+deltac_rt::Kernel kraw_k64_v64_prefill_chunks_kernel(kraw_k64_v64_prefill_chunks_images);
+deltac_rt::Kernel kraw_k64_v64_prefill_recur_kernel(kraw_k64_v64_prefill_recur_images);
+deltac_rt::Kernel kraw_k64_v64_prefill_recur_v32_kernel(kraw_k64_v64_prefill_recur_v32_images);
+deltac_rt::Kernel kraw_k64_v64_prefill_recur_v16_kernel(kraw_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel k256_k256_v64_prefill_prep_kernel(k256_k256_v64_prefill_prep_images);
+deltac_rt::Kernel k256_k256_v64_prefill_chunks_kernel(k256_k256_v64_prefill_chunks_images);
+deltac_rt::Kernel k256_k256_v64_prefill_recur_kernel(k256_k256_v64_prefill_recur_images);
+deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_recur_v16_images);
 
 } // namespace
 
@@ -125,6 +153,89 @@ extern "C" int deltac_test_prefill_glin_prefill(const deltac_prefill_args *args,
 
 extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   return deltac_test_prefill::glin::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant kkv_prefill_variants[] = {
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 256, 2, 1, 2048, 154880, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 128, 4, 1, 2048, 154880, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 96, 8, 0, 2048, 154880, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel},
+};
+} // namespace
+
+deltac::Status deltac_test_prefill::kkv::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(kkv_prefill_variants, 3, args, stream);
+}
+
+int64_t deltac_test_prefill::kkv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kkv_prefill_variants, 3, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int deltac_test_prefill_kkv_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_prefill::kkv::prefill(*args, stream));
+}
+
+extern "C" int64_t deltac_test_prefill_kkv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return deltac_test_prefill::kkv::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant kraw_prefill_variants[] = {
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 256, 1, 1, 1024, 40704, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 2, 1, 1024, 40704, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 96, 4, 0, 1024, 40704, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
+};
+} // namespace
+
+deltac::Status deltac_test_prefill::kraw::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(kraw_prefill_variants, 3, args, stream);
+}
+
+int64_t deltac_test_prefill::kraw::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kraw_prefill_variants, 3, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int deltac_test_prefill_kraw_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_prefill::kraw::prefill(*args, stream));
+}
+
+extern "C" int64_t deltac_test_prefill_kraw_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return deltac_test_prefill::kraw::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant k256_prefill_variants[] = {
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 2, 1, 1024, 120576, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 4, 0, 1024, 120576, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
+};
+} // namespace
+
+deltac::Status deltac_test_prefill::k256::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(k256_prefill_variants, 2, args, stream);
+}
+
+int64_t deltac_test_prefill::k256::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(k256_prefill_variants, 2, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int deltac_test_prefill_k256_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_prefill::k256::prefill(*args, stream));
+}
+
+extern "C" int64_t deltac_test_prefill_k256_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return deltac_test_prefill::k256::prefill_workspace_bytes(K, V, T, N, HV);
 }
 
 

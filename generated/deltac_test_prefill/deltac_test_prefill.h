@@ -34,6 +34,27 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace glin
+namespace kkv {
+/// Chunked prefill for spec @kkv; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace kkv
+namespace kraw {
+/// Chunked prefill for spec @kraw; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace kraw
+namespace k256 {
+/// Chunked prefill for spec @k256; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace k256
 
 } // namespace deltac_test_prefill
 
@@ -49,6 +70,15 @@ int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int64_t V, int
 /* spec @glin: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
 int deltac_test_prefill_glin_prefill(const deltac_prefill_args *args, void *stream);
 int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kkv: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
+int deltac_test_prefill_kkv_prefill(const deltac_prefill_args *args, void *stream);
+int64_t deltac_test_prefill_kkv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kraw: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
+int deltac_test_prefill_kraw_prefill(const deltac_prefill_args *args, void *stream);
+int64_t deltac_test_prefill_kraw_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @k256: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
+int deltac_test_prefill_k256_prefill(const deltac_prefill_args *args, void *stream);
+int64_t deltac_test_prefill_k256_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *deltac_test_prefill_last_error(void);

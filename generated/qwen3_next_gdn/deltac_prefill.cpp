@@ -69,7 +69,9 @@ int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
   const int64_t pad = 8;
   int64_t C = v.chunk, K = v.K + pad, V = v.V, chunks = maxChunks(v, T, N) * HV;
   int64_t total = align256((N + 1) * 4);
-  for (int64_t per : {int64_t(4), C * K * 2, C * V * 2, C * K * 2, K * C * 2,
+  // G_last: one float per (chunk, head), or K with per-channel decays.
+  int64_t gLast = 4 * (perChannel(v.gate) ? v.K : 1);
+  for (int64_t per : {gLast, C * K * 2, C * V * 2, C * K * 2, K * C * 2,
                       C * (C + pad) * 2})
     total += align256(chunks * per);
   return total;

@@ -9,7 +9,13 @@
 
 namespace deltac_rt {
 
-enum class GateKind { None, Log, Linear, Raw };
+/// The spec's gate form; the Channel forms carry one decay per K channel
+/// (rule kda: g is [tokens, HV, K], dt_bias [HV * K]).
+enum class GateKind { None, Log, Linear, Raw, ChannelLog, ChannelRaw };
+
+inline bool perChannel(GateKind gate) {
+  return gate == GateKind::ChannelLog || gate == GateKind::ChannelRaw;
+}
 
 inline const char *dtypeName(deltac_dtype d) {
   switch (d) {
@@ -86,7 +92,7 @@ inline std::string checkGateInputs(GateKind gate, const void *g,
     return "g must not be null (the spec has a gate)";
   if (gate == GateKind::None && g)
     return "g must be null (the spec's rule has no gate)";
-  if (gate == GateKind::Raw && (!aLog || !dtBias))
+  if ((gate == GateKind::Raw || gate == GateKind::ChannelRaw) && (!aLog || !dtBias))
     return std::string(!aLog ? "A_log" : "dt_bias") +
            " must not be null (the spec's gate is raw)";
   return "";

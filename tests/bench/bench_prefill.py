@@ -8,8 +8,12 @@ CUDA graph, do_bench median with L2 flushed between replays), same shapes
 tests/gpu/prefill_matrix.mlir (kv state, FLA's layout) through its C API,
 cu_seqlens on the device (no host copy). Also reports both errors against
 the fp64 reference on the harness's accuracy case.
+With `--rule kda` the same for Kimi Delta Attention: FLA's chunk_kda
+against deltac's `kkv` spec (per-channel log decays g = logsigmoid(randn)
+of [1, T, HV, K], fp32; otherwise the same inputs and options), errors
+against an fp64 token-by-token KDA recurrence written here.
 Usage: bench_prefill.py --lib libdeltac_test_prefill.so --out DIR
-  [--shapes a,b] [--profile] [--no-fla] [--no-max-seqlen]
+  [--rule gdn|kda] [--shapes a,b] [--profile] [--no-fla] [--no-max-seqlen]
 (`--shapes mixed32k_h16 [--no-max-seqlen]` times the longest-sequence
 dispatch, with and without max_seqlen.)
 """
@@ -35,11 +39,13 @@ I64 = ctypes.c_int64
 
 
 class Deltac:
-    def __init__(self, path):
+    def __init__(self, path, spec="gkv"):
         self.lib = ctypes.CDLL(path)
-        self.lib.deltac_test_prefill_gkv_prefill.argtypes = [ctypes.POINTER(PrefillArgs), P]
-        self.lib.deltac_test_prefill_gkv_prefill_workspace_bytes.restype = I64
-        self.lib.deltac_test_prefill_gkv_prefill_workspace_bytes.argtypes = [I64] * 5
+        self.prefill = getattr(self.lib, f"deltac_test_prefill_{spec}_prefill")
+        self.prefill.argtypes = [ctypes.POINTER(PrefillArgs), P]
+        self.workspace = getattr(self.lib, f"deltac_test_prefill_{spec}_prefill_workspace_bytes")
+        self.workspace.restype = I64
+        self.workspace.argtypes = [I64] * 5
         self.lib.deltac_test_prefill_last_error.restype = ctypes.c_char_p
 
     def prepare(self, q, k, v, g, beta, cu, h0, scale, tell_max_seqlen=True):
@@ -49,7 +55,7 @@ class Deltac:
         N = cu.numel() - 1
         o = torch.empty_like(v)
         ht = torch.empty_like(h0)
-        ws_bytes = self.lib.deltac_test_prefill_gkv_prefill_workspace_bytes(K, V, T, N, HV)
+        ws_bytes = self.workspace(K, V, T, N, HV)
         ws = torch.empty(ws_bytes, dtype=torch.uint8, device=q.device)
         flag = torch.zeros(1, dtype=torch.int32, device=q.device)
         a = PrefillArgs(K=K, V=V, T=T, N=N, H=Hh, HV=HV, io_dtype=0, state_dtype=2,
@@ -63,8 +69,7 @@ class Deltac:
         keep = (o, ht, ws, flag, a)
 
         def call():
-            rc = self.lib.deltac_test_prefill_gkv_prefill(
-                ctypes.byref(a), P(torch.cuda.current_stream().cuda_stream))
+            rc = self.prefill(ctypes.byref(a), P(torch.cuda.current_stream().cuda_stream))
             if rc != 0:
                 raise RuntimeError(self.lib.deltac_test_prefill_last_error().decode())
         return call, o, ht, flag, keep
@@ -93,6 +98,36 @@ def profile(who, shape, fn, calls=10):
 EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16)]
 
 
+def kda_inputs(lens, Hh, HV, seed=0):
+    """The harness's inputs with KDA's per-channel decays: g [1, T, HV, K]."""
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, Hh, HV, seed=seed)
+    gen = torch.Generator(device=q.device).manual_seed(seed + 7)
+    g = torch.nn.functional.logsigmoid(
+        torch.randn(*g.shape, q.shape[-1], dtype=torch.float32, device=q.device, generator=gen))
+    return q, k, v, g, beta, cu, h0
+
+
+def kda_ref_fp64(q, k, v, g, beta, h0, scale, cu):
+    """Token-by-token KDA in float64 (S [K, V] per value head: S = Diag(e^g) S,
+    u = beta (v - S^T k), S += k u^T, o = scale S^T q), q/k L2-normalised."""
+    q, k, v, g, beta = (x.double() for x in (q, k, v, g, beta))
+    q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+    k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    rep = v.shape[2] // q.shape[2]
+    q, k = q.repeat_interleave(rep, 2), k.repeat_interleave(rep, 2)
+    o = torch.zeros_like(v)
+    hs = []
+    for n in range(len(cu) - 1):
+        S = h0[n].double().clone()  # [HV, K, V]
+        for t in range(cu[n], cu[n + 1]):
+            S = S * g[0, t].exp()[..., None]
+            u = beta[0, t][:, None] * (v[0, t] - torch.einsum("hkv,hk->hv", S, k[0, t]))
+            S = S + k[0, t][..., None] * u[:, None, :]
+            o[0, t] = scale * torch.einsum("hkv,hk->hv", S, q[0, t])
+        hs.append(S)
+    return o, torch.stack(hs)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -104,22 +139,28 @@ def main():
                     help="time deltac alone (e.g. under ncu); no accuracy part")
     ap.add_argument("--no-max-seqlen", action="store_true",
                     help="leave max_seqlen unknown (0): the dispatch counts all N sequences")
+    ap.add_argument("--rule", default="gdn", choices=["gdn", "kda"],
+                    help="kda: FLA's chunk_kda against deltac's kkv spec")
     args = ap.parse_args()
-    lib = Deltac(args.lib)
+    kda = args.rule == "kda"
+    lib = Deltac(args.lib, "kkv" if kda else "gkv")
+    inputs = kda_inputs if kda else H.prefill_inputs
+    if kda:
+        from fla.ops.kda import chunk_kda
     dev = torch.cuda.get_device_name()
     rows, table = [], []
     named = args.shapes.split(",") if args.shapes else []
     shapes = [s for s in H.PREFILL_SHAPES if not named or s[0] in named]
     shapes += [s for s in EXTRA_SHAPES if s[0] in named]
     for name, lens, Hh, HV in shapes:
-        q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, Hh, HV)
+        q, k, v, g, beta, cu, h0 = inputs(lens, Hh, HV)
         scale = 128 ** -0.5
         cu_arg, cu_cpu = (cu, cu.cpu()) if len(lens) > 1 else (None, None)
+        fla_fn = chunk_kda if kda else chunk_gated_delta_rule
 
         def fla():
-            return chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True,
-                                          use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg,
-                                          cu_seqlens_cpu=cu_cpu)
+            return fla_fn(q, k, v, g, beta, initial_state=h0, output_final_state=True,
+                          use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg, cu_seqlens_cpu=cu_cpu)
         ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale,
                                               tell_max_seqlen=not args.no_max_seqlen)
         if args.no_fla:  # deltac alone: for ncu, or to compare its variants
@@ -144,12 +185,12 @@ def main():
         return
     # Accuracy: the harness's varlen case with an initial state, both vs fp64.
     lens, Hh, HV = [5, 100, 64, 300], 4, 8
-    q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, Hh, HV, seed=1)
+    q, k, v, g, beta, cu, h0 = inputs(lens, Hh, HV, seed=1)
     scale = 128 ** -0.5
-    ro, rh = H.ref_fp64(q, k, v, g, beta, h0, scale, cu.tolist())
-    fo, fh = chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=h0,
-                                    output_final_state=True, use_qk_l2norm_in_kernel=True,
-                                    cu_seqlens=cu)
+    ro, rh = (kda_ref_fp64 if kda else H.ref_fp64)(q, k, v, g, beta, h0, scale, cu.tolist())
+    fo, fh = (chunk_kda if kda else chunk_gated_delta_rule)(
+        q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
     ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale)
     ours()
     torch.cuda.synchronize()
@@ -157,9 +198,10 @@ def main():
     for who, eo, es in acc:
         rows.append(f"prefill_rel_err,{who},o={eo:.2e},state={es:.2e}")
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench_prefill.csv"), "w") as fh_:
+    with open(os.path.join(args.out, f"bench_prefill{'_kda' if kda else ''}.csv"), "w") as fh_:
         fh_.write("\n".join(rows) + "\n")
-    print(f"\n{dev}: prefill, chunk_gated_delta_rule vs deltac gkv (K=V=128, bf16, fp32 kv state, "
+    what = "chunk_kda vs deltac kkv" if kda else "chunk_gated_delta_rule vs deltac gkv"
+    print(f"\n{dev}: prefill, {what} (K=V=128, bf16, fp32 kv state, "
           f"L2 norm), one call per graph (ms)")
     print("  shape                 |    FLA | deltac | FLA/deltac")
     for name, a, b in table:

@@ -61,6 +61,21 @@ const Spec kSpecs[] = {
      deltac_test_prefill_last_error, ref::Rule::Gated, ref::GateForm::Linear,
      ref::BetaForm::Given, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
      64, 128},
+    {"kkv", deltac_test_prefill_kkv_prefill,
+     deltac_test_prefill_kkv_prefill_workspace_bytes,
+     deltac_test_prefill_last_error, ref::Rule::Kda, ref::GateForm::Log,
+     ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
+     128, 128},
+    {"kraw", deltac_test_prefill_kraw_prefill,
+     deltac_test_prefill_kraw_prefill_workspace_bytes,
+     deltac_test_prefill_last_error, ref::Rule::Kda, ref::GateForm::Raw,
+     ref::BetaForm::Sigmoid, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
+     64, 64},
+    {"k256", deltac_test_prefill_k256_prefill,
+     deltac_test_prefill_k256_prefill_workspace_bytes,
+     deltac_test_prefill_last_error, ref::Rule::Kda, ref::GateForm::Log,
+     ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
+     256, 64},
 };
 
 struct Case {
@@ -280,7 +295,7 @@ int main(int argc, char **argv) {
   const double tol = 1e-2;
   std::vector<Case> cases;
   const Spec *qwen = &kSpecs[0], *gkv = &kSpecs[1], *dn = &kSpecs[2],
-             *glin = &kSpecs[3];
+             *glin = &kSpecs[3], *kkv = &kSpecs[4], *kraw = &kSpecs[5], *k256 = &kSpecs[6];
   cases.push_back({"qwen3_next varlen pool", qwen, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
   cases.push_back({"qwen3_next varlen graph", qwen, {300, 5, 64}, 2, 4, true, false, true, -1, 0, true});
   cases.push_back({"gkv T=512 H4/HV8", gkv, {512}, 4, 8, true, false, false});
@@ -290,6 +305,13 @@ int main(int argc, char **argv) {
   cases.push_back({"gkv weak decay no state", gkv, {256, 1}, 2, 2, false, false, false, -0.02, 0.0});
   cases.push_back({"dn varlen", dn, {33, 64, 1, 95}, 2, 4, true, true, false});
   cases.push_back({"glin varlen", glin, {31, 32, 33, 150}, 1, 3, true, false, true, -0.5, 0.0});
+  // KDA: decays per K channel (lengths 1, below, at and above the chunk).
+  cases.push_back({"kkv varlen pool", kkv, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
+  cases.push_back({"kkv strong decay", kkv, {100, 77}, 1, 2, true, false, true, -17.0, -15.0});
+  cases.push_back({"kkv weak decay no state", kkv, {256, 1}, 2, 2, false, false, false, -0.02, 0.0});
+  cases.push_back({"kraw varlen graph", kraw, {31, 32, 33, 150}, 1, 3, true, false, true, -1, 0, true});
+  cases.push_back({"kraw pool", kraw, {64, 1, 95}, 2, 4, true, true, false});
+  cases.push_back({"k256 varlen", k256, {70, 33, 1}, 1, 2, true, false, false, -0.5, 0.0});
   {
     // More sequences than the kernels scan inline: the prep kernel builds
     // the chunk map (lengths 1..150, some multiples of the chunk).
@@ -301,6 +323,7 @@ int main(int argc, char **argv) {
   if (!quick) {
     cases.push_back({"gkv T=4096 H2/HV4", gkv, {4096}, 2, 4, true, false, false});
     cases.push_back({"qwen3_next 8 seqs", qwen, {1000, 17, 512, 64, 63, 65, 2000, 3}, 2, 4, true, true, true});
+    cases.push_back({"kkv T=4096 H2/HV4", kkv, {4096}, 2, 4, true, false, false, -0.3, 0.0});
   }
   for (const Case &c : cases) {
     Run r = runCase(c);

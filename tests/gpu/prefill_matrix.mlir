@@ -10,3 +10,12 @@ delta.spec @dn rule = delta dims = [64x64] io = bf16 state = bf16
     layout = vk gate = none beta = sigmoid2 l2norm chunk = 32 entries = [prefill]
 delta.spec @glin rule = gated dims = [64x128] io = bf16 state = f32
     layout = vk gate = linear beta = given chunk = 32 entries = [prefill]
+// Kimi Delta Attention (per-channel decays): FLA's chunk_kda form (kv state,
+// log decays per channel, given beta, L2 norm), the raw per-channel form
+// with a v-first state and chunk 32, and K = 256 (state shared by rows).
+delta.spec @kkv rule = kda dims = [128x128] io = bf16 state = f32
+    layout = kv gate = channel_log beta = given l2norm chunk = 64 entries = [prefill]
+delta.spec @kraw rule = kda dims = [64x64] io = bf16 state = f32
+    layout = vk gate = channel_raw beta = sigmoid chunk = 32 entries = [prefill]
+delta.spec @k256 rule = kda dims = [256x64] io = bf16 state = f32
+    layout = kv gate = channel_log beta = given l2norm chunk = 32 entries = [prefill]

@@ -1,14 +1,5 @@
 // RUN: not deltac-opt %s -split-input-file --delta-spec-to-chunk --delta-lower-prefill-to-gpu 2>&1 | FileCheck %s
 
-// KDA's per-channel decays stay on the CPU path for now.
-module attributes {delta.targets = ["sm_90a"]} {
-  delta.spec @kimi rule = kda dims = [128x128] io = bf16 state = f32
-      layout = vk gate = channel_log beta = given chunk = 64 entries = [prefill]
-}
-// CHECK: error: prefill on the GPU does not support per-channel decays (rule kda) yet
-
-// -----
-
 // The chunks kernel converts raw 16-bit rows in place.
 module attributes {delta.targets = ["sm_90a"]} {
   delta.spec @wide rule = gated dims = [128x128] io = f32 state = f32
