@@ -31,8 +31,9 @@ TEST(PrefillAbi, RuntimePacksTheCompilersParameters) {
 
 namespace {
 deltac_rt::PrefillVariant variant(int64_t K, int64_t V, unsigned tiles,
-                                  int64_t minBlocks) {
-  return {K, V, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log,
+                                  int64_t minBlocks,
+                                  deltac_rt::GateKind gate = deltac_rt::GateKind::Log) {
+  return {K, V, 64, DELTAC_BF16, DELTAC_F32, gate,
           false, 128, 128, tiles, minBlocks, 0, 0, 0, 0, nullptr, nullptr, nullptr};
 }
 } // namespace
@@ -152,16 +153,21 @@ TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
 }
 
 // The host skips prep exactly where the kernels scan cu_seqlens themselves.
-TEST(PrefillWorkspace, InlineSequenceBoundMatches) {
+TEST(PrefillInlineMap, SequenceBoundMatches) {
   EXPECT_EQ(deltac_rt::kPrefillInlineSequences, mlir::delta::kPrefillInlineSequences);
 }
 
-TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
+// Per rule: kda keeps G_last per channel (K floats per chunk and head).
+class PrefillWorkspace : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PrefillWorkspace, RuntimeMatchesCompiler) {
+  bool kda = GetParam();
   mlir::MLIRContext ctx;
   mlir::Type bf16 = mlir::BFloat16Type::get(&ctx),
              f32 = mlir::Float32Type::get(&ctx);
-  mlir::delta::PrefillSpec spec{mlir::delta::Rule::gated,
-                                mlir::delta::GateForm::log,
+  mlir::delta::PrefillSpec spec{kda ? mlir::delta::Rule::kda : mlir::delta::Rule::gated,
+                                kda ? mlir::delta::GateForm::channel_log
+                                    : mlir::delta::GateForm::log,
                                 mlir::delta::BetaForm::given,
                                 true,
                                 mlir::delta::StateLayout::kv,
@@ -172,7 +178,8 @@ TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
                                 128,
                                 128,
                                 64};
-  deltac_rt::PrefillVariant v = variant(128, 128, 4, 1);
+  deltac_rt::PrefillVariant v =
+      variant(128, 128, 4, 1, kda ? deltac_rt::GateKind::ChannelLog : deltac_rt::GateKind::Log);
   for (auto [T, N, HV] : {std::tuple<int64_t, int64_t, int64_t>{512, 1, 32},
                           {16000, 8, 32},
                           {131072, 1, 16},
@@ -183,7 +190,14 @@ TEST(PrefillWorkspace, RuntimeMatchesCompiler) {
               mlir::delta::prefillWorkspaceBytes(spec, maxChunks, HV, N))
         << "T=" << T << " N=" << N << " HV=" << HV;
   }
+  // The per-channel G_last really is larger (one float per channel).
+  mlir::delta::PrefillSpec other = spec;
+  other.rule = kda ? mlir::delta::Rule::gated : mlir::delta::Rule::kda;
+  EXPECT_NE(mlir::delta::prefillWorkspaceBytes(spec, 1000, 32, 1),
+            mlir::delta::prefillWorkspaceBytes(other, 1000, 32, 1));
 }
+INSTANTIATE_TEST_SUITE_P(Rules, PrefillWorkspace, ::testing::Values(false, true),
+                         [](const auto &info) { return info.param ? "Kda" : "Gated"; });
 
 // The per-block shared-memory limits the lowering checks kernels against
 // (CUDA programming guide, compute capabilities table).
