@@ -52,7 +52,7 @@ inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 /// decays per (row, channel) gk [C][K] f32 (cumulative after the scan),
 /// K~ = K ⊙ e^(G - G_r) (kl: r the first row of the row's 16-row block)
 /// and one block column's R = K ⊙ e^(G_r - G) (rb, rows below r), whose
-/// space the WY factors take once L is solved. 153 KiB at K = V = 128,
+/// space the WY factors take once L is solved. 151 KiB at K = V = 128,
 /// C = 64 (one block per SM; the A100 limit is 163 KiB).
 struct ChunksSmem {
   int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, gam, gr, beta, eg, egl, beg,
@@ -60,40 +60,29 @@ struct ChunksSmem {
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
+    int64_t abBytes = align256(C * (C + kPad) * 2);
+    kb = take(C * (K + kPad) * 2);
     if (s.rule == Rule::kda) {
-      kb = take(C * (K + kPad) * 2);
       qb = take(C * (K + kPad) * 2);
       lf = take(C * (C + 4) * 4);
       tmp = take((C / 16 - 1) * 256 * 4);
       int64_t klBytes = align256(C * (K + kPad) * 2),
-              rbBytes = align256((C - 16) * (K + kPad) * 2),
-              abBytes = align256(C * (C + kPad) * 2);
+              rbBytes = align256((C - 16) * (K + kPad) * 2);
       kl = take(std::max(klBytes + rbBytes, 2 * abBytes));
       rb = kl + klBytes;
       ab1 = kl; // K~ and R are dead once L is solved
-      ab2 = ab1 + abBytes;
-      af = take(std::max(C * (C + 4) * 4, C * (std::max({C, K, V}) + kPad) * 2));
-      vb = take(C * (V + kPad) * 2);
-      gk = take(C * K * 4);
-      gam = take(C * 4);
-      gr = take(C * 4);
-      beta = take(C * 4);
-      eg = take(C * 4);
-      egl = take(C * 4);
-      beg = take(C * 4);
-      total = off;
-      return;
+    } else {
+      int64_t qOrL = align256(std::max(C * (K + kPad) * 2, C * (C + 4) * 4));
+      int64_t scratch = align256((C / 16 - 1) * 256 * 4);
+      qb = lf = ab1 = take(std::max(qOrL + scratch, 2 * abBytes));
+      tmp = qb + qOrL;
     }
-    kb = take(C * (K + kPad) * 2);
-    int64_t qOrL = align256(std::max(C * (K + kPad) * 2, C * (C + 4) * 4));
-    int64_t scratch = align256((C / 16 - 1) * 256 * 4);
-    int64_t abBytes = align256(C * (C + kPad) * 2);
-    qb = lf = ab1 = take(std::max(qOrL + scratch, 2 * abBytes));
-    tmp = qb + qOrL;
     ab2 = ab1 + abBytes;
     // A's fp32 rows; also the staging area of the results (16-bit rows).
     af = take(std::max(C * (C + 4) * 4, C * (std::max({C, K, V}) + kPad) * 2));
     vb = take(C * (V + kPad) * 2);
+    if (s.rule == Rule::kda)
+      gk = take(C * K * 4);
     gam = take(C * 4);
     gr = take(C * 4);
     beta = take(C * 4);
