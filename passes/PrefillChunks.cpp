@@ -246,6 +246,20 @@ void PrefillEmitter::emitChunks() {
     Value kl = region(L.kl), rb = region(L.rb);
     auto vec4 = VectorType::get({4}, f32), op4 = VectorType::get({4}, opType);
     auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
+    // Four channels d .. d + 3 of a row: of G (f32), of a 16-bit buffer,
+    // and a 16-bit vector times a factor per channel.
+    auto gamma4 = [&](Value row, Value d) {
+      return LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(row, cI32(K)), d)), 16).getResult();
+    };
+    auto op4At = [&](Value buf, Value row, Value d) {
+      return LLVM::LoadOp::create(b, op4, gep(buf, opType, add(mul(row, cI32(ld)), d)), 8).getResult();
+    };
+    auto scaled4 = [&](Value x4, function_ref<Value(int64_t)> factor) {
+      Value v = LLVM::UndefOp::create(b, op4);
+      for (int64_t x = 0; x < 4; ++x)
+        v = LLVM::InsertElementOp::create(b, v, toOp(fmul(toF32(elt(x4, x)), factor(x))), cI32(x));
+      return v;
+    };
     // Blocks above the diagonal and the diagonal blocks' upper halves: 0.
     threadLoop(C * C, [&](Value e) {
       Value i = divu(e, cI32(C)), jj = remu(e, cI32(C));
@@ -271,11 +285,8 @@ void PrefillEmitter::emitChunks() {
         b.setInsertionPointToStart(loop.getBody());
         Value d = loop.getInductionVar();
         Value sp = loop.getRegionIterArg(0), sl = loop.getRegionIterArg(1);
-        Value gi = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(i, cI32(K)), d)), 16);
-        Value gj = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(jj, cI32(K)), d)), 16);
-        Value qi = LLVM::LoadOp::create(b, op4, gep(qb, opType, add(mul(i, cI32(ld)), d)), 8);
-        Value ki = LLVM::LoadOp::create(b, op4, gep(kb, opType, add(mul(i, cI32(ld)), d)), 8);
-        Value kj = LLVM::LoadOp::create(b, op4, gep(kb, opType, add(mul(jj, cI32(ld)), d)), 8);
+        Value gi = gamma4(i, d), gj = gamma4(jj, d);
+        Value qi = op4At(qb, i, d), ki = op4At(kb, i, d), kj = op4At(kb, jj, d);
         for (int64_t x = 0; x < 4; ++x) {
           // i >= j: the exponent is never positive.
           Value w = fmul(toF32(elt(kj, x)), exp(fsub(elt(gi, x), elt(gj, x))));
@@ -295,19 +306,14 @@ void PrefillEmitter::emitChunks() {
     threadLoop(C * K / 4, [&](Value e) {
       Value i = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
       Value r = mul(divu(i, cI32(16)), cI32(16));
-      Value gi = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(i, cI32(K)), d)), 16);
-      Value gr4 = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(r, cI32(K)), d)), 16);
+      Value gi = gamma4(i, d), gr4 = gamma4(r, d);
+      Value qi = op4At(qb, i, d), ki = op4At(kb, i, d);
+      Value f[4];
+      for (int64_t x = 0; x < 4; ++x)
+        f[x] = exp(fsub(elt(gi, x), elt(gr4, x)));
       Value at = add(mul(i, cI32(ld)), d);
-      Value qi = LLVM::LoadOp::create(b, op4, gep(qb, opType, at), 8);
-      Value ki = LLVM::LoadOp::create(b, op4, gep(kb, opType, at), 8);
-      Value qo = LLVM::UndefOp::create(b, op4), ko = LLVM::UndefOp::create(b, op4);
-      for (int64_t x = 0; x < 4; ++x) {
-        Value f = exp(fsub(elt(gi, x), elt(gr4, x)));
-        qo = LLVM::InsertElementOp::create(b, qo, toOp(fmul(toF32(elt(qi, x)), f)), cI32(x));
-        ko = LLVM::InsertElementOp::create(b, ko, toOp(fmul(toF32(elt(ki, x)), f)), cI32(x));
-      }
-      storeVec(qo, qb, opType, at, 8);
-      storeVec(ko, kl, opType, at, 8);
+      storeVec(scaled4(qi, [&](int64_t x) { return f[x]; }), qb, opType, at, 8);
+      storeVec(scaled4(ki, [&](int64_t x) { return f[x]; }), kl, opType, at, 8);
     });
     // Block column by block column: R = k ⊙ e^(G_r - G) for the rows above
     // r = 16 I, then the 16 x r products of block I's rows (P from q, L
@@ -316,13 +322,8 @@ void PrefillEmitter::emitChunks() {
       int64_t r = 16 * I;
       threadLoop(r * K / 4, [&](Value e) {
         Value j = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
-        Value gj = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(j, cI32(K)), d)), 16);
-        Value gr4 = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(cI32(r * K), d)), 16);
-        Value kj = LLVM::LoadOp::create(b, op4, gep(kb, opType, add(mul(j, cI32(ld)), d)), 8);
-        Value ro = LLVM::UndefOp::create(b, op4);
-        for (int64_t x = 0; x < 4; ++x)
-          ro = LLVM::InsertElementOp::create(
-              b, ro, toOp(fmul(toF32(elt(kj, x)), exp(fsub(elt(gr4, x), elt(gj, x))))), cI32(x));
+        Value gj = gamma4(j, d), gr4 = gamma4(cI32(r), d);
+        Value ro = scaled4(op4At(kb, j, d), [&](int64_t x) { return exp(fsub(elt(gr4, x), elt(gj, x))); });
         storeVec(ro, rb, opType, add(mul(j, cI32(ld)), d), 8);
       });
       barrier();
@@ -357,13 +358,9 @@ void PrefillEmitter::emitChunks() {
     copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * (C + kPad)))), C + kPad);
     threadLoop(C * K / 4, [&](Value e) {
       Value i = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
-      Value gi = LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(i, cI32(K)), d)), 16);
-      Value at = add(mul(i, cI32(ld)), d);
-      Value ki = LLVM::LoadOp::create(b, op4, gep(kb, opType, at), 8);
-      Value ko = LLVM::UndefOp::create(b, op4);
-      for (int64_t x = 0; x < 4; ++x)
-        ko = LLVM::InsertElementOp::create(b, ko, toOp(fmul(toF32(elt(ki, x)), exp(elt(gi, x)))), cI32(x));
-      storeVec(ko, kb, opType, at, 8);
+      Value gi = gamma4(i, d);
+      Value ko = scaled4(op4At(kb, i, d), [&](int64_t x) { return exp(elt(gi, x)); });
+      storeVec(ko, kb, opType, add(mul(i, cI32(ld)), d), 8);
     });
   }
   // (4) chunk_output, intra-chunk half: P = scale (Q K^T) ⊙ M,

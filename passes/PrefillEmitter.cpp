@@ -181,14 +181,17 @@ std::pair<Value, Value> PrefillEmitter::gateAndBeta(Value tok, Value hv) {
   case GateForm::none: break;
   case GateForm::log: g = loadF32(param(pG), s.gateType, at); break;
   case GateForm::linear: g = log(loadF32(param(pG), s.gateType, at)); break;
-  default: { // raw: -exp(A_log) * softplus(a + dt_bias), threshold 20
-    Value x = fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hv));
-    Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
-    Value soft = log(fadd(cF32(1.0), exp(x)));
-    g = fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
-  }
+  default: // raw: a + dt_bias[hv]
+    g = rawDecay(fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hv)), hv);
   }
   return {g, betaOf(tok, hv)};
+}
+
+Value PrefillEmitter::rawDecay(Value x, Value hv) {
+  // -exp(A_log[hv]) * softplus(x), softplus's threshold 20.
+  Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+  Value soft = log(fadd(cF32(1.0), exp(x)));
+  return fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
 }
 
 Value PrefillEmitter::betaOf(Value tok, Value hv) {
@@ -206,11 +209,8 @@ Value PrefillEmitter::channelGate(Value tok, Value hv, Value d) {
   Value at = add(mul(tok, mul(toI64(param(pHV)), cI64(s.k))), hd);
   if (s.gate == GateForm::channel_log)
     return loadF32(param(pG), s.gateType, at);
-  // channel_raw: -exp(A_log[hv]) * softplus(a + dt_bias[hv * K + d]).
-  Value x = fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hd));
-  Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
-  Value soft = log(fadd(cF32(1.0), exp(x)));
-  return fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
+  // channel_raw: a + dt_bias[hv * K + d].
+  return rawDecay(fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hd)), hv);
 }
 
 Frag PrefillEmitter::tileProduct(Operand A, Value m0, Operand B, Value n0, int64_t Kd) {

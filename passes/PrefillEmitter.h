@@ -473,6 +473,8 @@ private:
   Value betaOf(Value tok, Value hv);
   /// The log decay of channel d (per-channel gates, rule kda).
   Value channelGate(Value tok, Value hv, Value d);
+  /// A raw gate's log decay from x = a + dt_bias: -exp(A_log[hv]) softplus(x).
+  Value rawDecay(Value x, Value hv);
   /// One 16x8 tile of A[m0.., :Kd] * B[n0.., :Kd]^T (both row-major with
   /// the reduction index along rows' columns) by this warp, at run-time
   /// origins m0, n0.

@@ -373,13 +373,14 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     // chunk_state_step: S = e^G_last S + Kd^T V' (kda: row d of S decays
     // by e^G_last[d]).
     for (auto [r, t] : llvm::enumerate(S)) {
-      Value row0 = tileOrigin(K, BV, r).first;
-      for (int e = 0; e < 4; ++e) {
-        Value decay = decayLast;
-        if (s.rule == Rule::kda)
-          decay = exp(load(f32, gl, add(row0, add(group, cI32(e >= 2 ? 8 : 0))), 4));
-        t.c[e] = fmul(t.c[e], decay);
+      Value decay[2] = {decayLast, decayLast}; // rows g and g + 8
+      if (s.rule == Rule::kda) {
+        Value row0 = tileOrigin(K, BV, r).first;
+        for (int64_t h = 0; h < 2; ++h)
+          decay[h] = exp(load(f32, gl, add(row0, add(group, cI32(8 * h))), 4));
       }
+      for (int e = 0; e < 4; ++e)
+        t.c[e] = fmul(t.c[e], decay[e / 2]);
     }
     mma(Operand{kd, K + kPad, /*kRows=*/true}, Operand{vc, BV + kPad, /*kRows=*/true}, K, BV,
         C, S, products.accumulators, products.prefetchRegs);
