@@ -97,6 +97,8 @@ void PrefillEmitter::emitChunks() {
   commitCopies();
   bool kda = s.rule == Rule::kda;
   Value gk = kda ? region(L.gk) : Value();
+  // Element (row, channel) of gk.
+  auto gAt = [&](Value row, Value d) { return add(mul(row, cI32(L.gkLd)), d); };
   threadLoop(C, [&](Value i) {
     Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
     Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
@@ -108,14 +110,17 @@ void PrefillEmitter::emitChunks() {
     store(sel(valid, gv, cF32(0.0)), gr, i, 4);
     store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
   }, /*unroll=*/true);
-  // kda: the decay of every (row, channel), 0 on padding rows.
-  if (kda)
+  // kda: the decay of every (row, channel), 0 on padding rows; no block
+  // slow yet.
+  if (kda) {
+    threadLoop(C / 16, [&](Value blk) { store(cI32(0), region(L.slow), blk, 4); });
     threadLoop(C * K, [&](Value e) {
       Value i = divu(e, cI32(K)), d = remu(e, cI32(K));
       Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
       Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
-      store(sel(valid, channelGate(tok, hv, d), cF32(0.0)), gk, e, 4);
+      store(sel(valid, channelGate(tok, hv, d), cF32(0.0)), gk, gAt(i, d), 4);
     }, /*unroll=*/true);
+  }
   barrier();
   // (2) chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan;
   // padding rows have g = 0, so they repeat the last decay), and the per-row
@@ -123,12 +128,25 @@ void PrefillEmitter::emitChunks() {
   // kda: the cumsum per channel instead, one thread per channel down the
   // chunk (padding rows repeat the last row's G, so G_last is row C - 1).
   if (kda) {
+    // Each 16-row block whose G strays more than kSteep from its first
+    // row's, in any channel, is flagged slow (see (4, kda)).
+    Value slow = region(L.slow);
     threadLoop(K, [&](Value d) {
-      Value run = cF32(0.0);
+      Value run = cF32(0.0), first, steep;
       for (int64_t i = 0; i < C; ++i) {
-        Value at = add(cI32(i * K), d);
+        Value at = gAt(cI32(i), d);
         run = fadd(run, load(f32, gk, at, 4));
         store(run, gk, at, 4);
+        if (i % 16 == 0) {
+          first = run;
+          steep = arith::ConstantIntOp::create(b, 0, 1);
+          continue;
+        }
+        Value t = fsub(first, run);
+        steep = orI(steep, orI(fcmp(arith::CmpFPredicate::UGT, t, cF32(kSteep)),
+                               fcmp(arith::CmpFPredicate::ULT, t, cF32(-kSteep))));
+        if (i % 16 == 15)
+          ifThen(steep, [&] { store(cI32(1), slow, cI32(i / 16), 4); });
       }
     });
   } else {
@@ -199,9 +217,9 @@ void PrefillEmitter::emitChunks() {
         Value f = factor;
         if (kda) { // per channel: scale e^G, or e^(G_last - G) (<= 0)
           Value d = add(col, cI32(e));
-          Value gi = load(f32, gk, add(mul(i, cI32(K)), d), 4);
+          Value gi = load(f32, gk, gAt(i, d), 4);
           f = which ? fmul(exp(gi), param(pScale))
-                    : exp(fsub(load(f32, gk, add(cI32((C - 1) * K), d), 4), gi));
+                    : exp(fsub(load(f32, gk, gAt(cI32(C - 1), d), 4), gi));
         }
         normed = LLVM::InsertElementOp::create(b, normed, toOp(y), cI32(e));
         gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, f)), cI32(e));
@@ -235,21 +253,27 @@ void PrefillEmitter::emitChunks() {
     }, /*unroll=*/true);
   };
   // (4, kda) P and L with per-channel decays: sum_d x_id k_jd e^(G_id - G_jd)
-  // (x = q scaled, or k times beta_i), by 16-row blocks. The diagonal
-  // blocks elementwise in fp32 (the exponent's argument selected first: no
-  // positive exponent); a block below the diagonal, rows of block I and
-  // columns below r = 16 I, by mma.sync as (x ⊙ e^(G - G_r)) (k ⊙
-  // e^(G_r - G))^T, both factors at most 1 (FLA's reference-row form).
-  // Blocks above the diagonal are zero.
+  // (x = q scaled, or k times beta_i), by 16-row blocks: block row I, rows
+  // from r = 16 I, by mma.sync as (x ⊙ e^(G - G_r)) (k ⊙ e^(G_r - G))^T
+  // (FLA's reference-row form). Left of the diagonal both factors are at
+  // most 1. On the diagonal block the right factor is e^(G_r - G_j) >= 1 for
+  // j > r: exact where the block's decays stay within kSteep of row r for
+  // every channel (the cumsum flags the blocks that do not), so such a
+  // block is one more product, masked to i >= j; a flagged (`slow`) block
+  // is summed elementwise in fp32 instead, the exponent's argument selected
+  // first (no positive exponent). Blocks above the diagonal are zero.
   if (kda) {
     int64_t nb = C / 16, ld = K + kPad;
-    Value kl = region(L.kl), rb = region(L.rb);
+    Value kl = region(L.kl), rb = region(L.rb), slow = region(L.slow);
+    auto slowBlock = [&](Value blk) {
+      return cmp(arith::CmpIPredicate::ne, load(i32, slow, blk, 4), cI32(0));
+    };
     auto vec4 = VectorType::get({4}, f32), op4 = VectorType::get({4}, opType);
     auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
     // Four channels d .. d + 3 of a row: of G (f32), of a 16-bit buffer,
     // and a 16-bit vector times a factor per channel.
     auto gamma4 = [&](Value row, Value d) {
-      return LLVM::LoadOp::create(b, vec4, gep(gk, f32, add(mul(row, cI32(K)), d)), 16).getResult();
+      return LLVM::LoadOp::create(b, vec4, gep(gk, f32, gAt(row, d)), 16).getResult();
     };
     auto op4At = [&](Value buf, Value row, Value d) {
       return LLVM::LoadOp::create(b, op4, gep(buf, opType, add(mul(row, cI32(ld)), d)), 8).getResult();
@@ -270,11 +294,14 @@ void PrefillEmitter::emitChunks() {
         store(cF32(0.0), lf, add(mul(i, cI32(C + 4)), jj), 4);
       });
     });
-    // The diagonal blocks' lower halves (i >= j), one thread per pair: pair
-    // p of a block is row il = floor((sqrt(8p + 1) - 1) / 2), column
+    // A slow diagonal block's lower half (i >= j), one thread per pair:
+    // pair p of a block is row il = floor((sqrt(8p + 1) - 1) / 2), column
     // p - il (il + 1) / 2 (exact in fp32 for p < 136), so every lane works.
     threadLoop(nb * 136, [&](Value e) {
       Value blk = divu(e, cI32(136)), p = remu(e, cI32(136));
+      auto isSlow = scf::IfOp::create(b, slowBlock(blk), false);
+      OpBuilder::InsertionGuard g1(b);
+      b.setInsertionPointToStart(isSlow.thenBlock());
       Value root = sqrt(arith::UIToFPOp::create(b, f32, add(mul(p, cI32(8)), cI32(1))));
       Value il = arith::FPToUIOp::create(b, i32, fmul(fsub(root, cF32(1.0)), cF32(0.5)));
       Value jl = sub(p, divu(mul(il, add(il, cI32(1))), cI32(2)));
@@ -315,33 +342,41 @@ void PrefillEmitter::emitChunks() {
       storeVec(scaled4(qi, [&](int64_t x) { return f[x]; }), qb, opType, at, 8);
       storeVec(scaled4(ki, [&](int64_t x) { return f[x]; }), kl, opType, at, 8);
     });
-    // Block column by block column: R = k ⊙ e^(G_r - G) for the rows above
-    // r = 16 I, then the 16 x r products of block I's rows (P from q, L
-    // from k), one 16x8 tile per warp and item.
-    for (int64_t I = 1; I < nb; ++I) {
+    // Block row by block row: R = k ⊙ e^(G_r - G) for the rows up to the
+    // block's last, then the products of block I's rows (P from q, L from
+    // k) with the r / 8 column tiles left of the diagonal and, unless the
+    // block is slow, the two of the diagonal block; one 16x8 tile per warp
+    // and item.
+    for (int64_t I = 0; I < nb; ++I) {
       int64_t r = 16 * I;
-      threadLoop(r * K / 4, [&](Value e) {
+      threadLoop((r + 16) * K / 4, [&](Value e) {
         Value j = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
         Value gj = gamma4(j, d), gr4 = gamma4(cI32(r), d);
         Value ro = scaled4(op4At(kb, j, d), [&](int64_t x) { return exp(fsub(elt(gr4, x), elt(gj, x))); });
         storeVec(ro, rb, opType, add(mul(j, cI32(ld)), d), 8);
       });
       barrier();
-      int64_t items = 2 * (r / 8); // (P, L) x column tiles
-      for (int64_t base = 0; base < items; base += nWarps) {
+      Value tiles = add(cI32(r / 8), sel(slowBlock(cI32(I)), cI32(0), cI32(2)));
+      for (int64_t base = 0; base < 2 * (r / 8 + 2); base += nWarps) {
         Value item = add(warp, cI32(base));
-        ifThen(cmp(arith::CmpIPredicate::ult, item, cI32(items)), [&] {
-          Value isL = cmp(arith::CmpIPredicate::uge, item, cI32(r / 8));
-          Value n0 = mul(sel(isL, sub(item, cI32(r / 8)), item), cI32(8));
+        ifThen(cmp(arith::CmpIPredicate::ult, item, mul(tiles, cI32(2))), [&] {
+          Value isL = cmp(arith::CmpIPredicate::uge, item, tiles);
+          Value n0 = mul(sel(isL, sub(item, tiles), item), cI32(8));
+          Value onDiagonal = cmp(arith::CmpIPredicate::uge, n0, cI32(r));
           auto run = [&](Value left, bool l) {
             Frag t = tileProduct(Operand{left, ld}, cI32(r), Operand{rb, ld}, n0, K);
             for (int e = 0; e < 4; ++e) {
               Value i = add(cI32(r), add(group, cI32(e >= 2 ? 8 : 0)));
               Value jj = add(n0, add(mul(quad, cI32(2)), cI32(e % 2)));
+              // On the diagonal block: P keeps i >= j, L (strictly lower) i > j.
+              Value keep = orI(notI(onDiagonal),
+                               cmp(l ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::uge, i, jj));
               if (l)
-                store(fmul(t.c[e], load(f32, betaS, i, 4)), lf, add(mul(i, cI32(C + 4)), jj), 4);
+                store(sel(keep, fmul(t.c[e], load(f32, betaS, i, 4)), cF32(0.0)), lf,
+                      add(mul(i, cI32(C + 4)), jj), 4);
               else
-                store(toOp(fmul(t.c[e], param(pScale))), stage, add(mul(i, cI32(C + kPad)), jj), 2);
+                store(toOp(sel(keep, fmul(t.c[e], param(pScale)), cF32(0.0))), stage,
+                      add(mul(i, cI32(C + kPad)), jj), 2);
             }
           };
           auto which = scf::IfOp::create(b, isL, true);
@@ -520,7 +555,7 @@ void PrefillEmitter::emitChunks() {
   product(ab2, Operand{vb, V + kPad, /*kRows=*/true}, V, 3);
   if (kda) { // G_last per channel
     threadLoop(K, [&](Value d) {
-      store(load(f32, gk, add(cI32((C - 1) * K), d), 4), gep(workRegion(1), f32, mul(ch, cI64(K))),
+      store(load(f32, gk, gAt(cI32(C - 1), d), 4), gep(workRegion(1), f32, mul(ch, cI64(K))),
             d, 4);
     });
     return;

@@ -38,6 +38,11 @@ enum Param {
 
 constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
 inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
+/// kda's diagonal blocks go through the product form where, in every
+/// channel, G stays within kSteep of the block's first row: its factors
+/// e^(G - G_r) and e^(G_r - G) then lie in [e^-64, e^64] (bf16 and fp32
+/// normal numbers, with room for unnormalised k).
+constexpr double kSteep = 64.0;
 
 /// Shared-memory regions of the chunks kernel (byte offsets). kb, qb, vb
 /// first receive the raw k, q, v rows (cp.async); q and k are then
@@ -49,14 +54,19 @@ inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 ///
 /// Per-channel decays (rule kda) keep Q, L and the operands of the
 /// off-diagonal products alive together, so nothing aliases Q there: the
-/// decays per (row, channel) gk [C][K] f32 (cumulative after the scan),
+/// decays per (row, channel) gk [C][gkLd] f32 (cumulative after the scan;
+/// rows padded by 16 bytes, so that a quarter warp reading four channels of
+/// eight different rows, as the diagonal blocks' pairs do, hits 32
+/// different banks instead of the same four),
 /// K~ = K ⊙ e^(G - G_r) (kl: r the first row of the row's 16-row block)
-/// and one block column's R = K ⊙ e^(G_r - G) (rb, rows below r), whose
-/// space the WY factors take once L is solved. 151 KiB at K = V = 128,
-/// C = 64 (one block per SM; the A100 limit is 163 KiB).
+/// and one block row's R = K ⊙ e^(G_r - G) (rb, the rows up to the block's
+/// last), whose space the WY factors take once L is solved; `slow` holds one
+/// flag per 16-row block (its decays too steep for the product form of its
+/// diagonal block). 156 KiB at K = V = 128, C = 64 (one block per SM; the
+/// A100 limit is 163 KiB).
 struct ChunksSmem {
   int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, gam, gr, beta, eg, egl, beg,
-      gk = 0, kl = 0, rb = 0, total;
+      gk = 0, kl = 0, rb = 0, slow = 0, gkLd = 0, total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
@@ -67,7 +77,7 @@ struct ChunksSmem {
       lf = take(C * (C + 4) * 4);
       tmp = take((C / 16 - 1) * 256 * 4);
       int64_t klBytes = align256(C * (K + kPad) * 2),
-              rbBytes = align256((C - 16) * (K + kPad) * 2);
+              rbBytes = align256(C * (K + kPad) * 2);
       kl = take(std::max(klBytes + rbBytes, 2 * abBytes));
       rb = kl + klBytes;
       ab1 = kl; // K~ and R are dead once L is solved
@@ -81,8 +91,11 @@ struct ChunksSmem {
     // A's fp32 rows; also the staging area of the results (16-bit rows).
     af = take(std::max(C * (C + 4) * 4, C * (std::max({C, K, V}) + kPad) * 2));
     vb = take(C * (V + kPad) * 2);
-    if (s.rule == Rule::kda)
-      gk = take(C * K * 4);
+    if (s.rule == Rule::kda) {
+      gkLd = K + 4;
+      gk = take(C * gkLd * 4);
+      slow = take(C / 16 * 4);
+    }
     gam = take(C * 4);
     gr = take(C * 4);
     beta = take(C * 4);
@@ -246,6 +259,10 @@ private:
   }
   Value andI(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
   Value notI(Value x) { return arith::XOrIOp::create(b, x, cTrue()); }
+  Value orI(Value x, Value y) { return arith::OrIOp::create(b, x, y); }
+  Value fcmp(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, p, x, y);
+  }
   Value notNull(Value p) {
     return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::ne, p, LLVM::ZeroOp::create(b, ptr));
   }

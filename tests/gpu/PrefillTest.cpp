@@ -309,6 +309,10 @@ int main(int argc, char **argv) {
   cases.push_back({"kkv varlen pool", kkv, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
   cases.push_back({"kkv strong decay", kkv, {100, 77}, 1, 2, true, false, true, -17.0, -15.0});
   cases.push_back({"kkv weak decay no state", kkv, {256, 1}, 2, 2, false, false, false, -0.02, 0.0});
+  // Decays of -6..0 per token: 16 rows span 45 on average, so about one
+  // 16-row block in four exceeds kSteep (64) in some channel and is summed
+  // elementwise, the others by the product form (both in one chunk).
+  cases.push_back({"kkv mixed steep blocks", kkv, {300, 64, 17}, 1, 2, true, false, false, -6.0, 0.0});
   cases.push_back({"kraw varlen graph", kraw, {31, 32, 33, 150}, 1, 3, true, false, true, -1, 0, true});
   cases.push_back({"kraw pool", kraw, {64, 1, 95}, 2, 4, true, true, false});
   cases.push_back({"k256 varlen", k256, {70, 33, 1}, 1, 2, true, false, false, -0.5, 0.0});
