@@ -91,14 +91,35 @@ void PrefillEmitter::emitChunks() {
                                     ValueRange{to, from});
     }, /*unroll=*/true);
   };
-  copyRows(kb, param(pK), param(pKStride), mul(toI64(h), cI64(K)), K);
-  copyRows(qb, param(pQ), param(pQStride), mul(toI64(h), cI64(K)), K);
-  copyRows(vb, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
-  commitCopies();
   bool kda = s.rule == Rule::kda;
   Value gk = kda ? region(L.gk) : Value();
   // Element (row, channel) of gk.
   auto gAt = [&](Value row, Value d) { return add(mul(row, cI32(L.gkLd)), d); };
+  // kda's f32 log decays: the rows of g go to gk by cp.async too (16-byte
+  // pieces: the host requires g 16-byte aligned), as a copy group of their
+  // own (the cumsum waits for it alone), and the cumsum zeroes the padding
+  // rows. Loaded element by element, each waiting on its global load, they
+  // took a fifth of the kernel. (The raw form's `a` is in the io dtype and
+  // goes through channelGate.)
+  bool gateCopied = kda && s.gate == GateForm::channel_log && s.gateType.isF32();
+  if (gateCopied) {
+    int64_t pieces = K / 4;
+    Value rowStride = mul(toI64(param(pHV)), cI64(K));
+    threadLoop(C * pieces, [&](Value e) {
+      Value r = divu(e, cI32(pieces)), piece = remu(e, cI32(pieces));
+      Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
+      Value from = gep(param(pG), f32,
+                       add(add(mul(tok, rowStride), mul(toI64(hv), cI64(K))),
+                           toI64(mul(piece, cI32(4)))));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{gep(gk, f32, gAt(r, mul(piece, cI32(4)))), from});
+    }, /*unroll=*/true);
+    commitCopies();
+  }
+  copyRows(kb, param(pK), param(pKStride), mul(toI64(h), cI64(K)), K);
+  copyRows(qb, param(pQ), param(pQStride), mul(toI64(h), cI64(K)), K);
+  copyRows(vb, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
+  commitCopies();
   threadLoop(C, [&](Value i) {
     Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
     Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
@@ -112,8 +133,9 @@ void PrefillEmitter::emitChunks() {
   }, /*unroll=*/true);
   // kda: the decay of every (row, channel), 0 on padding rows; no block
   // slow yet.
-  if (kda) {
+  if (kda)
     threadLoop(C / 16, [&](Value blk) { store(cI32(0), region(L.slow), blk, 4); });
+  if (kda && !gateCopied) {
     threadLoop(C * K, [&](Value e) {
       Value i = divu(e, cI32(K)), d = remu(e, cI32(K));
       Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
@@ -121,6 +143,8 @@ void PrefillEmitter::emitChunks() {
       store(sel(valid, channelGate(tok, hv, d), cF32(0.0)), gk, gAt(i, d), 4);
     }, /*unroll=*/true);
   }
+  if (gateCopied)
+    waitCopyGroups(1); // g's rows (q, k, v's are waited for after the cumsum)
   barrier();
   // (2) chunk_cumsum by warp 0 (C / 32 rows per lane, a shuffle scan;
   // padding rows have g = 0, so they repeat the last decay), and the per-row
@@ -135,7 +159,10 @@ void PrefillEmitter::emitChunks() {
       Value run = cF32(0.0), first, steep;
       for (int64_t i = 0; i < C; ++i) {
         Value at = gAt(cI32(i), d);
-        run = fadd(run, load(f32, gk, at, 4));
+        Value g = load(f32, gk, at, 4);
+        if (gateCopied) // padding rows hold the first token's decays
+          g = sel(cmp(arith::CmpIPredicate::slt, cI32(i), rows), g, cF32(0.0));
+        run = fadd(run, g);
         store(run, gk, at, 4);
         if (i % 16 == 0) {
           first = run;
@@ -187,12 +214,20 @@ void PrefillEmitter::emitChunks() {
   {
     Value qg = gep(workRegion(4), opType, mul(ch, cI64(C * (K + kPad))));
     Value kd = gep(workRegion(5), opType, mul(ch, cI64(C * (K + kPad))));
+    Value col = mul(lane, cI32(epl));
+    // kda: this lane's channels of G, as one vector per row (and G_last's,
+    // the same for every row, loaded once).
+    auto gVec = VectorType::get({epl}, f32);
+    auto gRow = [&](Value row) {
+      return LLVM::LoadOp::create(b, gVec, gep(gk, f32, gAt(row, col)), epl * 4).getResult();
+    };
+    Value gLastV = kda ? gRow(cI32(C - 1)) : Value();
     auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(warps));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(rowLoop.getBody());
     Value i = rowLoop.getInductionVar();
     Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
-    Value col = mul(lane, cI32(epl));
+    Value gV = kda ? gRow(i) : Value();
     auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, opType);
     for (int which = 0; which < 2; ++which) {
       Value buf = which ? qb : kb;
@@ -216,10 +251,9 @@ void PrefillEmitter::emitChunks() {
         Value y = fmul(x[e], scale);
         Value f = factor;
         if (kda) { // per channel: scale e^G, or e^(G_last - G) (<= 0)
-          Value d = add(col, cI32(e));
-          Value gi = load(f32, gk, gAt(i, d), 4);
+          Value gi = LLVM::ExtractElementOp::create(b, gV, cI32(e));
           f = which ? fmul(exp(gi), param(pScale))
-                    : exp(fsub(load(f32, gk, gAt(cI32(C - 1), d), 4), gi));
+                    : exp(fsub(LLVM::ExtractElementOp::create(b, gLastV, cI32(e)), gi));
         }
         normed = LLVM::InsertElementOp::create(b, normed, toOp(y), cI32(e));
         gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, f)), cI32(e));

@@ -195,6 +195,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.dt_bias);
       !e.empty())
     return invalid(e);
+  // Per-channel gates are copied 16 bytes at a time (a token's K decays).
+  if (perChannel(v.gate) && !aligned16(a.g))
+    return invalid("g must be 16-byte aligned (per-channel gates)");
   for (auto [name, p] :
        {std::pair<const char *, const void *>{"initial_state",
                                               a.initial_state},

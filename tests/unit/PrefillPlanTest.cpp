@@ -210,3 +210,28 @@ TEST(PrefillPlan, TargetSharedMemoryLimits) {
   // Unknown chips get the portable 48 KiB.
   EXPECT_EQ(mlir::delta::targetSharedLimit("gfx90a"), 48 * 1024);
 }
+
+TEST(PrefillHost, PerChannelGatesMustBe16ByteAligned) {
+  // kda's chunks kernel copies each token's K decays 16 bytes at a time.
+  const deltac_rt::PrefillVariant table[] = {
+      variant(128, 128, 8, 0, deltac_rt::GateKind::ChannelLog)};
+  deltac_prefill_args a{};
+  a.K = a.V = 128;
+  a.N = 1;
+  a.T = 64;
+  a.H = a.HV = 2;
+  a.io_dtype = DELTAC_BF16;
+  a.state_dtype = DELTAC_F32;
+  // Never dereferenced: the call is rejected (or fails) before any launch.
+  auto at = [](uintptr_t x) { return reinterpret_cast<void *>(x); };
+  a.q = a.k = a.v = a.beta = at(0x10000);
+  a.o = a.workspace = at(0x10000);
+  a.error_flag = static_cast<int32_t *>(at(0x20000));
+  a.g = at(0x30004);
+  deltac::Status s = deltac_rt::runPrefill(table, 1, a, nullptr);
+  EXPECT_EQ(s.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message, "g must be 16-byte aligned (per-channel gates)");
+  a.g = at(0x30010);
+  s = deltac_rt::runPrefill(table, 1, a, nullptr);
+  EXPECT_EQ(s.message.find("g must"), std::string::npos) << s.message;
+}
