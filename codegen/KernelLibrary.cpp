@@ -276,7 +276,8 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) + ", " +
             dtypeEnum(k.stateType) + ", " + gateKind(k.gate) + ", " +
             (k.layout == delta::StateLayout::vk ? "true" : "false") + ", " +
-            std::to_string(k.threads) + ", " + std::to_string(recur.threads) +
+            std::to_string(k.threads) + ", " + std::to_string(chunks->threads) + ", " +
+            std::to_string(recur.threads) +
             ", " + std::to_string(recur.gridX) +
             ", " + std::to_string(recur.minBlocksPerSM) + ", " +
             std::to_string(k.smem) + ", " + std::to_string(chunks->smem) +

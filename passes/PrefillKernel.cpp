@@ -61,6 +61,11 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
     p.outputWarps = p.threads / 32 - p.stateWarps;
   }
   p.recurThreads = 32 * (p.stateWarps + p.outputWarps);
+  auto sixteen = [&](int64_t m, int64_t n) { return tiles(m, n) % 16 == 0; };
+  p.chunksThreads = spec.rule == Rule::kda && sixteen(spec.chunk, spec.chunk) &&
+                            sixteen(spec.chunk, spec.k) && sixteen(spec.chunk, spec.v)
+                        ? 512
+                        : p.threads;
   p.chunksSmem = ChunksSmem(spec).total;
   RecurSmem recur(spec, p.valueTile, p.registerState);
   p.recurSmem = recur.total;
@@ -129,10 +134,12 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // Dynamic shared memory: the kernels need more than the 48 KiB a static
   // array may have; the host raises the limit per kernel.
   std::string kernelName = (name + "_" + part + suffix).str();
-  // recur has a block size of its own.
+  // recur and chunks have block sizes of their own.
   PrefillPlan own = plan;
   if (part == "recur")
     own.threads = plan.recurThreads;
+  if (part == "chunks")
+    own.threads = plan.chunksThreads;
   std::string smemName = kernelName + "_smem";
   LLVM::GlobalOp::create(builder, loc, LLVM::LLVMArrayType::get(builder.getI8Type(), 0),
                          /*isConstant=*/false, LLVM::Linkage::External, smemName,

@@ -103,12 +103,17 @@ struct PrefillPlan {
   bool registerState = false;
   /// recur's warps: the state warps, then the output warps.
   int64_t stateWarps = 0, outputWarps = 0;
-  /// recur's block size (stateWarps + outputWarps warps); prep and chunks
-  /// use `threads`.
+  /// recur's block size (stateWarps + outputWarps warps); prep uses
+  /// `threads`.
   int64_t recurThreads = 0;
+  /// chunks' block size: `threads`, or 16 warps for rule kda, whose 156 KiB
+  /// of shared memory leave one block per SM (GDN's chunks run three 8-warp
+  /// blocks per SM), where every chunks product splits evenly over them.
+  int64_t chunksThreads = 0;
 };
-/// `threads` (0: chosen) fixes the block size: the kernels of one entry
-/// share it, since the host launches them with one size.
+/// `threads` (0: chosen) fixes prep's block size, and the others' where
+/// they take it: the kernels of one entry share it (the host launches them
+/// with the sizes of its variant table).
 PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0,
                         int64_t threads = 0);
 

@@ -283,7 +283,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   if ((a.N > kPrefillInlineSequences &&
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                              chosen->smemPrep)) ||
-      !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->threads,
+      !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->chunksThreads,
                              stream, params, &error, chosen->smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             chosen->recurThreads, stream, params, &error,

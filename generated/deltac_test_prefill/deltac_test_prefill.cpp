@@ -73,9 +73,9 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_r
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -101,9 +101,9 @@ extern "C" int64_t deltac_test_prefill_gkv_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant dn_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 256, 1, 1, 1024, 20992, 71424, 21248, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 2, 1, 1024, 20992, 52992, 19200, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v32_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 96, 4, 0, 1024, 20992, 43776, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 256, 1, 1, 1024, 20992, 71424, 21248, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 128, 2, 1, 1024, 20992, 52992, 19200, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 96, 4, 0, 1024, 20992, 43776, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -129,9 +129,9 @@ extern "C" int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int
 
 namespace {
 const deltac_rt::PrefillVariant glin_prefill_variants[] = {
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 256, 2, 1, 1024, 29184, 71424, 21248, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 4, 1, 1024, 29184, 52992, 19200, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v32_kernel},
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 96, 8, 0, 1024, 29184, 43776, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 256, 2, 1, 1024, 29184, 71424, 21248, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 128, 4, 1, 1024, 29184, 52992, 19200, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v32_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 96, 8, 0, 1024, 29184, 43776, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -157,9 +157,9 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant kkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 256, 2, 1, 2048, 160512, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 128, 4, 1, 2048, 160512, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 96, 8, 0, 2048, 160512, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 1, 2048, 160512, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 1, 2048, 160512, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2048, 160512, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -185,9 +185,9 @@ extern "C" int64_t deltac_test_prefill_kkv_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant kraw_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 256, 1, 1, 1024, 43776, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 2, 1, 1024, 43776, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 96, 4, 0, 1024, 43776, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 256, 1, 1, 1024, 43776, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 128, 2, 1, 1024, 43776, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 96, 4, 0, 1024, 43776, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -213,8 +213,8 @@ extern "C" int64_t deltac_test_prefill_kraw_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant k256_prefill_variants[] = {
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 2, 1, 1024, 129792, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 4, 0, 1024, 129792, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 2, 1, 1024, 129792, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 4, 0, 1024, 129792, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 

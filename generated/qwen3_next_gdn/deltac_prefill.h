@@ -17,7 +17,8 @@ struct PrefillVariant {
   deltac_dtype io, state;
   GateKind gate;
   bool stateVFirst;
-  unsigned threads;      // prep and chunks
+  unsigned threads;      // prep
+  unsigned chunksThreads;
   unsigned recurThreads; // recur's block (its warp roles)
   unsigned valueTiles;   // recur blocks along V
   /// Dispatch: the first variant of a (K, V) whose recur grid N * HV *

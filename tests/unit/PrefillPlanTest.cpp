@@ -34,7 +34,7 @@ deltac_rt::PrefillVariant variant(int64_t K, int64_t V, unsigned tiles,
                                   int64_t minBlocks,
                                   deltac_rt::GateKind gate = deltac_rt::GateKind::Log) {
   return {K, V, 64, DELTAC_BF16, DELTAC_F32, gate,
-          false, 128, 128, tiles, minBlocks, 0, 0, 0, 0, nullptr, nullptr, nullptr};
+          false, 128, 128, 128, tiles, minBlocks, 0, 0, 0, 0, nullptr, nullptr, nullptr};
 }
 } // namespace
 
