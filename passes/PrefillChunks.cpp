@@ -361,33 +361,61 @@ void PrefillEmitter::emitChunks() {
       Value l = fmul(loop.getResult(1), load(f32, betaS, i, 4));
       store(sel(below, l, cF32(0.0)), lf, add(mul(i, cI32(C + 4)), jj), 4);
     });
-    // The left operands: q (in place; its diagonal sums are done) and k
-    // (to kl) times e^(G - G_r), r the first row of the row's block.
-    barrier();
-    threadLoop(C * K / 4, [&](Value e) {
-      Value i = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
-      Value r = mul(divu(i, cI32(16)), cI32(16));
-      Value gi = gamma4(i, d), gr4 = gamma4(r, d);
-      Value qi = op4At(qb, i, d), ki = op4At(kb, i, d);
-      Value f[4];
-      for (int64_t x = 0; x < 4; ++x)
-        f[x] = exp(fsub(elt(gi, x), elt(gr4, x)));
-      Value at = add(mul(i, cI32(ld)), d);
-      storeVec(scaled4(qi, [&](int64_t x) { return f[x]; }), qb, opType, at, 8);
-      storeVec(scaled4(ki, [&](int64_t x) { return f[x]; }), kl, opType, at, 8);
-    });
-    // Block row by block row: R = k ⊙ e^(G_r - G) for the rows up to the
-    // block's last, then the products of block I's rows (P from q, L from
+    // Block row by block row, from r = 16 I: the left operands of block I's
+    // rows, q (in place; the elementwise sums above are done) and k (to kl)
+    // times e^(G - G_r), and R = k ⊙ e^(G_r - G) for the rows up to the
+    // block's last; then the products of block I's rows (P from q, L from
     // k) with the r / 8 column tiles left of the diagonal and, unless the
     // block is slow, the two of the diagonal block; one 16x8 tile per warp
-    // and item.
+    // and item. The diagonal block carries each row's largest terms (i = j
+    // and its neighbours), so its operands go as 16-bit pairs hi + lo (lo,
+    // the rounding error of hi, in dl: q's, k's, then R's 16 rows) and its
+    // tiles as hi hi + hi lo + lo hi: fp32-like products (with hi alone, o
+    // was 17 % further from the fp64 reference than FLA's chunk_kda).
+    barrier();
+    Value dl = region(L.dl);
+    auto split4 = [&](Value x4, Value f[4], Value hiAt, Value loAt) {
+      Value hi = LLVM::UndefOp::create(b, op4), lo = LLVM::UndefOp::create(b, op4);
+      for (int64_t x = 0; x < 4; ++x) {
+        Value y = fmul(toF32(elt(x4, x)), f[x]);
+        Value h = toOp(y);
+        hi = LLVM::InsertElementOp::create(b, hi, h, cI32(x));
+        lo = LLVM::InsertElementOp::create(b, lo, toOp(fsub(y, toF32(h))), cI32(x));
+      }
+      storeVec(hi, hiAt, opType, cI32(0), 8);
+      if (loAt)
+        storeVec(lo, loAt, opType, cI32(0), 8);
+    };
+    auto rowAt = [&](Value buf, Value row, Value d) {
+      return gep(buf, opType, add(mul(row, cI32(ld)), d));
+    };
     for (int64_t I = 0; I < nb; ++I) {
       int64_t r = 16 * I;
+      threadLoop(16 * K / 4, [&](Value e) {
+        Value il = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
+        Value i = add(cI32(r), il);
+        Value gi = gamma4(i, d), gr4 = gamma4(cI32(r), d);
+        Value f[4];
+        for (int64_t x = 0; x < 4; ++x)
+          f[x] = exp(fsub(elt(gi, x), elt(gr4, x)));
+        split4(op4At(qb, i, d), f, rowAt(qb, i, d), rowAt(dl, il, d));
+        split4(op4At(kb, i, d), f, rowAt(kl, il, d), rowAt(dl, add(il, cI32(16)), d));
+      });
       threadLoop((r + 16) * K / 4, [&](Value e) {
         Value j = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
         Value gj = gamma4(j, d), gr4 = gamma4(cI32(r), d);
-        Value ro = scaled4(op4At(kb, j, d), [&](int64_t x) { return exp(fsub(elt(gr4, x), elt(gj, x))); });
-        storeVec(ro, rb, opType, add(mul(j, cI32(ld)), d), 8);
+        Value f[4];
+        for (int64_t x = 0; x < 4; ++x)
+          f[x] = exp(fsub(elt(gr4, x), elt(gj, x)));
+        // The diagonal block's rows (j >= r) keep their lo too.
+        Value diag = cmp(arith::CmpIPredicate::uge, j, cI32(r));
+        Value loAt = rowAt(dl, add(cI32(32), sub(sel(diag, j, cI32(r)), cI32(r))), d);
+        auto ifDiag = scf::IfOp::create(b, diag, true);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(ifDiag.thenBlock());
+        split4(op4At(kb, j, d), f, rowAt(rb, j, d), loAt);
+        b.setInsertionPointToStart(ifDiag.elseBlock());
+        split4(op4At(kb, j, d), f, rowAt(rb, j, d), Value());
       });
       barrier();
       Value tiles = add(cI32(r / 8), sel(slowBlock(cI32(I)), cI32(0), cI32(2)));
@@ -397,8 +425,25 @@ void PrefillEmitter::emitChunks() {
           Value isL = cmp(arith::CmpIPredicate::uge, item, tiles);
           Value n0 = mul(sel(isL, sub(item, tiles), item), cI32(8));
           Value onDiagonal = cmp(arith::CmpIPredicate::uge, n0, cI32(r));
-          auto run = [&](Value left, bool l) {
-            Frag t = tileProduct(Operand{left, ld}, cI32(r), Operand{rb, ld}, n0, K);
+          // left: hi rows from leftRow, lo rows of dl from loRow.
+          auto run = [&](Value left, Value leftRow, int64_t loRow, bool l) {
+            Frag t = tileProduct(Operand{left, ld}, leftRow, Operand{rb, ld}, n0, K);
+            auto split = scf::IfOp::create(b, TypeRange(SmallVector<Type>(4, f32)), onDiagonal, true);
+            {
+              OpBuilder::InsertionGuard g(b);
+              b.setInsertionPointToStart(split.thenBlock());
+              Value rLo = add(cI32(32), sub(n0, cI32(r)));
+              Frag hl = tileProduct(Operand{left, ld}, leftRow, Operand{dl, ld}, rLo, K);
+              Frag lh = tileProduct(Operand{dl, ld}, cI32(loRow), Operand{rb, ld}, n0, K);
+              SmallVector<Value> sum;
+              for (int e = 0; e < 4; ++e)
+                sum.push_back(fadd(t.c[e], fadd(hl.c[e], lh.c[e])));
+              scf::YieldOp::create(b, sum);
+              b.setInsertionPointToStart(split.elseBlock());
+              scf::YieldOp::create(b, ValueRange(t.c));
+            }
+            for (int e = 0; e < 4; ++e)
+              t.c[e] = split.getResult(e);
             for (int e = 0; e < 4; ++e) {
               Value i = add(cI32(r), add(group, cI32(e >= 2 ? 8 : 0)));
               Value jj = add(n0, add(mul(quad, cI32(2)), cI32(e % 2)));
@@ -416,9 +461,9 @@ void PrefillEmitter::emitChunks() {
           auto which = scf::IfOp::create(b, isL, true);
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(which.thenBlock());
-          run(kl, true);
+          run(kl, cI32(0), 16, true);
           b.setInsertionPointToStart(which.elseBlock());
-          run(qb, false);
+          run(qb, cI32(r), 0, false);
         });
       }
       barrier();

@@ -58,15 +58,16 @@ constexpr double kSteep = 64.0;
 /// rows padded by 16 bytes, so that a quarter warp reading four channels of
 /// eight different rows, as the diagonal blocks' pairs do, hits 32
 /// different banks instead of the same four),
-/// K~ = K ⊙ e^(G - G_r) (kl: r the first row of the row's 16-row block)
-/// and one block row's R = K ⊙ e^(G_r - G) (rb, the rows up to the block's
-/// last), whose space the WY factors take once L is solved; `slow` holds one
-/// flag per 16-row block (its decays too steep for the product form of its
-/// diagonal block). 156 KiB at K = V = 128, C = 64 (one block per SM; the
-/// A100 limit is 163 KiB).
+/// one block row's K~ = K ⊙ e^(G - G_r) (kl: r the block's first row, 16
+/// rows), its R = K ⊙ e^(G_r - G) (rb, the rows up to the block's last) and
+/// the low halves of its diagonal block's operands (dl: 48 rows), whose
+/// space the WY factors take once L is solved; `slow` holds one flag per
+/// 16-row block (its decays too steep for the product form of its diagonal
+/// block). 156 KiB at K = V = 128, C = 64 (one block per SM; the A100 limit
+/// is 163 KiB).
 struct ChunksSmem {
   int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, gam, gr, beta, eg, egl, beg,
-      gk = 0, kl = 0, rb = 0, slow = 0, gkLd = 0, total;
+      gk = 0, kl = 0, rb = 0, dl = 0, slow = 0, gkLd = 0, total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) { int64_t at = off; off += align256(bytes); return at; };
@@ -76,10 +77,12 @@ struct ChunksSmem {
       qb = take(C * (K + kPad) * 2);
       lf = take(C * (C + 4) * 4);
       tmp = take((C / 16 - 1) * 256 * 4);
-      int64_t klBytes = align256(C * (K + kPad) * 2),
-              rbBytes = align256(C * (K + kPad) * 2);
-      kl = take(std::max(klBytes + rbBytes, 2 * abBytes));
+      int64_t klBytes = align256(16 * (K + kPad) * 2),
+              rbBytes = align256(C * (K + kPad) * 2),
+              dlBytes = align256(48 * (K + kPad) * 2);
+      kl = take(std::max(klBytes + rbBytes + dlBytes, 2 * abBytes));
       rb = kl + klBytes;
+      dl = rb + rbBytes;
       ab1 = kl; // K~ and R are dead once L is solved
     } else {
       int64_t qOrL = align256(std::max(C * (K + kPad) * 2, C * (C + 4) * 4));

@@ -286,6 +286,46 @@ class Library:
         (default: the rows read); the call then returns (o, the pool).
         error_flag (int32 [1]) receives the kernels' device check. Returns
         (o, final_state or None)."""
+        return self._prefill("gated", q, k, v, g, beta, scale, initial_state, output_final_state,
+                             use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
+                             allow_neg_eigval, state_v_first, cu_seqlens, cu_seqlens_cpu,
+                             use_gate_in_kernel, A_log, dt_bias, initial_state_indices,
+                             output_state_indices, error_flag)
+
+    def chunk_kda(self, q, k, v, g, beta, scale=None, initial_state=None,
+                  output_final_state=False, use_qk_l2norm_in_kernel=False,
+                  use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
+                  allow_neg_eigval=False, safe_gate=False, lower_bound=None,
+                  disable_recompute=False, return_intermediate_states=False,
+                  state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, A_log=None,
+                  dt_bias=None, initial_state_indices=None, output_state_indices=None,
+                  error_flag=None, **kwargs):
+        """flash-linear-attention's chunk_kda (Kimi Delta Attention): as
+        chunk_gated_delta_rule, but with decays per key channel: g [.., T, HV,
+        K] log decays, or with use_gate_in_kernel the raw `a` of
+        -exp(A_log) * softplus(a + dt_bias), A_log [HV] and dt_bias [HV * K].
+        Not supported (ValueError): safe_gate / lower_bound (FLA's clamped
+        gate form), return_intermediate_states, a context-parallel cp_context.
+        disable_recompute (a training option) is accepted and ignored."""
+        if safe_gate or lower_bound is not None:
+            raise ValueError("chunk_kda: safe_gate / lower_bound (the clamped gate form) are "
+                             "not supported; pass the log decays (or the softplus raw form)")
+        if return_intermediate_states:
+            raise ValueError("chunk_kda: return_intermediate_states is not supported")
+        if kwargs.get("cp_context") is not None:
+            raise ValueError("chunk_kda: cp_context (context parallelism) is not supported")
+        return self._prefill("kda", q, k, v, g, beta, scale, initial_state, output_final_state,
+                             use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
+                             allow_neg_eigval, state_v_first, cu_seqlens, cu_seqlens_cpu,
+                             use_gate_in_kernel, A_log, dt_bias, initial_state_indices,
+                             output_state_indices, error_flag)
+
+    def _prefill(self, rule, q, k, v, g, beta, scale, initial_state, output_final_state,
+                 use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
+                 state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
+                 dt_bias, initial_state_indices, output_state_indices, error_flag):
+        """The prefill call of chunk_gated_delta_rule (rule "gated": a decay
+        per token and head) and chunk_kda (rule "kda": per key channel)."""
         _check_gpu_q(q)
         for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
             _check_cuda(name, t, q.device)
@@ -298,8 +338,10 @@ class Library:
         if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
             raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
         raw = bool(use_gate_in_kernel)
+        kda = rule == "kda"
         sigmoid = bool(use_beta_sigmoid_in_kernel) or bool(allow_neg_eigval)
-        want = {"entry": "prefill", "gate": "raw" if raw else "log",
+        gate = "raw" if raw else "log"
+        want = {"entry": "prefill", "rule": rule, "gate": "channel_" + gate if kda else gate,
                 "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
                 "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype),
                 "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
@@ -320,8 +362,9 @@ class Library:
         k, ks = _token_major("k", k, B, T, H, K)
         v, vs = _token_major("v", v, B, T, HV, V)
         gdt = q.dtype if raw else torch.float32
-        if tuple(g.shape) != (B, T, HV):
-            raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
+        gshape = (B, T, HV, K) if kda else (B, T, HV)
+        if tuple(g.shape) != gshape:
+            raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
         g = g.to(gdt).contiguous()
         if tuple(beta.shape) != (B, T, HV):
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
@@ -331,8 +374,9 @@ class Library:
                 if t is None:
                     raise ValueError(f"{name} is needed with use_gate_in_kernel")
                 _check_cuda(name, t, q.device)
-                if tuple(t.shape) != (HV,):
-                    raise ValueError(f"{name} must be [{HV}], got {tuple(t.shape)}")
+                n = HV * K if kda and name == "dt_bias" else HV
+                if t.numel() != n or (t.dim() != 1 and not (kda and tuple(t.shape) == (HV, K))):
+                    raise ValueError(f"{name} must be [{n}], got {tuple(t.shape)}")
             A_log, dt_bias = A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous()
         sdt = _NAMES[spec["state"]]
         per = (HV, V, K) if state_v_first else (HV, K, V)

@@ -6,6 +6,7 @@ Torch front end of the qwen3_next_gdn kernel library (see deltac_torch.py):
     o, ht = qwen3_next_gdn.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, ...)
     o = qwen3_next_gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, ...)
     o, ht = qwen3_next_gdn.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, ...)  # prefill specs
+    o, ht = qwen3_next_gdn.chunk_kda(q, k, v, g, beta, cu_seqlens=cu, ...)  # kda prefill specs
 """
 from deltac_torch import Library
 
@@ -18,3 +19,4 @@ load = _library.load
 fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
 chunk_gated_delta_rule = _library.chunk_gated_delta_rule
+chunk_kda = _library.chunk_kda

@@ -381,6 +381,80 @@ for sdt in (torch.float32, torch.bfloat16):
           eo < tol and eh < tol and untouched,
           f"o {eo:.2e}, state {eh:.2e}, other slots untouched: {untouched}")
 
+# 4d. chunk_kda (per-channel decays) of the GPU tests' library against an
+# fp64 KDA recurrence (FLA's chunk_kda is compared in bench_prefill.py
+# --rule kda: its first call compiles for minutes): FLA's form (log decays,
+# kv state, L2 norm) in varlen, in a graph, and the raw softplus form
+# (A_log [HV], dt_bias [HV * K], sigmoid beta, v-first state, chunk 32).
+sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_prefill"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+os.environ["DELTAC_DELTAC_TEST_PREFILL_LIB"] = os.path.join(
+    BUILD, "deltac_test_prefill", "libdeltac_test_prefill.so")
+import deltac_test_prefill as tp  # noqa: E402
+from bench_prefill import kda_inputs, kda_ref_fp64  # noqa: E402
+
+lens, Hq, HV = [5, 100, 64, 300], 4, 8
+q, k, v, g, beta, cu, h0 = kda_inputs(lens, Hq, HV, seed=1)
+scale = 128 ** -0.5
+ro, rh = kda_ref_fp64(q, k, v, g, beta, h0, scale, cu.tolist())
+cu_cpu = cu.cpu()
+
+
+def kda_call():
+    return tp.chunk_kda(q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+                        use_qk_l2norm_in_kernel=True, cu_seqlens=cu, cu_seqlens_cpu=cu_cpu)
+
+
+po, ph = kda_call()
+torch.cuda.synchronize()
+eo, eh = H.rel(po, ro), H.rel(ph, rh)
+check("chunk_kda varlen vs fp64", eo < 1e-2 and eh < 1e-2, f"o {eo:.2e}, state {eh:.2e}")
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    kda_call()
+torch.cuda.current_stream().wait_stream(side)
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    go, gh = kda_call()
+graph.replay()
+torch.cuda.synchronize()
+check("chunk_kda captured in a CUDA graph and replayed",
+      torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
+raises("chunk_kda g without the K axis", lambda: tp.chunk_kda(
+    q, k, v, g[..., 0], beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu), "g has shape")
+raises("chunk_kda safe_gate", lambda: tp.chunk_kda(
+    q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, safe_gate=True,
+    lower_bound=-5.0), "safe_gate")
+raises("chunk_kda without a raw-gate spec at K = 128", lambda: tp.chunk_kda(
+    q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, use_gate_in_kernel=True,
+    A_log=torch.zeros(HV, device=q.device), dt_bias=torch.zeros(HV * 128, device=q.device)),
+    "no specialization")
+# The raw form at K = V = 64 (the kraw spec has no L2 norm: q and k come
+# normalised, which the reference's own normalisation leaves as they are).
+lens, Hq, HV, K = [31, 1, 70], 2, 4, 64
+gen = torch.Generator(device="cuda").manual_seed(5)
+T = sum(lens)
+rnd = lambda *s: torch.randn(*s, device="cuda", generator=gen)  # noqa: E731
+q = F.normalize(rnd(1, T, Hq, K), dim=-1).to(torch.bfloat16)
+k = F.normalize(rnd(1, T, Hq, K), dim=-1).to(torch.bfloat16)
+v = rnd(1, T, HV, K).to(torch.bfloat16)
+a = rnd(1, T, HV, K).to(torch.bfloat16)
+b = rnd(1, T, HV).to(torch.bfloat16)
+A_log = torch.rand(HV, device="cuda", generator=gen) * 2 - 1
+dt_bias = rnd(HV * K) * 0.5
+h0 = rnd(len(lens), HV, K, K)  # [N, HV, K, V]
+cu = torch.tensor([0, 31, 32, 102], device="cuda", dtype=torch.int32)
+gf = -A_log.exp()[:, None] * F.softplus(a.float() + dt_bias.view(HV, K))
+ro, rh = kda_ref_fp64(q, k, v, gf, torch.sigmoid(b.float()), h0, K ** -0.5, cu.tolist())
+po, ph = tp.chunk_kda(q, k, v, a, b, initial_state=h0.transpose(-1, -2).contiguous(),
+                      output_final_state=True, use_gate_in_kernel=True, A_log=A_log,
+                      dt_bias=dt_bias.view(HV, K), use_beta_sigmoid_in_kernel=True,
+                      state_v_first=True, cu_seqlens=cu)
+eo, eh = H.rel(po, ro), H.rel(ph.transpose(-1, -2), rh)
+check("chunk_kda raw gate, v-first state, chunk 32", eo < 1e-2 and eh < 1e-2,
+      f"o {eo:.2e}, state {eh:.2e}")
+
 # 5. Cold start: a new process to its first result.
 cold = """
 import os, sys, time
