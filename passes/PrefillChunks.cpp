@@ -141,7 +141,7 @@ void PrefillEmitter::emitChunks() {
       Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
       Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
       store(sel(valid, channelGate(tok, hv, d), cF32(0.0)), gk, gAt(i, d), 4);
-    }, /*unroll=*/true);
+    }, /*unroll=*/false); // unrolled, ptxas spilled 8 bytes here on sm_100a (kraw)
   }
   if (gateCopied)
     waitCopyGroups(1); // g's rows (q, k, v's are waited for after the cumsum)
