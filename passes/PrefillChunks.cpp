@@ -632,9 +632,9 @@ void PrefillEmitter::emitChunks() {
   product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);
   barrier();
   product(ab2, Operand{vb, V + kPad, /*kRows=*/true}, V, 3);
-  if (kda) { // G_last per channel
+  if (kda) { // e^G_last per channel (recur multiplies by it: no exp on its state chain)
     threadLoop(K, [&](Value d) {
-      store(load(f32, gk, gAt(cI32(C - 1), d), 4), gep(workRegion(1), f32, mul(ch, cI64(K))),
+      store(exp(load(f32, gk, gAt(cI32(C - 1), d), 4)), gep(workRegion(1), f32, mul(ch, cI64(K))),
             d, 4);
     });
     return;

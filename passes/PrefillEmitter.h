@@ -135,7 +135,7 @@ struct RecurSmem {
     wb = take(C * (K + kPad) * 2);
     kd = take(C * (K + kPad) * 2);
     ub = take(C * (bv + kPad) * 2);
-    gl = take(4 * (s.rule == Rule::kda ? K : 1)); // G_last: per channel for kda
+    gl = take(4 * (s.rule == Rule::kda ? K : 1)); // G_last; kda: e^G_last per channel
     qgb = take(C * (K + kPad) * 2);
     pb = take(C * (C + kPad) * 2);
     stage = off - first;

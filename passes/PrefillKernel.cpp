@@ -103,7 +103,7 @@ int64_t mlir::delta::targetSharedLimit(StringRef chip) {
 std::array<int64_t, 6> mlir::delta::prefillChunkRegionBytes(const PrefillSpec &s) {
   // 16-bit tiles; W, Qg, Kd and P in recur's padded shared-memory rows.
   int64_t C = s.chunk, Kp = s.k + prefill::kPad, Cp = C + prefill::kPad;
-  // G_last: one float, or K (per channel, rule kda).
+  // G_last: one float, or K factors e^G_last (per channel, rule kda).
   int64_t gLast = 4 * (s.rule == Rule::kda ? s.k : 1);
   return {gLast, C * Kp * 2, C * s.v * 2, C * Kp * 2, C * Kp * 2, C * Cp * 2};
 }

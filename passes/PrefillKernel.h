@@ -15,9 +15,9 @@
 //           the intra-chunk half of chunk_output - written to the workspace
 //           as 16-bit tensor-core operands (bf16, or f16 for f16
 //           activations). Per-channel decays (rule kda) take their own
-//           path through P and L (16-row blocks: the diagonal ones
-//           elementwise, the ones below by reference-row products) and
-//           leave G_last per channel.
+//           path through P and L (reference-row products block row by
+//           block row; a diagonal block too steep for them elementwise)
+//           and leave e^G_last per channel.
 //   recur   one block per (sequence, value head, V tile): the ops that read
 //           the state - chunk_residual, chunk_output, chunk_state_step -
 //           chunk after chunk, the state in fp32 registers of the state

@@ -137,7 +137,7 @@ void PrefillEmitter::emitRecur() {
         copyBlock(stageAt(c, at[t]), from[t], cI64(0), elems[t]);
     }
     copyTile(stageAt(c, L.ub), workRegion(3), add(mul(ch, cI64(C * V)), toI64(v0)), C, BV, V);
-    if (s.rule == Rule::kda) // G_last per channel: K floats, 16 bytes a copy
+    if (s.rule == Rule::kda) // e^G_last per channel: K floats, 16 bytes a copy
       copyBlock(stageAt(c, L.gl), gep(workRegion(1), f32, mul(ch, cI64(K))), cI64(0), 2 * K);
     else
       ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
@@ -377,7 +377,7 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
       if (s.rule == Rule::kda) {
         Value row0 = tileOrigin(K, BV, r).first;
         for (int64_t h = 0; h < 2; ++h)
-          decay[h] = exp(load(f32, gl, add(row0, add(group, cI32(8 * h))), 4));
+          decay[h] = load(f32, gl, add(row0, add(group, cI32(8 * h))), 4);
       }
       for (int e = 0; e < 4; ++e)
         t.c[e] = fmul(t.c[e], decay[e / 2]);

@@ -141,7 +141,7 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
       Value decay[2] = {decayLast, decayLast};
       if (s.rule == Rule::kda)
         for (int64_t e = 0; e < 2; ++e)
-          decay[e] = exp(load(f32, gl, colOf(j, e), 4));
+          decay[e] = load(f32, gl, colOf(j, e), 4);
       for (int64_t e = 0; e < 4; ++e)
         S[j].c[e] = fmul(S[j].c[e], decay[e % 2]);
     }
