@@ -5,7 +5,7 @@
 // scans the decays per channel, flagging the 16-row blocks too steep for the
 // product form; it computes P and L by mma.sync with FLA's reference row
 // (operands x ⊙ e^(G - G_r) and k ⊙ e^(G_r - G)), the diagonal blocks of
-// flagged blocks elementwise, and leaves G_last as K floats per chunk;
+// flagged blocks elementwise, and leaves e^G_last as K floats per chunk;
 // recur copies those and decays each state row by its own factor. Its
 // shared memory leaves one chunks block per SM, so chunks runs 16 warps.
 // Raw per-channel gates read dt_bias per (head, channel); f32 log decays
