@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|bench|all|variants|prefill|bench-prefill|profile-prefill - GPU tests
+# tests/gpu/run.sh build|test|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -124,9 +124,30 @@ run_variants() {
     tee "$OUT/variants.txt"
 }
 
+# Prefill A/B: every library under VARIANTS (default .variants/), each made
+# by `deltac SPEC --target=sm_90a -o VARIANTS/<name> --name
+# deltac_test_prefill` with one change, built in parallel and timed one
+# after the other by bench_prefill.py --no-fla --profile (extra arguments go
+# to it, e.g. `--rule kda --shapes t32k_h16`): one line per kernel and call.
+run_prefill_variants() {
+  local dir=${VARIANTS:-$PWD/.variants} v names
+  names=$(cd "$dir" && ls -d */ | tr -d / | grep -v '^build$')
+  for v in $names; do
+    (cmake -S "$dir/$v" -B "$dir/build/$v" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/variant_$v.log" 2>&1 &&
+       cmake --build "$dir/build/$v" -j 16 >> "$OUT/variant_$v.log" 2>&1) || echo "variant $v: build failed" &
+  done
+  wait
+  for v in $names; do
+    PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 tests/bench/bench_prefill.py \
+      --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla --profile "$@" 2>&1 |
+      grep -E "deltac_ms|^kernel," | sed "s/^/$v,/"
+  done | tee "$OUT/prefill_variants.txt"
+}
+
 environment
 case "${1:-all}" in
   variants) run_variants ;;
+  prefill-variants) run_prefill_variants "${@:2}" ;;
   build) build ;;
   test) build && run_tests ;;
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
@@ -135,5 +156,5 @@ case "${1:-all}" in
   profile-prefill) build && run_profile_prefill ;;
   bench) build && run_bench ;;
   all) build && run_tests; s=$?; run_bench; exit $s ;;
-  *) echo "usage: $0 build|test|bench|all|variants|prefill|bench-prefill|profile-prefill"; exit 2 ;;
+  *) echo "usage: $0 build|test|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
 esac
