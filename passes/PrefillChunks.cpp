@@ -291,8 +291,9 @@ void PrefillEmitter::emitChunks() {
   // from r = 16 I, by mma.sync as (x ⊙ e^(G - G_r)) (k ⊙ e^(G_r - G))^T
   // (FLA's reference-row form). Left of the diagonal both factors are at
   // most 1. On the diagonal block the right factor is e^(G_r - G_j) >= 1 for
-  // j > r: exact where the block's decays stay within kSteep of row r for
-  // every channel (the cumsum flags the blocks that do not), so such a
+  // j > r: at most e^kSteep (no overflow) where the block's decays stay
+  // within kSteep of row r in every channel (the cumsum flags the blocks
+  // that do not), so such a
   // block is one more product, masked to i >= j; a flagged (`slow`) block
   // is summed elementwise in fp32 instead, the exponent's argument selected
   // first (no positive exponent). Blocks above the diagonal are zero.
