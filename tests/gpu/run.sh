@@ -110,15 +110,20 @@ run_profile_prefill() {
   done
 }
 
+# build_variant DIR NAME: configures and builds the generated library
+# DIR/NAME into DIR/build/NAME, its log in $OUT/variant_NAME.log.
+build_variant() {
+  cmake -S "$1/$2" -B "$1/build/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/variant_$2.log" 2>&1 &&
+    cmake --build "$1/build/$2" -j 16 >> "$OUT/variant_$2.log" 2>&1
+}
+
 # Tuning experiments: VARIANTS (default .variants/) holds libraries made by
 # `deltac --decode-tuning=... --name=<name> -o VARIANTS/<name>` and a LIST
 # of "name options" lines; each is built and timed against the others.
 run_variants() {
   local dir=${VARIANTS:-$PWD/.variants}
   while read -r name _; do
-    cmake -S "$dir/$name" -B "$dir/build/$name" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      > "$OUT/variant_$name.log" 2>&1 && cmake --build "$dir/build/$name" -j 16 \
-      >> "$OUT/variant_$name.log" 2>&1 || { echo "variant $name: build failed"; return 1; }
+    build_variant "$dir" "$name" || { echo "variant $name: build failed"; return 1; }
   done < "$dir/LIST"
   PYTHONPATH="${PYTHONPATH:-}:${FLA_DIR:-$PWD/.fla}" python3 tests/bench/bench_variants.py "$dir" |
     tee "$OUT/variants.txt"
@@ -133,8 +138,7 @@ run_prefill_variants() {
   local dir=${VARIANTS:-$PWD/.variants} v names
   names=$(cd "$dir" && ls -d */ | tr -d / | grep -v '^build$')
   for v in $names; do
-    (cmake -S "$dir/$v" -B "$dir/build/$v" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/variant_$v.log" 2>&1 &&
-       cmake --build "$dir/build/$v" -j 16 >> "$OUT/variant_$v.log" 2>&1) || echo "variant $v: build failed" &
+    build_variant "$dir" "$v" || echo "variant $v: build failed" &
   done
   wait
   for v in $names; do
