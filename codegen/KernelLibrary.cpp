@@ -104,14 +104,43 @@ deltac::lowerToPtx(ModuleOp module) {
   // A kernel may come from several modules, one per kind of target (the
   // prefill recur kernel: cp.async on sm_80, bulk copies on sm_90+): one
   // kernel with every target's PTX.
+  // The launch values are the other modules' where one module's (the
+  // wgmma form's, "_wgmma_gpu", one target) differ: its target's go to
+  // altTarget.
   std::vector<deltac::EmittedKernel> merged;
   llvm::StringMap<size_t> byName;
+  std::vector<bool> fromWgmma;
   for (auto [kernel, moduleName] : llvm::zip(kernels, moduleNames)) {
-    auto [it, fresh] = byName.try_emplace(kernel.name, merged.size());
-    if (fresh)
-      merged.push_back(kernel);
-    deltac::EmittedKernel &into = merged[it->second];
     auto binaryOp = module.lookupSymbol<gpu::BinaryOp>(moduleName);
+    bool wgmma = StringRef(moduleName).ends_with("_wgmma_gpu");
+    auto [it, fresh] = byName.try_emplace(kernel.name, merged.size());
+    if (fresh) {
+      merged.push_back(kernel);
+      fromWgmma.push_back(wgmma);
+    }
+    deltac::EmittedKernel &into = merged[it->second];
+    auto chipOf = [&] {
+      return cast<NVVM::NVVMTargetAttr>(
+                 cast<gpu::ObjectAttr>(binaryOp.getObjects()[0]).getTarget())
+          .getChip()
+          .str();
+    };
+    if (!fresh && (kernel.threads != into.threads || kernel.smem != into.smem ||
+                   kernel.smemStage != into.smemStage)) {
+      deltac::EmittedKernel *alt = &kernel;
+      if (fromWgmma[it->second]) { // the values so far were the wgmma form's
+        std::swap(into.threads, kernel.threads);
+        std::swap(into.smem, kernel.smem);
+        std::swap(into.smemStage, kernel.smemStage);
+        into.altTarget = into.ptx.front().first;
+        fromWgmma[it->second] = false;
+      } else {
+        into.altTarget = chipOf();
+      }
+      into.altThreads = alt->threads;
+      into.altSmem = alt->smem;
+      into.altSmemStage = alt->smemStage;
+    }
     for (Attribute object : binaryOp.getObjects()) {
       auto obj = cast<gpu::ObjectAttr>(object);
       auto target = cast<NVVM::NVVMTargetAttr>(obj.getTarget());
@@ -283,7 +312,13 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             std::to_string(k.smem) + ", " + std::to_string(chunks->smem) +
             ", " + std::to_string(recur.smem) + ", " +
             std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
-            chunks->name + "_kernel, &" + recur.name + "_kernel},\n";
+            chunks->name + "_kernel, &" + recur.name + "_kernel" +
+            (recur.altTarget.empty()
+                 ? std::string()
+                 : ", \"" + recur.altTarget + "\", " + std::to_string(recur.altThreads) +
+                       ", " + std::to_string(recur.altSmem) + ", " +
+                       std::to_string(recur.altSmemStage)) +
+            "},\n";
       }
     }
     if (count == 0)

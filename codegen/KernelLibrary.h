@@ -37,6 +37,10 @@ struct EmittedKernel {
   mlir::delta::GateForm gate = mlir::delta::GateForm::none;
   mlir::delta::StateLayout layout = mlir::delta::StateLayout::vk;
   std::vector<std::pair<std::string, std::string>> ptx; ///< target, text
+  /// The one target whose code takes another block size and shared memory
+  /// (the prefill recur's wgmma form, sm_90a), and those (empty: none).
+  std::string altTarget;
+  int64_t altThreads = 0, altSmem = 0, altSmemStage = 0;
 };
 
 /// Lowers every gpu.module of `module` to PTX (convert-gpu-to-nvvm, then

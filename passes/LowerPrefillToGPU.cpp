@@ -191,7 +191,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                      : !plan.registerState && !even(spec.k, plan.valueTile, rowWarps)
                          ? rowWarps
                          : 0;
-    if (tooFew)
+    if (tooFew && !(recur && plan.warpgroupRecur)) // a warpgroup per 16-32 columns
       return func.emitError() << "V tile " << plan.valueTile
                               << " is too narrow for " << tooFew
                               << " warps with chunk " << spec.chunk;
@@ -217,37 +217,53 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   PrefillPlan first = planPrefill(spec, recurs.front().first, threads);
   if (failed(emit("prep", first, "", 0, targets)))
     return failure();
-  // chunks and recur differ by kind of target (sm_90 and later: recur fills
-  // its ring with bulk copies and both take part in a programmatic
-  // dependent launch): one module (same kernel name) per kind of target.
-  SmallVector<Attribute> cpAsyncTargets, bulkTargets;
-  for (Attribute t : targets)
-    (targetHasBulkCopies(cast<NVVM::NVVMTargetAttr>(t).getChip())
-         ? bulkTargets
-         : cpAsyncTargets)
-        .push_back(t);
-  // The modules in the order of the first target (the listing's order).
-  bool bulkFirst = !bulkTargets.empty() && bulkTargets.front() == targets[0];
-  for (bool bulk : {bulkFirst, !bulkFirst}) {
-    ArrayRef<Attribute> group = bulk ? bulkTargets : cpAsyncTargets;
-    if (group.empty())
-      continue;
+  // chunks and recur differ by kind of target: cp.async (sm_80), bulk
+  // copies and a programmatic dependent launch (sm_90 and later), and on
+  // sm_90a also the wgmma warpgroup recur with chunks' swizzled workspace
+  // (PrefillPlan::warpgroupRecur), where the spec fits it: one module
+  // (same kernel names) per kind.
+  SmallVector<int64_t> tiles;
+  for (auto [tile, minBlocks] : recurs)
+    tiles.push_back(tile);
+  bool warpgroup = prefillWarpgroupFits(spec, tiles);
+  enum Kind { cpAsync, bulk, wgmma };
+  auto kindOf = [&](Attribute t) {
+    StringRef chip = cast<NVVM::NVVMTargetAttr>(t).getChip();
+    return warpgroup && targetHasWarpgroupMma(chip) ? wgmma
+           : targetHasBulkCopies(chip)               ? bulk
+                                                     : cpAsync;
+  };
+  // The kinds in the order of their first target (the listing's order).
+  SmallVector<Kind> kinds;
+  SmallVector<SmallVector<Attribute>> groups(3);
+  for (Attribute t : targets) {
+    Kind k = kindOf(t);
+    if (groups[k].empty())
+      kinds.push_back(k);
+    groups[k].push_back(t);
+  }
+  auto moduleSuffix = [&](Kind k) -> std::string {
+    if (kinds.size() == 1)
+      return "";
+    return k == cpAsync ? "" : k == bulk ? "_bulk" : "_wgmma";
+  };
+  for (Kind k : kinds) {
     PrefillPlan plan = first;
-    plan.gridDependency = bulk;
-    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(group),
-                    bulk && !cpAsyncTargets.empty() ? "_bulk" : "")))
+    plan.gridDependency = k != cpAsync;
+    if (k == wgmma)
+      useWarpgroupRecur(plan, spec);
+    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
   }
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.first);
-    for (bool bulk : {bulkFirst, !bulkFirst}) {
-      ArrayRef<Attribute> group = bulk ? bulkTargets : cpAsyncTargets;
-      if (group.empty())
-        continue;
+    for (Kind k : kinds) {
       PrefillPlan plan = planPrefill(spec, r.first, threads);
-      plan.bulkCopies = plan.gridDependency = bulk;
-      if (failed(emit("recur", plan, suffix, r.second, builder.getArrayAttr(group),
-                      bulk && !cpAsyncTargets.empty() ? "_bulk" : "")))
+      plan.bulkCopies = plan.gridDependency = k != cpAsync;
+      if (k == wgmma)
+        useWarpgroupRecur(plan, spec);
+      if (failed(emit("recur", plan, suffix, r.second, builder.getArrayAttr(groups[k]),
+                      moduleSuffix(k))))
         return failure();
     }
   }

@@ -259,7 +259,7 @@ void PrefillEmitter::emitChunks() {
         gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, f)), cI32(e));
       }
       storeVec(normed, buf, opType, at, epl * 2);
-      storeVec(gatedRow, which ? qg : kd, opType, at, epl * 2);
+      storeVec(gatedRow, which ? qg : kd, opType, workTileAt(which ? 4 : 5, i, col), epl * 2);
     }
   }
   barrier();
@@ -277,13 +277,15 @@ void PrefillEmitter::emitChunks() {
   // factors) and leave in 16-byte, fully coalesced stores: written straight
   // from the mma fragments they would be scattered half sectors.
   Value stage = af;
-  // dstLd: the workspace row (cols + kPad where recur copies whole tiles).
-  auto copyOut = [&](int64_t cols, Value dst, int64_t dstLd) {
+  // Into chunk ch's tile of workspace region `which` (workTileAt).
+  auto copyOut = [&](int64_t cols, int64_t which) {
+    int64_t perChunk = prefillChunkRegionBytes(s)[which - 1] / 2;
+    Value dst = gep(workRegion(which), opType, mul(ch, cI64(perChunk)));
     threadLoop(C * cols / 8, [&](Value e) {
       Value i = divu(e, cI32(cols / 8)), col = mul(remu(e, cI32(cols / 8)), cI32(8));
       auto vt = VectorType::get({8}, opType);
       Value v = LLVM::LoadOp::create(b, vt, gep(stage, opType, add(mul(i, cI32(cols + kPad)), col)), 16);
-      storeVec(v, dst, opType, add(mul(i, cI32(dstLd)), col), 16);
+      storeVec(v, dst, opType, workTileAt(which, i, col), 16);
     }, /*unroll=*/true);
   };
   // (4, kda) P and L with per-channel decays: sum_d x_id k_jd e^(G_id - G_jd)
@@ -470,7 +472,7 @@ void PrefillEmitter::emitChunks() {
       barrier();
     }
     // P leaves; k becomes k ⊙ e^G, the W product's operand (L is done).
-    copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * (C + kPad)))), C + kPad);
+    copyOut(C, 6);
     threadLoop(C * K / 4, [&](Value e) {
       Value i = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
       Value gi = gamma4(i, d);
@@ -496,7 +498,7 @@ void PrefillEmitter::emitChunks() {
   }
   if (!kda) {
     barrier();
-    copyOut(C, gep(workRegion(6), opType, mul(ch, cI64(C * (C + kPad)))), C + kPad);
+    copyOut(C, 6);
     // chunk_kkt: L = strictly lower beta_i exp(Gi - Gj) <k_i, k_j>.
     SmallVector<Frag> acc = zeroFrags(C, C);
     mma(kRow, kRow, C, C, K, acc);
@@ -626,8 +628,7 @@ void PrefillEmitter::emitChunks() {
       storeVec(pack2(x0, x1, opType), stage, opType, add(mul(i, cI32(cols + kPad)), col), 4);
     });
     barrier();
-    int64_t ld = which == 3 ? cols : cols + kPad; // U [C, V]; W padded
-    copyOut(cols, gep(workRegion(which), opType, mul(ch, cI64(C * ld))), ld);
+    copyOut(cols, which);
   };
   // A's fp32 rows are dead: the products' 16-bit results are staged there.
   product(ab1, Operand{kb, K + kPad, /*kRows=*/true}, K, 2);
@@ -642,5 +643,14 @@ void PrefillEmitter::emitChunks() {
   }
   auto lead = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, tid, cI32(0)), false);
   b.setInsertionPointToStart(lead.thenBlock());
-  store(load(f32, gam, cI32(C - 1), 4), gep(workRegion(1), f32, ch), cI32(0), 4);
+  Value gLast = load(f32, gam, cI32(C - 1), 4);
+  store(gLast, gep(workRegion(1), f32, ch), cI32(0), 4);
+  // The warpgroup recur receives it with P (the 16 bytes after P's image),
+  // so that its loop reads nothing from global memory: a load in flight
+  // would hold up its every proxy fence.
+  if (plan.warpgroupRecur) {
+    int64_t pElems = prefillChunkRegionBytes(s)[5] / 2;
+    store(gLast, gep(gep(workRegion(6), opType, mul(ch, cI64(pElems))), opType, cI64(C * C)),
+          cI32(0), 4);
+  }
 }

@@ -143,6 +143,45 @@ struct RecurSmem {
   }
 };
 
+/// Shared memory of the warpgroup recur (PrefillPlan::warpgroupRecur),
+/// offsets from the first 1024-byte boundary of the dynamic shared memory
+/// (wgmma's 128-byte swizzle repeats every 1024 bytes, and an image must
+/// start on one; `total` has room for the alignment): the mbarriers, two
+/// copies of S^T [V tile][K] and of V'^T [V tile][C] as swizzled B images
+/// (chunk c reads copy c % 2 and the state warpgroup writes S^T of chunk
+/// c + 1 to the other, so it can run a chunk ahead of the output
+/// warpgroup), then `stages` copies of a chunk's operands: W, Kd, Qg
+/// (swizzled [C][64] images per 64 columns), P (one such image, then
+/// G_last: 16 bytes), the U tile ([V tile / 16][C][16]) and, rule kda,
+/// e^G_last per channel.
+struct RecurWarpgroupSmem {
+  int64_t mbar, st, vn, wb, kd, qgb, pb, ub, gl = 0, stage, total;
+  int64_t sBytes, vBytes;
+  RecurWarpgroupSmem(const PrefillSpec &s, int64_t bv) {
+    int64_t C = s.chunk, K = s.k, off = 0;
+    auto take = [&](int64_t bytes) {
+      int64_t at = off;
+      off += (bytes + 1023) / 1024 * 1024;
+      return at;
+    };
+    sBytes = bv * K * 2;
+    vBytes = bv * C * 2;
+    mbar = take(3 * 8);
+    st = take(2 * sBytes);
+    vn = take(2 * vBytes);
+    int64_t first = off;
+    wb = take(C * K * 2);
+    kd = take(C * K * 2);
+    qgb = take(C * K * 2);
+    pb = take(C * C * 2 + 16);
+    ub = take(C * bv * 2);
+    if (s.rule == Rule::kda)
+      gl = take(K * 4);
+    stage = off - first;
+    total = 1024 + off + stage; // two stages
+  }
+};
+
 /// recur's named barriers, one per signal and chunk parity (id + parity);
 /// see the comment above the warp roles in PrefillRecur.cpp.
 enum RecurBarrier : int64_t {
@@ -165,6 +204,17 @@ struct RecurFrame {
   std::function<Value(Value which)> sCopy, vCopy;
   int64_t wb, kd, ub, gl;     ///< stage offsets of W, Kd, the U tile, G_last
   int64_t prefetchRegs, accumulators;
+};
+
+/// What every form of recur knows of its block's sequence, value head and
+/// V tile (PrefillRecur.cpp computes it).
+struct RecurSequence {
+  Value hv, v0;               ///< value head, first column of the V tile
+  Value c0, c1;               ///< the sequence's chunks [c0, c1)
+  Value bos, eos;             ///< its tokens [bos, eos) (i64)
+  Value readOk, writeOk, inSlot, outSlot;
+  /// Element (d, col) of the state in `slot` (d: K index, col: in the V tile).
+  std::function<Value(Value slot, Value d, Value col)> stateIndex;
 };
 
 /// One 16x8 accumulator tile of mma.m16n8k16: c0, c1 at (row g, cols 2t,
@@ -212,6 +262,9 @@ private:
   /// c - 1's, and is announced (sReady).
   void handOverNextS(const RecurFrame &f, Value c, Value other,
                      function_ref<void(Value)> storeS);
+  /// recur as wgmma warpgroups (PrefillPlan::warpgroupRecur,
+  /// PrefillRecurWarpgroup.cpp).
+  void recurWarpgroup(const RecurSequence &q);
 
   // Constants and arithmetic.
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }
@@ -310,6 +363,29 @@ private:
 
   // Workspace regions (element offsets computed from the call's sizes).
   Value workRegion(int64_t which);
+  /// Where element (row, col) of a chunk's [C][cols] 16-bit result lives
+  /// in its tile of workspace region `which` (2 W, 3 U, 4 Qg, 5 Kd, 6 P):
+  /// recur's padded shared-memory rows (U: [C][V]), or, for the warpgroup
+  /// recur (PrefillPlan::warpgroupRecur), wgmma's 128-byte-swizzled images
+  /// (W, Qg, Kd, P: a [C][64] block per 64 columns, 16-byte group j of
+  /// row r at j ^ (r % 8)) and U in 16-column tiles ([V / 16][C][16], so
+  /// that a V tile is one contiguous block). `col` is a multiple of the
+  /// vector that is stored there (at most 8 elements).
+  Value workTileAt(int64_t which, Value row, Value col) {
+    int64_t C = s.chunk;
+    if (!plan.warpgroupRecur) {
+      int64_t ld = which == 3 ? s.v : which == 6 ? C + kPad : s.k + kPad;
+      return toI64(add(mul(row, cI32(ld)), col));
+    }
+    if (which == 3)
+      return toI64(add(mul(divu(col, cI32(16)), cI32(C * 16)),
+                       add(mul(row, cI32(16)), remu(col, cI32(16)))));
+    Value inBlock = remu(col, cI32(64));
+    Value swizzled = arith::XOrIOp::create(b, divu(inBlock, cI32(8)), remu(row, cI32(8)));
+    Value at = add(mul(divu(col, cI32(64)), cI32(C * 64)),
+                   add(mul(row, cI32(64)), add(mul(swizzled, cI32(8)), remu(col, cI32(8)))));
+    return toI64(at);
+  }
   Value chunkHead(Value c, Value hv) { return add(mul(toI64(c), toI64(param(pHV))), toI64(hv)); }
 
   /// How the warps share an M x N product of 16x8 tiles: a wm x wn grid of

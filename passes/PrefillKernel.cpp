@@ -74,6 +74,24 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   return p;
 }
 
+bool mlir::delta::prefillWarpgroupFits(const PrefillSpec &spec, ArrayRef<int64_t> tiles) {
+  // wgmma's M is 64 rows: the chunk's rows in V' = U - W S and the output,
+  // 64 K rows per product in the state step.
+  if (spec.chunk != 64 || spec.k % 64 != 0 || spec.k > 128 || spec.v % 16 != 0)
+    return false;
+  return llvm::all_of(tiles, [](int64_t t) { return t % 16 == 0 && t <= 64; });
+}
+
+void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) {
+  RecurWarpgroupSmem L(spec, plan.valueTile);
+  plan.warpgroupRecur = true;
+  plan.recurThreads = 256; // the state warpgroup, then the output warpgroup
+  plan.recurSmem = L.total;
+  plan.recurSmemStage = L.stage;
+}
+
+bool mlir::delta::targetHasWarpgroupMma(StringRef chip) { return chip == "sm_90a"; }
+
 /// The compute capability of "sm_90a" (90), 0 when unreadable.
 static int64_t computeCapability(StringRef chip) {
   StringRef arch = chip.drop_front(3).take_while(llvm::isDigit);

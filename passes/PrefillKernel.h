@@ -110,12 +110,29 @@ struct PrefillPlan {
   /// of shared memory leave one block per SM (GDN's chunks run three 8-warp
   /// blocks per SM), where every chunks product splits evenly over them.
   int64_t chunksThreads = 0;
+  /// sm_90a: recur is two warpgroups, the state step's and the output's,
+  /// whose products are wgmma (PrefillRecurWarpgroup.cpp), and chunks
+  /// writes W, Qg, Kd and P as wgmma's 128-byte-swizzled shared-memory
+  /// images and U in 16-column tiles, so that recur's ring receives every
+  /// operand by bulk copy in the layout the tensor cores read
+  /// (useWarpgroupRecur; prefillWarpgroupFits says for which specs).
+  bool warpgroupRecur = false;
 };
 /// `threads` (0: chosen) fixes prep's block size, and the others' where
 /// they take it: the kernels of one entry share it (the host launches them
 /// with the sizes of its variant table).
 PrefillPlan planPrefill(const PrefillSpec &spec, int64_t valueTile = 0,
                         int64_t threads = 0);
+
+/// Whether the spec's recur can be the wgmma warpgroup form (C = 64, K of
+/// 64 or 128, V tiles of 16s) for every V tile in `tiles`.
+bool prefillWarpgroupFits(const PrefillSpec &spec, llvm::ArrayRef<int64_t> tiles);
+/// Turns `plan` (of its V tile) into the warpgroup form: recur's block
+/// size and shared memory (RecurWarpgroupSmem), chunks' swizzled writes.
+void useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec);
+
+/// Whether `chip` has wgmma (sm_90a only: sm_100a has tcgen05 instead).
+bool targetHasWarpgroupMma(llvm::StringRef chip);
 
 /// The most dynamic shared memory one block may opt into on `chip`
 /// ("sm_80", "sm_90a", ...), from the CUDA programming guide's table of

@@ -31,6 +31,11 @@ struct PrefillVariant {
   /// bytes.
   unsigned smemRecurStage;
   Kernel *prep, *chunks, *recur;
+  /// Where recur's code for one target takes another block size and
+  /// shared memory (the wgmma warpgroup form on sm_90a): that target, as
+  /// Kernel::imageTarget() names it, and its values (null: none).
+  const char *recurAltTarget = nullptr;
+  unsigned recurAltThreads = 0, smemRecurAlt = 0, smemRecurAltStage = 0;
 };
 
 /// Workspace bytes for a call of T tokens in N sequences over HV heads

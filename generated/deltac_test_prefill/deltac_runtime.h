@@ -55,13 +55,16 @@ public:
   /// 100): its PTX target's, or, from the fatbin, that of the image the
   /// device runs (the one bestPtx picks). 0 before loading.
   int loadedCapability() const { return capability; }
+  /// The PTX target of the code the device runs ("sm_90a"), also when it
+  /// came from the fatbin. Empty before loading.
+  const std::string &imageTarget() const { return imageChip; }
 
 private:
   const KernelImages &images;
   std::mutex mutex;
   void *library = nullptr; // CUlibrary
   void *kernel = nullptr;  // CUkernel
-  std::string target;
+  std::string target, imageChip;
   int capability = 0;
 };
 

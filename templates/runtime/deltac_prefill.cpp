@@ -252,11 +252,21 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     const char *e = std::getenv("DELTAC_PREFILL_RECUR_STAGES");
     return e ? int(std::strtol(e, nullptr, 10)) : 0;
   }();
+  // recur's block size and shared memory are those of the code loaded:
+  // one target's may differ from the table's (the wgmma form on sm_90a).
+  if (!chosen->recur->load(&error))
+    return {DELTAC_CUDA_ERROR, error};
+  PrefillVariant launched = *chosen;
+  if (chosen->recurAltTarget && chosen->recur->imageTarget() == chosen->recurAltTarget) {
+    launched.recurThreads = chosen->recurAltThreads;
+    launched.smemRecur = chosen->smemRecurAlt;
+    launched.smemRecurStage = chosen->smemRecurAltStage;
+  }
   int perBlock = 0;
-  if (chosen->smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
+  if (launched.smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
     return {DELTAC_CUDA_ERROR, error};
   unsigned recurSmem =
-      recurSharedBytes(*chosen, recurStages(*chosen, perBlock, forcedStages));
+      recurSharedBytes(launched, recurStages(launched, perBlock, forcedStages));
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
@@ -277,8 +287,6 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // recur's sm_90 code is a programmatic dependent of chunks: it may start
   // while chunks' last blocks run, and waits for their results itself
   // (PrefillPlan::gridDependency). Only that code may be launched so.
-  if (!chosen->recur->load(&error))
-    return {DELTAC_CUDA_ERROR, error};
   bool overlap = chosen->recur->loadedCapability() >= 90;
   if ((a.N > kPrefillInlineSequences &&
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
@@ -286,7 +294,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->chunksThreads,
                              stream, params, &error, chosen->smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
-                            chosen->recurThreads, stream, params, &error,
+                            launched.recurThreads, stream, params, &error,
                             recurSmem, overlap))
     return {DELTAC_CUDA_ERROR, error};
   return {};

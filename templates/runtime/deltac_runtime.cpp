@@ -180,14 +180,14 @@ bool Kernel::load(std::string *error) {
   if (kernel)
     return true;
   const void *image = images.fatbin;
-  std::string chosen = "fatbin";
+  std::string chosen = "fatbin", chip;
   const char *forced = std::getenv("DELTAC_FORCE_TARGET");
   if (forced && *forced) {
     image = nullptr;
     for (int i = 0; i < images.numPtx; ++i)
       if (!std::strcmp(images.ptx[i].target, forced)) {
         image = images.ptx[i].ptx;
-        chosen = forced;
+        chosen = chip = forced;
         capability = capabilityOf(forced);
       }
     if (!image) {
@@ -217,6 +217,7 @@ bool Kernel::load(std::string *error) {
     }
     // The driver picks the same image from the fatbin.
     capability = capabilityOf(ptx->target);
+    chip = ptx->target;
     if (!image) {
       image = ptx->ptx;
       chosen = ptx->target;
@@ -245,6 +246,7 @@ bool Kernel::load(std::string *error) {
   }
   library = lib;
   target = chosen;
+  imageChip = chip;
   kernel = kern;
   return true;
 }

@@ -94,8 +94,11 @@ def profile(who, shape, fn, calls=10):
 
 # Shapes beyond the harness's, timed only when --shapes names them: one
 # 32K sequence among 63 of 100 tokens, where the dispatch's busy sequences
-# (T / max_seqlen = 1, not N = 64) choose the narrow recur tile.
-EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16)]
+# (T / max_seqlen = 1, not N = 64) choose the narrow recur tile; and T = 32K
+# with fewer heads (fewer recur blocks: whether recur's time per block
+# depends on how many share the GPU's L2).
+EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
+                ("t32k_h8", [32768], 8, 8), ("t32k_h4", [32768], 4, 4)]
 
 
 def kda_inputs(lens, Hh, HV, seed=0):

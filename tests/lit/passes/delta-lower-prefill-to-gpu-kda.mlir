@@ -36,5 +36,6 @@ module attributes {delta.targets = ["sm_90a"]} {
 // The raw gate per channel: softplus (lg2 of 1 + e^x) and A_log's exp.
 // PTX-SAME: lg2.approx
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// recur on sm_90a: the wgmma warpgroups.
 // PTX: gpu.binary @kimi_k64_v64_prefill_recur_gpu
-// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.bf16.bf16

@@ -1,10 +1,11 @@
-// RUN: rm -rf %t && deltac %s --target=sm_90a -o %t --name=lib > /dev/null
-// RUN: grep -oE "ldmatrix[.a-z0-9]*|mma.sync" %t/kernels/kv_k128_v128_prefill_recur_v16.sm_90a.ptx | sed -E 's/ldmatrix.sync.aligned.m8n8.(x[124])(.trans)?.shared.b16/ldmatrix.\1\2/' | uniq -c | FileCheck %s
+// RUN: rm -rf %t && deltac %s --target=sm_100a -o %t --name=lib > /dev/null
+// RUN: grep -oE "ldmatrix[.a-z0-9]*|mma.sync" %t/kernels/kv_k128_v128_prefill_recur_v16.sm_100a.ptx | sed -E 's/ldmatrix.sync.aligned.m8n8.(x[124])(.trans)?.shared.b16/ldmatrix.\1\2/' | uniq -c | FileCheck %s
 
 // recur's products load their fragments ahead of their mma.sync
 // (PrefillRecurState.cpp, PrefillRecur.cpp), so in the PTX a product's
 // ldmatrix come as runs ahead of its mma.sync, not one per mma.sync. The
-// runs of ldmatrix and mma.sync at V tile 16, in order: the state warp
+// runs of ldmatrix and mma.sync at V tile 16 (the mma.sync form: sm_100a,
+// sm_80), in order: the state warp
 // (W S, then Kd^T V'), then the output warps (Qg S, then P V').
 
 // State warp: the U tile (4 x4.trans) before the product, off the chain;

@@ -3,14 +3,16 @@
 
 // The chunk IR of a Qwen3-Next-style prefill becomes one gpu.module per
 // kernel: prep (chunk offsets), chunks (parallel per chunk), and one recur
-// kernel per dispatch-table entry, with launch shapes as attributes.
-module attributes {delta.targets = ["sm_90a"]} {
+// kernel per dispatch-table entry, with launch shapes as attributes. This
+// is recur's mma.sync form (sm_100a here; sm_80 alike but for the bulk
+// copies); sm_90a's wgmma form: delta-lower-prefill-to-gpu-wgmma.mlir.
+module attributes {delta.targets = ["sm_100a"]} {
   delta.spec @qwen rule = gated dims = [128x128] io = bf16 state = f32
       layout = vk gate = raw beta = sigmoid l2norm chunk = 64 entries = [prefill]
 }
 
 // CHECK-NOT: func.func @qwen_k128_v128_prefill
-// CHECK: gpu.module @qwen_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.module @qwen_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // CHECK: gpu.func @qwen_k128_v128_prefill_prep(
 // CHECK-SAME: delta.block_threads = 256
 // CHECK: gpu.module @qwen_k128_v128_prefill_chunks_gpu
@@ -46,7 +48,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // recur's state and output warps hand over through named barriers; on
-// sm_90a one thread fills the ring with bulk copies that complete on an
+// sm_90+ one thread fills the ring with bulk copies that complete on an
 // mbarrier per stage (the U tile still by cp.async).
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
 // PTX-SAME: mbarrier.init.shared::cta.b64

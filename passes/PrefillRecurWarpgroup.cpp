@@ -1,0 +1,408 @@
+//===- PrefillRecurWarpgroup.cpp - recur as wgmma warpgroups -----*- C++ -*-===//
+//
+// recur on sm_90a (PrefillPlan::warpgroupRecur). Each warpgroup (four
+// warps) owns wgN = 16 or 32 columns of the V tile and runs the whole
+// chunk step with wgmma, every operand in shared memory:
+//
+//   V' = U - W S               M = C rows;   A = W,  B = the S^T image
+//   S  = e^G_last S + Kd^T V'  M = K, by 64; A = Kd (transposed by the
+//                              instruction), B = the V'^T image
+//   O  = Qg S + P V'           M = C rows;   A = Qg, then P
+//
+// The state lives in the accumulators of the state step (fp32, K / 64
+// blocks of wgN / 2 registers per thread). Each chunk it is rounded to 16
+// bits and stored transposed (stmatrix.trans) as the B image of the next
+// chunk's products; V' likewise once per chunk. One wgmma covers
+// 64 x wgN x 16 on the four warps' tensor cores, so a chunk step is ~30
+// products and ~20 other instructions per thread, where the mma.sync state
+// warp issued ~600 instructions on one SM sub-partition (what bounded that
+// form, PERFORMANCE.md). chunks writes W, Qg, Kd and P as the 128-byte-
+// swizzled images wgmma reads (PrefillEmitter::workTileAt) and U in
+// 16-column tiles, so one thread fills the ring with one bulk copy per
+// tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+namespace {
+// wgmma shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor
+// Format"): start address >> 4 in bits 0-13, leading-dimension byte offset
+// >> 4 in 16-29, stride-dimension byte offset >> 4 in 32-45, layout type
+// in 62-63 (1: 128-byte swizzle; every image starts on a 1024-byte bound,
+// so the base offset is 0).
+//   K-major (W, Qg, P; the S^T and V'^T images): rows of 128 bytes (64
+//   elements of the reduction index), groups of 8 rows 1024 bytes apart
+//   (stride offset); the leading offset is unused with this swizzle.
+//   MN-major (Kd as the A of Kd^T V', imm-trans-a = 1): rows of 128 bytes
+//   along M, 8 reduction rows per group, groups 1024 bytes apart (stride
+//   offset), 64-column blocks a whole [C][64] image apart (leading offset;
+//   unused at M = 64).
+constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
+constexpr uint64_t descHigh(uint64_t leadingBytes, uint64_t strideBytes) {
+  return kSwizzle128 | ((strideBytes >> 4) << 32) | ((leadingBytes >> 4) << 16);
+}
+} // namespace
+
+// recur's named barriers (bar 0 is the block's): the state warpgroup's
+// own, and its hand-overs with the output warpgroup, one per signal and
+// chunk parity (id + parity; the two are never more than a chunk apart):
+//   sReady(c)  state -> output  S^T of chunk c is in image c % 2
+//   vReady(c)  state -> output  V'^T of chunk c is in image c % 2
+//   done(c)    output -> state  chunk c's images are read
+//   aDone(c)   state -> output  the state warpgroup is done with chunk c's
+//                               stage (the output warpgroup refills it)
+enum WarpgroupBarrier : int64_t { kStateOnly = 1, kWgSReady = 2, kWgVReady = 4, kWgDone = 6,
+                                  kWgADone = 8 };
+
+void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
+  int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
+  RecurWarpgroupSmem L(s, BV);
+  int64_t nT = BV / 8, mBlocks = K / 64, both = 256;
+  bool kda = s.rule == Rule::kda, gated = s.rule == Rule::gated;
+  Type i8 = b.getI8Type();
+  const uint64_t kMajor = descHigh(16, 1024), mnMajor = descHigh(C * 128, 1024);
+  std::string ab = opType.isBF16() ? "bf16" : "f16";
+
+  Value wl = remu(warp, cI32(4)); // the warp in its warpgroup
+  // The first 1024-byte bound of the dynamic shared memory: `base` as a
+  // pointer, `aligned` as the 32-bit shared address descriptors take.
+  Value raw = sharedAddr(smem);
+  Value aligned = andI(add(raw, cI32(1023)), cI32(~int64_t(1023)));
+  Value base = gep(smem, i8, sub(aligned, raw));
+
+  // Ring depth from the dynamic shared memory, as in the mma.sync form.
+  Value dynSmem = LLVM::InlineAsmOp::create(
+                      b, i32, ValueRange{}, "mov.u32 $0, %dynamic_smem_size;", "=r",
+                      /*has_side_effects=*/false, /*is_align_stack=*/false,
+                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+                      .getResult(0);
+  Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
+  Value single = cmp(arith::CmpIPredicate::slt, dynSmem, cI32(L.total));
+  Value stages = sel(deep, cI32(3), sel(single, cI32(1), cI32(2)));
+  Value c0 = q.c0, c1 = q.c1;
+  auto slotOfChunk = [&](Value c) {
+    Value i = sub(c, c0);
+    return sel(single, cI32(0), sel(deep, remu(i, cI32(3)), andI(i, cI32(1))));
+  };
+  auto phaseOf = [&](Value c) {
+    Value i = sub(c, c0);
+    Value uses = sel(single, i, sel(deep, divu(i, cI32(3)), arith::ShRUIOp::create(b, i, cI32(1))));
+    return andI(uses, cI32(1));
+  };
+  auto stageOff = [&](Value c, int64_t at) { return add(cI32(at), mul(slotOfChunk(c), cI32(L.stage))); };
+  auto stagePtr = [&](Value c, int64_t at) { return gep(base, i8, stageOff(c, at)); };
+  auto stageAddr = [&](Value c, int64_t at) { return add(aligned, stageOff(c, at)); };
+  auto barOf = [&](Value c) { return gep(base, i64, slotOfChunk(c)); };
+
+  // Chunk c's operands into its stage: one thread, five or six bulk copies
+  // that complete on the stage's mbarrier.
+  auto copies = [&](Value c) {
+    Value ch = chunkHead(c, q.hv);
+    std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
+    auto from = [&](int64_t which) {
+      return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
+    };
+    int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16, uBytes = C * BV * 2;
+    Value bar = barOf(c);
+    mbarArriveExpect(bar, 3 * kBytes + pBytes + uBytes + (kda ? K * 4 : 0));
+    bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
+    bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
+    bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
+    bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
+    // U in 16-column tiles: the V tile's are one block at column v0.
+    bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
+    if (kda)
+      bulkCopy(stagePtr(c, L.gl), from(1), K * 4, bar);
+  };
+
+  // Accumulator layout of wgmma m64nNk16 (fp32): register 4 j + e of a
+  // thread holds row 16 wl + g (+ 8 for e >= 2), column 8 j + 2 t (+ 1 for
+  // odd e) of its 64-row block (g = lane / 4, t = lane % 4).
+  auto accRow = [&](int64_t e) { return add(mul(wl, cI32(16)), add(group, cI32(e >= 2 ? 8 : 0))); };
+  auto accCol = [&](int64_t j, int64_t e) {
+    return add(cI32(8 * j), add(mul(quad, cI32(2)), cI32(e % 2)));
+  };
+  // An inline-asm statement that takes `acc` and gives it back, so that
+  // LLVM orders every use of the accumulators after it and every
+  // definition before it (wgmma's fence and wait must bracket them).
+  auto throughAsm = [&](StringRef text, ArrayRef<Value> extra, StringRef extraConstraints,
+                        SmallVector<Value> &acc) {
+    int64_t n = acc.size();
+    std::string constraints;
+    for (int64_t i = 0; i < n; ++i)
+      constraints += "=f,";
+    constraints += extraConstraints.str();
+    for (int64_t i = 0; i < n; ++i)
+      constraints += (constraints.back() == ',' ? "" : ",") + std::to_string(i);
+    SmallVector<Value> operands(extra);
+    operands.append(acc);
+    auto type = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(n, f32));
+    auto op = LLVM::InlineAsmOp::create(b, type, operands, text, constraints,
+                                        /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                        ArrayAttr());
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), i);
+  };
+  auto fenceAcc = [&](SmallVector<Value> &acc) {
+    throughAsm("wgmma.fence.sync.aligned;", {}, "", acc);
+  };
+  auto waitAcc = [&](int64_t pending, SmallVector<Value> &acc) {
+    throughAsm("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", {}, "", acc);
+  };
+  auto commit = [&] { ptx("wgmma.commit_group.sync.aligned;", "", {}); };
+  auto desc = [&](Value addr, uint64_t high) {
+    Value lo = arith::ExtUIOp::create(b, i64, arith::ShRUIOp::create(b, andI(addr, cI32(0x3FFFF)), cI32(4)));
+    return orI(lo, cI64(int64_t(high)));
+  };
+  auto plus = [&](Value d, int64_t bytes) { return add(d, cI64(bytes >> 4)); };
+  // acc (+)= A B for one k step of 16 (accumulate = false: acc = A B).
+  auto wgmma = [&](SmallVector<Value> &acc, Value da, Value db, bool accumulate, bool transA) {
+    int64_t n = acc.size();
+    std::string regs;
+    for (int64_t i = 0; i < n; ++i)
+      regs += (i ? ", $" : "$") + std::to_string(i);
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 2) +
+                       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(BV) +
+                       "k16.f32." + ab + "." + ab + " {" + regs + "}, $" + std::to_string(n) +
+                       ", $" + std::to_string(n + 1) + ", p, 1, 1, " + (transA ? "1" : "0") +
+                       ", 0;\n}";
+    throughAsm(text, {da, db, cI32(accumulate ? 1 : 0)}, "l,l,r", acc);
+  };
+  // Stores accumulator blocks (64 rows each, BV columns) transposed as the
+  // swizzled K-major B image at shared address `img`: block mb's rows are
+  // the columns of the [BV][64] image mb (BV * 128 bytes apart).
+  // stmatrix.trans writes an 8x8 tile's column as one 16-byte image row;
+  // lane l gives the address of row l % 8 of tile l / 8 of the four.
+  auto storeTransposed = [&](ArrayRef<Value> acc, int64_t blocks, Value img) {
+    Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
+    for (int64_t mb = 0; mb < blocks; ++mb)
+      for (int64_t j0 = 0; j0 < nT; j0 += 2) {
+        // Tile i of the four: columns 8 (j0 + i / 2) .., rows 8 (i % 2) ..
+        // of this warp's 16.
+        Value v = add(mul(add(cI32(j0), divu(mi, cI32(2))), cI32(8)), r);
+        Value group16 = arith::XOrIOp::create(b, add(mul(wl, cI32(2)), remu(mi, cI32(2))), r);
+        Value addr = add(img, add(cI32(mb * BV * 128), add(mul(v, cI32(128)), mul(group16, cI32(16)))));
+        SmallVector<Value> ops{addr};
+        for (int64_t i = 0; i < 4; ++i) {
+          int64_t at = mb * nT * 4 + 4 * (j0 + i / 2) + 2 * (i % 2);
+          ops.push_back(packI32(acc[at], acc[at + 1]));
+        }
+        ptx("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
+            "r,r,r,r,r", ops);
+      }
+  };
+  // Generic-proxy writes of shared memory (stmatrix) made visible to the
+  // async proxy (wgmma) of the threads that synchronise with this one.
+  auto fenceProxy = [&] { ptx("fence.proxy.async.shared::cta;", "", {}); };
+  auto sImage = [&](Value which) { return add(aligned, add(cI32(L.st), mul(which, cI32(L.sBytes)))); };
+  auto vImage = [&](Value which) { return add(aligned, add(cI32(L.vn), mul(which, cI32(L.vBytes)))); };
+  auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
+
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    for (int64_t i = 0; i < 3; ++i)
+      mbarInit(gep(base, i64, cI32(i)), 1);
+    mbarInitFence();
+  });
+  barrier(); // the mbarriers are initialised
+  auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
+
+  // The state warpgroup: V' = U - W S and S = e^G_last S + Kd^T V', chunk
+  // after chunk, the state in its accumulators.
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(roles.thenBlock());
+    int64_t sRegs = mBlocks * nT * 4;
+    SmallVector<Value> S;
+    {
+      auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(sRegs, f32)), q.readOk, true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ifRead.thenBlock());
+      SmallVector<Value> vals;
+      for (int64_t mb = 0; mb < mBlocks; ++mb)
+        for (int64_t j = 0; j < nT; ++j)
+          for (int64_t e = 0; e < 4; ++e)
+            vals.push_back(loadF32(param(pInitial), s.stateType,
+                                   q.stateIndex(q.inSlot, add(cI32(64 * mb), accRow(e)),
+                                                accCol(j, e))));
+      scf::YieldOp::create(b, vals);
+      b.setInsertionPointToStart(ifRead.elseBlock());
+      scf::YieldOp::create(b, SmallVector<Value>(sRegs, cF32(0.0)));
+      b.setInsertionPointAfter(ifRead);
+      for (int64_t i = 0; i < sRegs; ++i)
+        S.push_back(ifRead.getResult(i));
+    }
+    // A programmatic dependent of chunks: its results are read from here on.
+    if (plan.gridDependency)
+      ptx("griddepcontrol.wait;", "", {});
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      for (int64_t i = 0; i < 3; ++i) {
+        Value c = add(c0, cI32(i));
+        ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
+                    cmp(arith::CmpIPredicate::slt, c, c1)),
+               [&] { copies(c); });
+      }
+    });
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+      storeTransposed(S, mBlocks, sImage(cI32(0)));
+      fenceProxy();
+      namedSync(cI32(kStateOnly), 128);
+      namedArrive(barrierId(kWgSReady, cI32(0)), both);
+    });
+    auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value c = loop.getInductionVar();
+      for (int64_t i = 0; i < sRegs; ++i)
+        S[i] = loop.getRegionIterArg(i);
+      Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
+      mbarWait(barOf(c), phaseOf(c));
+      // V' = U - W S (U: [V tile / 16][C][16], read while W S runs).
+      SmallVector<Value> vacc(nT * 4, cF32(0.0));
+      Value wDesc = desc(stageAddr(c, L.wb), kMajor), sDesc = desc(sImage(parity), kMajor);
+      fenceAcc(vacc);
+      for (int64_t ks = 0; ks < K / 16; ++ks) {
+        int64_t half = ks / 4, kk = ks % 4;
+        wgmma(vacc, plus(wDesc, half * C * 128 + kk * 32), plus(sDesc, half * BV * 128 + kk * 32),
+              /*accumulate=*/ks > 0, /*transA=*/false);
+      }
+      commit();
+      SmallVector<Value> u;
+      {
+        Value ub = stagePtr(c, L.ub);
+        auto pairTy = VectorType::get({2}, opType);
+        for (int64_t j = 0; j < nT; ++j)
+          for (int64_t h = 0; h < 2; ++h) {
+            Value col = accCol(j, 0), row = accRow(2 * h);
+            Value at = add(mul(divu(col, cI32(16)), cI32(C * 16)),
+                           add(mul(row, cI32(16)), remu(col, cI32(16))));
+            Value pair = LLVM::LoadOp::create(b, pairTy, gep(ub, opType, at), 4);
+            u.push_back(toF32(LLVM::ExtractElementOp::create(b, pair, cI32(0)).getResult()));
+            u.push_back(toF32(LLVM::ExtractElementOp::create(b, pair, cI32(1)).getResult()));
+          }
+      }
+      Value decayLast = gated ? exp(load(f32, stagePtr(c, L.pb), cI32(C * C / 2), 4)) : Value();
+      waitAcc(0, vacc);
+      for (int64_t i = 0; i < nT * 4; ++i)
+        vacc[i] = fsub(u[i], vacc[i]);
+      // V'^T image `parity` was last read by chunk c - 2's output, which
+      // the done round waited for during chunk c - 1.
+      storeTransposed(vacc, 1, vImage(parity));
+      fenceProxy();
+      namedSync(cI32(kStateOnly), 128); // the whole image, for this warpgroup's product
+      namedArrive(barrierId(kWgVReady, parity), both);
+      // S = e^G_last S + Kd^T V' (kda: row d decays by e^G_last[d]).
+      for (int64_t mb = 0; mb < mBlocks && (gated || kda); ++mb)
+        for (int64_t j = 0; j < nT; ++j)
+          for (int64_t e = 0; e < 4; ++e) {
+            Value decay = decayLast;
+            if (kda)
+              decay = load(f32, stagePtr(c, L.gl), add(cI32(64 * mb), accRow(e)), 4);
+            Value &x = S[mb * nT * 4 + 4 * j + e];
+            x = fmul(x, decay);
+          }
+      fenceAcc(S);
+      Value kdDesc = desc(stageAddr(c, L.kd), mnMajor), vDesc = desc(vImage(parity), kMajor);
+      for (int64_t mb = 0; mb < mBlocks; ++mb) {
+        SmallVector<Value> block(S.begin() + mb * nT * 4, S.begin() + (mb + 1) * nT * 4);
+        for (int64_t ks = 0; ks < C / 16; ++ks)
+          wgmma(block, plus(kdDesc, mb * C * 128 + ks * 2048), plus(vDesc, ks * 32),
+                /*accumulate=*/true, /*transA=*/true);
+        std::copy(block.begin(), block.end(), S.begin() + mb * nT * 4);
+      }
+      commit();
+      waitAcc(0, S);
+      namedArrive(barrierId(kWgADone, parity), both); // chunk c's stage is read
+      // The next S^T goes to image `other` once chunk c - 1's output has
+      // read it.
+      ifThen(cmp(arith::CmpIPredicate::slt, add(c, cI32(1)), c1), [&] {
+        ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
+               [&] { namedSync(barrierId(kWgDone, other), both); });
+        storeTransposed(S, mBlocks, sImage(other));
+        fenceProxy();
+        namedSync(cI32(kStateOnly), 128);
+        namedArrive(barrierId(kWgSReady, other), both);
+      });
+      scf::YieldOp::create(b, S);
+    }
+    for (int64_t i = 0; i < sRegs; ++i)
+      S[i] = loop.getResult(i);
+    // Every done round completes: the last two (or the only one).
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+      Value last = sub(c1, cI32(1));
+      ifThen(cmp(arith::CmpIPredicate::sgt, last, c0), [&] {
+        namedSync(barrierId(kWgDone, remu(sub(sub(last, c0), cI32(1)), cI32(2))), both);
+      });
+      namedSync(barrierId(kWgDone, remu(sub(last, c0), cI32(2))), both);
+    });
+    auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
+    b.setInsertionPointToStart(ifWrite.thenBlock());
+    for (int64_t mb = 0; mb < mBlocks; ++mb)
+      for (int64_t j = 0; j < nT; ++j)
+        for (int64_t e = 0; e < 4; ++e) {
+          Value x = S[mb * nT * 4 + 4 * j + e];
+          Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
+          store(y, param(pFinal),
+                q.stateIndex(q.outSlot, add(cI32(64 * mb), accRow(e)), accCol(j, e)),
+                s.stateType.getIntOrFloatBitWidth() / 8);
+        }
+  }
+
+  // The output warpgroup: O = Qg S + P V' from the images the state
+  // warpgroup leaves, the stores of O, and the ring's refills.
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(roles.elseBlock());
+    if (plan.gridDependency) // its refills read chunks' results
+      ptx("griddepcontrol.wait;", "", {});
+    auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    Value parity = remu(sub(c, c0), cI32(2));
+    mbarWait(barOf(c), phaseOf(c)); // Qg and P have landed (for this proxy too)
+    Value qDesc = desc(stageAddr(c, L.qgb), kMajor), pDesc = desc(stageAddr(c, L.pb), kMajor);
+    Value sDesc = desc(sImage(parity), kMajor), vDesc = desc(vImage(parity), kMajor);
+    SmallVector<Value> oacc(nT * 4, cF32(0.0));
+    namedSync(barrierId(kWgSReady, parity), both);
+    fenceAcc(oacc);
+    for (int64_t ks = 0; ks < K / 16; ++ks) {
+      int64_t half = ks / 4, kk = ks % 4;
+      wgmma(oacc, plus(qDesc, half * C * 128 + kk * 32), plus(sDesc, half * BV * 128 + kk * 32),
+            /*accumulate=*/ks > 0, /*transA=*/false);
+    }
+    commit();
+    namedSync(barrierId(kWgVReady, parity), both);
+    for (int64_t ks = 0; ks < C / 16; ++ks)
+      wgmma(oacc, plus(pDesc, ks * 32), plus(vDesc, ks * 32), true, false);
+    commit();
+    waitAcc(0, oacc);
+    namedArrive(barrierId(kWgDone, parity), both);
+    Value t0 = add(q.bos, mul(toI64(sub(c, c0)), cI64(C)));
+    Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(q.eos, t0)));
+    for (int64_t j = 0; j < nT; ++j)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = accRow(2 * h), col = accCol(j, 0);
+        ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
+          Value tok = add(t0, toI64(row));
+          Value at = add(add(mul(tok, param(pOStride)), mul(toI64(q.hv), cI64(V))),
+                         toI64(add(q.v0, col)));
+          storeVec(pack2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1], s.ioType), param(pO),
+                   s.ioType, at, 4);
+        });
+      }
+    // Both warpgroups are done with chunk c's stage: refill it with chunk
+    // c + stages.
+    namedSync(barrierId(kWgADone, parity), both);
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
+      Value ahead = add(c, stages);
+      ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
+    });
+  }
+}

@@ -1,0 +1,53 @@
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: rm -rf %t && deltac %s --target=sm_80,sm_90a -o %t --name=lib > /dev/null
+// RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
+
+// On sm_90a recur is two warpgroups of wgmma (PrefillRecurWarpgroup.cpp):
+// the state warpgroup runs V' = U - W S and S = e^G_last S + Kd^T V' with
+// the state in its accumulators, storing S^T and V'^T as swizzled B images
+// (stmatrix.trans, then a proxy fence); the output warpgroup computes
+// O = Qg S + P V' from them and refills the ring. chunks writes W, Qg, Kd
+// and P as wgmma's 128-byte-swizzled images, so that recur's ring gets each
+// tile by one bulk copy. Block size and shared memory differ from the
+// mma.sync form, so a library with both carries sm_90a's launch values
+// beside the others in its variant table.
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @qwen rule = gated dims = [128x128] io = bf16 state = f32
+      layout = vk gate = raw beta = sigmoid l2norm chunk = 64 entries = [prefill]
+}
+
+// Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
+// (two stages, one more where the device has room).
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur(
+// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.dynamic_smem = [[SMEM64:[0-9]+]]
+// CHECK-SAME: delta.dynamic_smem_stage = [[STAGE64:[0-9]+]]
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
+// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.dynamic_smem = 135168
+// CHECK-SAME: delta.dynamic_smem_stage = 60416
+
+// chunks stores its results into the swizzled images: the 16-byte group
+// index is XORed with the row.
+// PTX: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
+// PTX-SAME: xor.b32
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
+// PTX-NOT: mma.sync
+// PTX-SAME: griddepcontrol.wait
+// PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+// The state warpgroup: W S (A = W from its image), V'^T stored transposed,
+// then Kd^T V' (imm-trans-a = 1: Kd's image read transposed).
+// PTX-SAME: wgmma.fence.sync.aligned
+// PTX-SAME: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// PTX-SAME: wgmma.commit_group.sync.aligned
+// PTX-SAME: wgmma.wait_group.sync.aligned 0
+// PTX-SAME: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-SAME: fence.proxy.async.shared::cta
+// PTX-SAME: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1, 0;
+// The output warpgroup: Qg S + P V', 12 k steps.
+// PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// PTX-NOT: wgmma.mma_async
+
+// TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416},
