@@ -377,7 +377,8 @@ void PrefillEmitter::emitChunks() {
     // was 17 % further from the fp64 reference than FLA's chunk_kda).
     barrier();
     Value dl = region(L.dl);
-    auto split4 = [&](Value x4, Value f[4], Value hiAt, Value loAt) {
+    // x4 ⊙ f as 16-bit hi (at hiAt) and lo (at loAt, where `storeLo`).
+    auto split4 = [&](Value x4, Value f[4], Value hiAt, Value loAt, Value storeLo) {
       Value hi = LLVM::UndefOp::create(b, op4), lo = LLVM::UndefOp::create(b, op4);
       for (int64_t x = 0; x < 4; ++x) {
         Value y = fmul(toF32(elt(x4, x)), f[x]);
@@ -386,8 +387,7 @@ void PrefillEmitter::emitChunks() {
         lo = LLVM::InsertElementOp::create(b, lo, toOp(fsub(y, toF32(h))), cI32(x));
       }
       storeVec(hi, hiAt, opType, cI32(0), 8);
-      if (loAt)
-        storeVec(lo, loAt, opType, cI32(0), 8);
+      ifThen(storeLo, [&] { storeVec(lo, loAt, opType, cI32(0), 8); });
     };
     auto rowAt = [&](Value buf, Value row, Value d) {
       return gep(buf, opType, add(mul(row, cI32(ld)), d));
@@ -401,8 +401,8 @@ void PrefillEmitter::emitChunks() {
         Value f[4];
         for (int64_t x = 0; x < 4; ++x)
           f[x] = exp(fsub(elt(gi, x), elt(gr4, x)));
-        split4(op4At(qb, i, d), f, rowAt(qb, i, d), rowAt(dl, il, d));
-        split4(op4At(kb, i, d), f, rowAt(kl, il, d), rowAt(dl, add(il, cI32(16)), d));
+        split4(op4At(qb, i, d), f, rowAt(qb, i, d), rowAt(dl, il, d), cTrue());
+        split4(op4At(kb, i, d), f, rowAt(kl, il, d), rowAt(dl, add(il, cI32(16)), d), cTrue());
       });
       threadLoop((r + 16) * K / 4, [&](Value e) {
         Value j = divu(e, cI32(K / 4)), d = mul(remu(e, cI32(K / 4)), cI32(4));
@@ -413,12 +413,7 @@ void PrefillEmitter::emitChunks() {
         // The diagonal block's rows (j >= r) keep their lo too.
         Value diag = cmp(arith::CmpIPredicate::uge, j, cI32(r));
         Value loAt = rowAt(dl, add(cI32(32), sub(sel(diag, j, cI32(r)), cI32(r))), d);
-        auto ifDiag = scf::IfOp::create(b, diag, true);
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(ifDiag.thenBlock());
-        split4(op4At(kb, j, d), f, rowAt(rb, j, d), loAt);
-        b.setInsertionPointToStart(ifDiag.elseBlock());
-        split4(op4At(kb, j, d), f, rowAt(rb, j, d), Value());
+        split4(op4At(kb, j, d), f, rowAt(rb, j, d), loAt, diag);
       });
       barrier();
       Value tiles = add(cI32(r / 8), sel(slowBlock(cI32(I)), cI32(0), cI32(2)));

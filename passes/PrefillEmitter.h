@@ -63,10 +63,10 @@ constexpr double kSteep = 64.0;
 /// the low halves of its diagonal block's operands (dl: 48 rows), whose
 /// space the WY factors take once L is solved; `slow` holds one flag per
 /// 16-row block (its decays too steep for the product form of its diagonal
-/// block). 156 KiB at K = V = 128, C = 64 (one block per SM; the A100 limit
+/// block). 155.5 KiB at K = V = 128, C = 64 (one block per SM; the A100 limit
 /// is 163 KiB).
 struct ChunksSmem {
-  int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, gam, gr, beta, eg, egl, beg,
+  int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, beta = 0, gam = 0, gr = 0, eg = 0, egl = 0, beg = 0,
       gk = 0, kl = 0, rb = 0, dl = 0, slow = 0, gkLd = 0, total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
@@ -99,12 +99,18 @@ struct ChunksSmem {
       gk = take(C * gkLd * 4);
       slow = take(C / 16 * 4);
     }
-    gam = take(C * 4);
-    gr = take(C * 4);
-    beta = take(C * 4);
-    eg = take(C * 4);
-    egl = take(C * 4);
-    beg = take(C * 4);
+    // Per row: beta, and the decay factors of a scalar gate (kda keeps its
+    // decays per channel in gk).
+    if (s.rule == Rule::kda) {
+      beta = take(C * 4);
+    } else {
+      gam = take(C * 4);
+      gr = take(C * 4);
+      beta = take(C * 4);
+      eg = take(C * 4);
+      egl = take(C * 4);
+      beg = take(C * 4);
+    }
     total = off;
   }
 };

@@ -106,7 +106,7 @@ struct PrefillPlan {
   /// recur's block size (stateWarps + outputWarps warps); prep uses
   /// `threads`.
   int64_t recurThreads = 0;
-  /// chunks' block size: `threads`, or 16 warps for rule kda, whose 156 KiB
+  /// chunks' block size: `threads`, or 16 warps for rule kda, whose 155.5 KiB
   /// of shared memory leave one block per SM (GDN's chunks run three 8-warp
   /// blocks per SM), where every chunks product splits evenly over them.
   int64_t chunksThreads = 0;

@@ -157,9 +157,9 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant kkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 1, 2048, 160512, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 1, 2048, 160512, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2048, 160512, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 1, 2048, 159232, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 1, 2048, 159232, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2048, 159232, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440},
 };
 } // namespace
 
@@ -185,9 +185,9 @@ extern "C" int64_t deltac_test_prefill_kkv_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant kraw_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 256, 1, 1, 1024, 48384, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 128, 2, 1, 1024, 48384, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 96, 4, 0, 1024, 48384, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 256, 1, 1, 1024, 47104, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 128, 2, 1, 1024, 47104, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 96, 4, 0, 1024, 47104, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -213,8 +213,8 @@ extern "C" int64_t deltac_test_prefill_kraw_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant k256_prefill_variants[] = {
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 2, 1, 1024, 146688, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 4, 0, 1024, 146688, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 2, 1, 1024, 145408, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 4, 0, 1024, 145408, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 

@@ -286,11 +286,16 @@ class Library:
         (default: the rows read); the call then returns (o, the pool).
         error_flag (int32 [1]) receives the kernels' device check. Returns
         (o, final_state or None)."""
-        return self._prefill("gated", q, k, v, g, beta, scale, initial_state, output_final_state,
-                             use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
-                             allow_neg_eigval, state_v_first, cu_seqlens, cu_seqlens_cpu,
-                             use_gate_in_kernel, A_log, dt_bias, initial_state_indices,
-                             output_state_indices, error_flag)
+        return self._prefill(
+            "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
+            output_final_state=output_final_state,
+            use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+            use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+            allow_neg_eigval=allow_neg_eigval, state_v_first=state_v_first,
+            cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
+            use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias,
+            initial_state_indices=initial_state_indices,
+            output_state_indices=output_state_indices, error_flag=error_flag)
 
     def chunk_kda(self, q, k, v, g, beta, scale=None, initial_state=None,
                   output_final_state=False, use_qk_l2norm_in_kernel=False,
@@ -314,13 +319,18 @@ class Library:
             raise ValueError("chunk_kda: return_intermediate_states is not supported")
         if kwargs.get("cp_context") is not None:
             raise ValueError("chunk_kda: cp_context (context parallelism) is not supported")
-        return self._prefill("kda", q, k, v, g, beta, scale, initial_state, output_final_state,
-                             use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
-                             allow_neg_eigval, state_v_first, cu_seqlens, cu_seqlens_cpu,
-                             use_gate_in_kernel, A_log, dt_bias, initial_state_indices,
-                             output_state_indices, error_flag)
+        return self._prefill(
+            "kda", q, k, v, g, beta, scale=scale, initial_state=initial_state,
+            output_final_state=output_final_state,
+            use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+            use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+            allow_neg_eigval=allow_neg_eigval, state_v_first=state_v_first,
+            cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
+            use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias,
+            initial_state_indices=initial_state_indices,
+            output_state_indices=output_state_indices, error_flag=error_flag)
 
-    def _prefill(self, rule, q, k, v, g, beta, scale, initial_state, output_final_state,
+    def _prefill(self, rule, q, k, v, g, beta, *, scale, initial_state, output_final_state,
                  use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
                  state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
                  dt_bias, initial_state_indices, output_state_indices, error_flag):
