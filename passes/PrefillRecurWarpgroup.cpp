@@ -1,25 +1,28 @@
 //===- PrefillRecurWarpgroup.cpp - recur as wgmma warpgroups -----*- C++ -*-===//
 //
-// recur on sm_90a (PrefillPlan::warpgroupRecur). Each warpgroup (four
-// warps) owns wgN = 16 or 32 columns of the V tile and runs the whole
-// chunk step with wgmma, every operand in shared memory:
+// recur on sm_90a (PrefillPlan::warpgroupRecur): two warpgroups per block
+// over the whole V tile (N = V tile), every product a wgmma with its
+// operands in shared memory:
 //
-//   V' = U - W S               M = C rows;   A = W,  B = the S^T image
-//   S  = e^G_last S + Kd^T V'  M = K, by 64; A = Kd (transposed by the
-//                              instruction), B = the V'^T image
-//   O  = Qg S + P V'           M = C rows;   A = Qg, then P
+//   state warpgroup   V' = U - W S              M = C;  A = W,  B = S^T image
+//                     S  = e^G_last S + Kd^T V'  M = K, by 64 rows; A = Kd
+//                                               (transposed by the
+//                                               instruction), B = V'^T image
+//   output warpgroup  O  = Qg S + P V'          M = C;  A = Qg, then P
 //
-// The state lives in the accumulators of the state step (fp32, K / 64
-// blocks of wgN / 2 registers per thread). Each chunk it is rounded to 16
-// bits and stored transposed (stmatrix.trans) as the B image of the next
-// chunk's products; V' likewise once per chunk. One wgmma covers
-// 64 x wgN x 16 on the four warps' tensor cores, so a chunk step is ~30
-// products and ~20 other instructions per thread, where the mma.sync state
-// warp issued ~600 instructions on one SM sub-partition (what bounded that
-// form, PERFORMANCE.md). chunks writes W, Qg, Kd and P as the 128-byte-
-// swizzled images wgmma reads (PrefillEmitter::workTileAt) and U in
-// 16-column tiles, so one thread fills the ring with one bulk copy per
-// tile.
+// The state lives in the state warpgroup's accumulators (fp32, K / 64
+// blocks of V tile / 2 registers per thread). After each product the
+// warpgroup rounds V' or the next S to 16 bits and stores it transposed
+// (stmatrix.trans) as a swizzled B image, then a proxy fence makes it
+// visible to wgmma; the output warpgroup reads the same images, stores O and
+// refills the ring, so the state chain carries neither the output's
+// products nor global memory operations (a fence waits for those in
+// flight). At V tile 16 a chunk step is 16 wgmma on the chain where the
+// mma.sync state warp issued ~600 instructions on one SM sub-partition;
+// what bounds it now is in PERFORMANCE.md (session 11). chunks writes W,
+// Qg, Kd and P as the 128-byte-swizzled images wgmma reads
+// (PrefillEmitter::workTileAt; G_last after P's image) and U in 16-column
+// tiles, so one thread fills a stage with one bulk copy per tile.
 //
 //===----------------------------------------------------------------------===//
 
