@@ -102,11 +102,10 @@ deltac::lowerToPtx(ModuleOp module) {
     return failure();
 
   // A kernel may come from several modules, one per kind of target (the
-  // prefill recur kernel: cp.async on sm_80, bulk copies on sm_90+): one
-  // kernel with every target's PTX.
-  // The launch values are the other modules' where one module's (the
-  // wgmma form's, "_wgmma_gpu", one target) differ: its target's go to
-  // altTarget.
+  // prefill chunks and recur kernels: cp.async on sm_80, bulk copies on
+  // sm_90+, wgmma on sm_90a): one kernel with every target's PTX. Its
+  // launch values are the other modules' where the wgmma form's
+  // ("_wgmma_gpu", one target) differ: that target's go to altTarget.
   std::vector<deltac::EmittedKernel> merged;
   llvm::StringMap<size_t> byName;
   std::vector<bool> fromWgmma;

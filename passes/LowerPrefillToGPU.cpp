@@ -191,7 +191,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                      : !plan.registerState && !even(spec.k, plan.valueTile, rowWarps)
                          ? rowWarps
                          : 0;
-    if (tooFew && !(recur && plan.warpgroupRecur)) // a warpgroup per 16-32 columns
+    if (tooFew && !(recur && plan.warpgroupRecur)) // wgmma takes the whole V tile
       return func.emitError() << "V tile " << plan.valueTile
                               << " is too narrow for " << tooFew
                               << " warps with chunk " << spec.chunk;
