@@ -44,6 +44,9 @@ run_tests() {
   # The recur ring with two stages (A100's shared memory), forced here.
   DELTAC_PREFILL_RECUR_STAGES=2 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_2stage.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_2stage.log" | sed 's/^/recur 2 stages: /'
+  # And one (where two do not fit a block: V tile 64 on an A100).
+  DELTAC_PREFILL_RECUR_STAGES=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_1stage.log" 2>&1 || status=1
+  grep -E "^==" "$OUT/prefill_test_1stage.log" | sed 's/^/recur 1 stage: /'
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'
