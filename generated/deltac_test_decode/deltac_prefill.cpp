@@ -118,6 +118,16 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
   return last;
 }
 
+PrefillVariant forRecurImage(const PrefillVariant &v, const std::string &imageTarget) {
+  PrefillVariant out = v;
+  if (v.recurAltTarget && imageTarget == v.recurAltTarget) {
+    out.recurThreads = v.recurAltThreads;
+    out.smemRecur = v.smemRecurAlt;
+    out.smemRecurStage = v.smemRecurAltStage;
+  }
+  return out;
+}
+
 int recurStages(const PrefillVariant &v, int64_t perBlock, int forced) {
   if (v.smemRecurStage == 0)
     return 2;
@@ -256,12 +266,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // one target's may differ from the table's (the wgmma form on sm_90a).
   if (!chosen->recur->load(&error))
     return {DELTAC_CUDA_ERROR, error};
-  PrefillVariant launched = *chosen;
-  if (chosen->recurAltTarget && chosen->recur->imageTarget() == chosen->recurAltTarget) {
-    launched.recurThreads = chosen->recurAltThreads;
-    launched.smemRecur = chosen->smemRecurAlt;
-    launched.smemRecurStage = chosen->smemRecurAltStage;
-  }
+  PrefillVariant launched = forRecurImage(*chosen, chosen->recur->imageTarget());
   int perBlock = 0;
   if (launched.smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
     return {DELTAC_CUDA_ERROR, error};

@@ -6,6 +6,8 @@
 #include "deltac_decode.h"
 #include "deltac_runtime.h"
 
+#include <string>
+
 namespace deltac_rt {
 
 constexpr int64_t kPrefillInlineSequences = 32;
@@ -64,6 +66,11 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
                                            int64_t N, int64_t HV, int sms,
                                            int64_t T = 0,
                                            int64_t maxSeqlen = 0);
+
+/// `v` with recur's block size and shared memory for the code the device
+/// runs, `imageTarget` (Kernel::imageTarget): the alternative values where
+/// that is recurAltTarget, else the table's.
+PrefillVariant forRecurImage(const PrefillVariant &v, const std::string &imageTarget);
 
 /// The depth of recur's chunk ring where a block may opt in to `perBlock`
 /// bytes of shared memory: 3 where it has the room, else 2. `forced` (1, 2

@@ -235,3 +235,61 @@ TEST(PrefillHost, PerChannelGatesMustBe16ByteAligned) {
   s = deltac_rt::runPrefill(table, 1, a, nullptr);
   EXPECT_EQ(s.message.find("g must"), std::string::npos) << s.message;
 }
+
+// sm_90a's warpgroup recur (PrefillPlan::warpgroupRecur): which specs take
+// it, its launch shape, and the host picking its launch values where the
+// device runs the sm_90a image.
+TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
+  EXPECT_TRUE(mlir::delta::targetHasWarpgroupMma("sm_90a"));
+  for (const char *chip : {"sm_80", "sm_90", "sm_100a"})
+    EXPECT_FALSE(mlir::delta::targetHasWarpgroupMma(chip)) << chip;
+
+  mlir::MLIRContext ctx;
+  mlir::Type bf16 = mlir::BFloat16Type::get(&ctx), f32 = mlir::Float32Type::get(&ctx);
+  mlir::delta::PrefillSpec spec{mlir::delta::Rule::gated, mlir::delta::GateForm::log,
+                                mlir::delta::BetaForm::given, true, mlir::delta::StateLayout::kv,
+                                bf16, f32, f32, bf16, 128, 128, 64};
+  EXPECT_TRUE(mlir::delta::prefillWarpgroupFits(spec, {64, 32, 16}));
+  EXPECT_FALSE(mlir::delta::prefillWarpgroupFits(spec, {8})); // under wgmma's N of 16s
+  mlir::delta::PrefillSpec other = spec;
+  other.chunk = 32; // wgmma's M is 64 chunk rows
+  EXPECT_FALSE(mlir::delta::prefillWarpgroupFits(other, {32}));
+  other = spec;
+  other.k = 256; // the state would take the registers
+  EXPECT_FALSE(mlir::delta::prefillWarpgroupFits(other, {32}));
+
+  // Two warpgroups; three ring stages fit Hopper's 227 KiB at V tiles 16
+  // and 32, two at 64; the one-stage kernel fits every target.
+  for (auto [tile, stages] : {std::pair<int64_t, int>{16, 3}, {32, 3}, {64, 2}}) {
+    mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(spec, tile);
+    mlir::delta::useWarpgroupRecur(plan, spec);
+    EXPECT_TRUE(plan.warpgroupRecur);
+    EXPECT_EQ(plan.recurThreads, 256);
+    deltac_rt::PrefillVariant v = variant(128, 128, unsigned(128 / tile), 0);
+    v.smemRecur = unsigned(plan.recurSmem);
+    v.smemRecurStage = unsigned(plan.recurSmemStage);
+    EXPECT_EQ(deltac_rt::recurStages(v, 227 * 1024, 0), stages) << "V tile " << tile;
+    EXPECT_LE(plan.recurSmem - plan.recurSmemStage, 163 * 1024) << "V tile " << tile;
+  }
+
+  // The variant table's sm_90a values apply to the sm_90a image only.
+  deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
+  v.recurThreads = 96;
+  v.smemRecur = 143104;
+  v.smemRecurStage = 64768;
+  v.recurAltTarget = "sm_90a";
+  v.recurAltThreads = 256;
+  v.smemRecurAlt = 135168;
+  v.smemRecurAltStage = 60416;
+  deltac_rt::PrefillVariant hopper = deltac_rt::forRecurImage(v, "sm_90a");
+  EXPECT_EQ(hopper.recurThreads, 256u);
+  EXPECT_EQ(hopper.smemRecur, 135168u);
+  EXPECT_EQ(hopper.smemRecurStage, 60416u);
+  for (const char *image : {"sm_80", "sm_100a", ""}) {
+    deltac_rt::PrefillVariant same = deltac_rt::forRecurImage(v, image);
+    EXPECT_EQ(same.recurThreads, 96u) << image;
+    EXPECT_EQ(same.smemRecur, 143104u) << image;
+  }
+  v.recurAltTarget = nullptr;
+  EXPECT_EQ(deltac_rt::forRecurImage(v, "sm_90a").recurThreads, 96u);
+}
