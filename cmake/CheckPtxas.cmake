@@ -3,8 +3,11 @@
 #   cmake -DPTXAS=<ptxas> -DDIR=<generated> -P CheckPtxas.cmake
 #
 # Assembles every kernels/<kernel>.<target>.ptx under DIR for its target and
-# fails unless ptxas reports a 0-byte stack frame and no spills. Prints the
-# registers of each kernel.
+# fails unless ptxas reports a 0-byte stack frame and no spills, or where it
+# had to inject a warpgroup.arrive / warpgroup.wait around wgmma (C7517,
+# C7519: registers touched between a wgmma and its fence or wait, which
+# serializes the products) or reports a potential performance loss. Prints
+# the registers of each kernel.
 #===--------------------------------------------------------------------===#
 file(GLOB_RECURSE files ${DIR}/*.ptx)
 set(failed "")
@@ -25,6 +28,8 @@ foreach(file IN LISTS files)
     list(APPEND failed "${name}: ptxas failed:\n${report}")
   elseif(NOT report MATCHES "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads")
     list(APPEND failed "${name}: stack frame or spills:\n${report}")
+  elseif(report MATCHES "is injected|Potential Performance Loss")
+    list(APPEND failed "${name}: ptxas serializes wgmma:\n${report}")
   else()
     message(STATUS "${name}: ${regs} registers, 0 stack, 0 spills")
   endif()
