@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/PrefillEmitter.h"
 #include "passes/PrefillKernel.h"
 
 #include "deltac_prefill.h"
@@ -271,6 +272,21 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
     EXPECT_EQ(deltac_rt::recurStages(v, 227 * 1024, 0), stages) << "V tile " << tile;
     EXPECT_LE(plan.recurSmem - plan.recurSmemStage, 163 * 1024) << "V tile " << tile;
   }
+
+  // wgmma's 128-byte swizzle repeats every 1024 bytes: every image (and so
+  // every stage) starts on a 1024-byte bound of the aligned base, and the
+  // launch's shared memory leaves room to align it.
+  for (bool kda : {false, true})
+    for (int64_t tile : {16, 32, 64}) {
+      mlir::delta::PrefillSpec s = spec;
+      s.rule = kda ? mlir::delta::Rule::kda : mlir::delta::Rule::gated;
+      mlir::delta::prefill::RecurWarpgroupSmem L(s, tile);
+      for (int64_t at : {L.st, L.st + L.sBytes, L.vn, L.vn + L.vBytes, L.wb, L.kd, L.qgb, L.pb,
+                         L.ub, L.gl, L.stage})
+        EXPECT_EQ(at % 1024, 0) << "V tile " << tile << (kda ? " kda" : "");
+      EXPECT_LE(L.pb + 64 * 64 * 2 + 16, L.ub); // G_last's 16 bytes after P
+      EXPECT_EQ(L.total, 1024 + L.wb + 2 * L.stage);
+    }
 
   // The variant table's sm_90a values apply to the sm_90a image only.
   deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
