@@ -223,6 +223,12 @@ struct RecurSequence {
   std::function<Value(Value slot, Value d, Value col)> stateIndex;
 };
 
+/// recur's operand ring: its depth, read from the launch's dynamic shared
+/// memory (PrefillEmitter::recurRing), and the sequence's first chunk.
+struct RecurRing {
+  Value deep, single, stages, c0;
+};
+
 /// One 16x8 accumulator tile of mma.m16n8k16: c0, c1 at (row g, cols 2t,
 /// 2t+1), c2, c3 at (row g + 8, same cols); g = lane / 4, t = lane % 4.
 struct Frag {
@@ -271,6 +277,66 @@ private:
   /// recur as wgmma warpgroups (PrefillPlan::warpgroupRecur,
   /// PrefillRecurWarpgroup.cpp).
   void recurWarpgroup(const RecurSequence &q);
+  /// The `count` initial-state elements that `load` pushes (each state
+  /// form's own order), read where `readOk`, else zeros.
+  SmallVector<Value> initialStateOrZero(Value readOk, int64_t count,
+                                        function_ref<void(SmallVectorImpl<Value> &)> load) {
+    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(count, f32)), readOk, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifRead.thenBlock());
+    SmallVector<Value> vals;
+    load(vals);
+    scf::YieldOp::create(b, vals);
+    b.setInsertionPointToStart(ifRead.elseBlock());
+    scf::YieldOp::create(b, SmallVector<Value>(count, cF32(0.0)));
+    return SmallVector<Value>(ifRead.getResults());
+  }
+  /// An initial-state element at `index` as f32.
+  Value loadInitialState(Value index) { return loadF32(param(pInitial), s.stateType, index); }
+  /// x stored to the final state at element index(), in the state's type
+  /// (the conversion emitted first, as the forms always did).
+  void storeFinalState(Value x, function_ref<Value()> index) {
+    Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
+    store(y, param(pFinal), index(), s.stateType.getIntOrFloatBitWidth() / 8);
+  }
+  /// Chunk c of a sequence (its chunks from c0, its tokens [bos, eos)):
+  /// its first token, and how many of its C rows the sequence has.
+  std::pair<Value, Value> chunkTokens(Value c, Value c0, Value bos, Value eos) {
+    Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(s.chunk)));
+    return {t0, toI32(arith::MinSIOp::create(b, cI64(s.chunk), sub(eos, t0)))};
+  }
+  /// O's elements (row, col) and (row, col + 1) of the chunk from token t0,
+  /// value head hv, V tile from column v0, where row < rows: one store.
+  void storeOutputPair(Value t0, Value rows, Value hv, Value v0, Value row, Value col, Value x0,
+                       Value x1) {
+    ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
+      Value tok = add(t0, toI64(row));
+      Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(s.v))),
+                     toI64(add(v0, col)));
+      storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at,
+               2 * s.ioType.getIntOrFloatBitWidth() / 8);
+    });
+  }
+  /// The ring's depth from the launch's dynamic shared memory: 2 stages
+  /// (`total` bytes), 3 where the host granted `stage` more, 1 where it gave
+  /// `stage` fewer.
+  RecurRing recurRing(int64_t total, int64_t stage, Value c0);
+  /// The stage of chunk c: (c - c0) % stages (a remainder by a constant:
+  /// one by the run-time `stages` would be a long division on every step's
+  /// path).
+  Value ringSlot(const RecurRing &r, Value c) {
+    Value i = sub(c, r.c0);
+    return sel(r.single, cI32(0), sel(r.deep, remu(i, cI32(3)), andI(i, cI32(1))));
+  }
+  /// The parity of chunk c's phase of its stage's mbarrier, whose phase
+  /// flips once per chunk that uses the stage: that of the uses before it,
+  /// (c - c0) / stages.
+  Value ringPhase(const RecurRing &r, Value c) {
+    Value i = sub(c, r.c0);
+    Value uses = sel(r.single, i,
+                     sel(r.deep, divu(i, cI32(3)), arith::ShRUIOp::create(b, i, cI32(1))));
+    return andI(uses, cI32(1));
+  }
 
   // Constants and arithmetic.
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, x, y); }

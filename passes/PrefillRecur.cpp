@@ -89,38 +89,22 @@ void PrefillEmitter::emitRecur() {
   // The pipeline depth from the launch's dynamic shared memory: 2 stages,
   // 3 where the host granted one more, or 1 where it gave one less so that
   // two blocks share an SM (many blocks: the other block hides the loads).
-  Value dynSmem = LLVM::InlineAsmOp::create(
-                      b, i32, ValueRange{}, "mov.u32 $0, %dynamic_smem_size;", "=r",
-                      /*has_side_effects=*/false, /*is_align_stack=*/false,
-                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
-                      .getResult(0);
-  Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
-  Value single = cmp(arith::CmpIPredicate::slt, dynSmem, cI32(L.total));
-  Value stages = sel(deep, cI32(3), sel(single, cI32(1), cI32(2)));
-  // Chunk c's operands go to stage (c - c0) % stages (a remainder by a
-  // constant: one by the run-time `stages` would be a long division on
-  // every step's path): as one cp.async group per thread, or (sm_90+) W,
-  // Kd, Qg and P as four bulk copies by one thread that complete on the
-  // stage's mbarrier, the U tile and G_last still by cp.async. A bulk copy
-  // moves a whole tile with one instruction: the output warps no longer
-  // issue ~30 copies each per chunk (varlen recur 6 % faster on the H200).
-  auto slotOfChunk = [&](Value c) {
-    Value i = sub(c, c0);
-    return sel(single, cI32(0), sel(deep, remu(i, cI32(3)), andI(i, cI32(1))));
-  };
+  RecurRing ring = recurRing(L.total, L.stage, c0);
+  Value deep = ring.deep, single = ring.single, stages = ring.stages;
+  // Chunk c's operands go to stage ringSlot(c): as one cp.async group per
+  // thread, or (sm_90+) W, Kd, Qg and P as four bulk copies by one thread
+  // that complete on the stage's mbarrier, the U tile and G_last still by
+  // cp.async. A bulk copy moves a whole tile with one instruction: the
+  // output warps no longer issue ~30 copies each per chunk (varlen recur
+  // 6 % faster on the H200).
+  auto slotOfChunk = [&](Value c) { return ringSlot(ring, c); };
   auto stageAt = [&](Value c, int64_t at) {
     return gep(region(at), b.getI8Type(), mul(slotOfChunk(c), cI32(L.stage)));
   };
-  // Bulk copies: stage s completes on mbarrier s, whose phase flips once
-  // per chunk that uses the stage; chunk c waits for the parity of the
-  // uses before it, (c - c0) / stages.
+  // Bulk copies: stage s completes on mbarrier s (ringPhase).
   bool bulk = plan.bulkCopies;
   auto barOf = [&](Value c) { return gep(region(L.mbar), i64, slotOfChunk(c)); };
-  auto phaseOf = [&](Value c) {
-    Value i = sub(c, c0);
-    Value uses = sel(single, i, sel(deep, divu(i, cI32(3)), arith::ShRUIOp::create(b, i, cI32(1))));
-    return andI(uses, cI32(1));
-  };
+  auto phaseOf = [&](Value c) { return ringPhase(ring, c); };
   int64_t kTile = C * (K + kPad), pTile = C * (C + kPad); // padded rows
   auto copies = [&](Value c) {
     Value ch = chunkHead(c, hv);
@@ -257,8 +241,8 @@ void PrefillEmitter::emitRecur() {
       });
     };
     handOver(deep, 1);
-    Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
-    Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
+    Value t0, rows;
+    std::tie(t0, rows) = chunkTokens(c, c0, bos, eos);
     // chunk_output: O = Qg S + P V' (the S chunk c started from).
     SmallVector<Frag> acc = zeroFrags(C, BV);
     namedSync(barrierId(kSReady, parity), all);
@@ -273,11 +257,7 @@ void PrefillEmitter::emitRecur() {
         products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kDone, parity), all);
     forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-      ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
-        Value tok = add(t0, toI64(i));
-        Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(add(v0, col)));
-        storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
-      });
+      storeOutputPair(t0, rows, hv, v0, i, col, x0, x1);
     });
     handOver(twoStages, 0);
     // Both roles are done with chunk c's stage: refill it with chunk
@@ -319,19 +299,13 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
   // The state tile [K, BV] as mma accumulators.
   SmallVector<Frag> S = zeroFrags(K, BV);
   {
-    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(S.size() * 4, f32)), readOk, true);
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(ifRead.thenBlock());
-    SmallVector<Value> vals;
-    forEachElement(K, BV, S, [&](Value d, Value col, Value) {
-      vals.push_back(loadF32(param(pInitial), s.stateType, stateIndex(inSlot, d, col)));
+    SmallVector<Value> read = initialStateOrZero(readOk, S.size() * 4, [&](auto &vals) {
+      forEachElement(K, BV, S, [&](Value d, Value col, Value) {
+        vals.push_back(loadInitialState(stateIndex(inSlot, d, col)));
+      });
     });
-    scf::YieldOp::create(b, vals);
-    b.setInsertionPointToStart(ifRead.elseBlock());
-    scf::YieldOp::create(b, SmallVector<Value>(S.size() * 4, cF32(0.0)));
-    b.setInsertionPointAfter(ifRead);
     for (size_t i = 0; i < S.size() * 4; ++i)
-      S[i / 4].c[i % 4] = ifRead.getResult(i);
+      S[i / 4].c[i % 4] = read[i];
   }
   auto storeS = [&](Value which) {
     Value at = sCopy(which);
@@ -405,7 +379,17 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
   auto ifWrite = scf::IfOp::create(b, writeOk, false);
   b.setInsertionPointToStart(ifWrite.thenBlock());
   forEachElement(K, BV, S, [&](Value d, Value col, Value x) {
-    Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
-    store(y, param(pFinal), stateIndex(outSlot, d, col), s.stateType.getIntOrFloatBitWidth() / 8);
+    storeFinalState(x, [&] { return stateIndex(outSlot, d, col); });
   });
+}
+
+RecurRing PrefillEmitter::recurRing(int64_t total, int64_t stage, Value c0) {
+  Value dynSmem = LLVM::InlineAsmOp::create(
+                      b, i32, ValueRange{}, "mov.u32 $0, %dynamic_smem_size;", "=r",
+                      /*has_side_effects=*/false, /*is_align_stack=*/false,
+                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+                      .getResult(0);
+  Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(total + stage));
+  Value single = cmp(arith::CmpIPredicate::slt, dynSmem, cI32(total));
+  return {deep, single, sel(deep, cI32(3), sel(single, cI32(1), cI32(2))), c0};
 }

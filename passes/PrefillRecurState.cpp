@@ -41,20 +41,13 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
   };
   SmallVector<Frag> S(tilesS);
   {
-    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(tilesS * 4, f32)), f.readOk, true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifRead.thenBlock());
-    SmallVector<Value> vals;
-    for (int64_t j = 0; j < tilesS; ++j)
-      for (int64_t e = 0; e < 4; ++e)
-        vals.push_back(loadF32(param(pInitial), s.stateType,
-                               f.stateIndex(f.inSlot, colOf(j, e), vOf(e))));
-    scf::YieldOp::create(b, vals);
-    b.setInsertionPointToStart(ifRead.elseBlock());
-    scf::YieldOp::create(b, SmallVector<Value>(tilesS * 4, cF32(0.0)));
-    b.setInsertionPointAfter(ifRead);
+    SmallVector<Value> read = initialStateOrZero(f.readOk, tilesS * 4, [&](auto &vals) {
+      for (int64_t j = 0; j < tilesS; ++j)
+        for (int64_t e = 0; e < 4; ++e)
+          vals.push_back(loadInitialState(f.stateIndex(f.inSlot, colOf(j, e), vOf(e))));
+    });
     for (int64_t i = 0; i < tilesS * 4; ++i)
-      S[i / 4].c[i % 4] = ifRead.getResult(i);
+      S[i / 4].c[i % 4] = read[i];
   }
   // S^T in 16 bits, pair (c0, c1) or (c2, c3) of tile j at 2j + h: packed
   // once per chunk, both the next W product's A fragments (pairsToA) and
@@ -168,9 +161,6 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
   b.setInsertionPointToStart(ifWrite.thenBlock());
   for (int64_t j = 0; j < tilesS; ++j)
     for (int64_t e = 0; e < 4; ++e) {
-      Value x = S[j].c[e];
-      Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
-      store(y, param(pFinal), f.stateIndex(f.outSlot, colOf(j, e), vOf(e)),
-            s.stateType.getIntOrFloatBitWidth() / 8);
+      storeFinalState(S[j].c[e], [&] { return f.stateIndex(f.outSlot, colOf(j, e), vOf(e)); });
     }
 }

@@ -63,7 +63,7 @@ enum WarpgroupBarrier : int64_t { kStateOnly = 1, kWgSReady = 2, kWgVReady = 4, 
                                   kWgADone = 8 };
 
 void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
-  int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
+  int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   RecurWarpgroupSmem L(s, BV);
   int64_t nT = BV / 8, mBlocks = K / 64, both = 256;
   bool kda = s.rule == Rule::kda, gated = s.rule == Rule::gated;
@@ -78,25 +78,12 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
   Value aligned = andI(add(raw, cI32(1023)), cI32(~int64_t(1023)));
   Value base = gep(smem, i8, sub(aligned, raw));
 
-  // Ring depth from the dynamic shared memory, as in the mma.sync form.
-  Value dynSmem = LLVM::InlineAsmOp::create(
-                      b, i32, ValueRange{}, "mov.u32 $0, %dynamic_smem_size;", "=r",
-                      /*has_side_effects=*/false, /*is_align_stack=*/false,
-                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
-                      .getResult(0);
-  Value deep = cmp(arith::CmpIPredicate::sge, dynSmem, cI32(L.total + L.stage));
-  Value single = cmp(arith::CmpIPredicate::slt, dynSmem, cI32(L.total));
-  Value stages = sel(deep, cI32(3), sel(single, cI32(1), cI32(2)));
+  // The ring, as in the mma.sync form.
   Value c0 = q.c0, c1 = q.c1;
-  auto slotOfChunk = [&](Value c) {
-    Value i = sub(c, c0);
-    return sel(single, cI32(0), sel(deep, remu(i, cI32(3)), andI(i, cI32(1))));
-  };
-  auto phaseOf = [&](Value c) {
-    Value i = sub(c, c0);
-    Value uses = sel(single, i, sel(deep, divu(i, cI32(3)), arith::ShRUIOp::create(b, i, cI32(1))));
-    return andI(uses, cI32(1));
-  };
+  RecurRing ring = recurRing(L.total, L.stage, c0);
+  Value stages = ring.stages;
+  auto slotOfChunk = [&](Value c) { return ringSlot(ring, c); };
+  auto phaseOf = [&](Value c) { return ringPhase(ring, c); };
   auto stageOff = [&](Value c, int64_t at) { return add(cI32(at), mul(slotOfChunk(c), cI32(L.stage))); };
   auto stagePtr = [&](Value c, int64_t at) { return gep(base, i8, stageOff(c, at)); };
   auto stageAddr = [&](Value c, int64_t at) { return add(aligned, stageOff(c, at)); };
@@ -221,25 +208,13 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
     int64_t sRegs = mBlocks * nT * 4;
-    SmallVector<Value> S;
-    {
-      auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(sRegs, f32)), q.readOk, true);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(ifRead.thenBlock());
-      SmallVector<Value> vals;
+    SmallVector<Value> S = initialStateOrZero(q.readOk, sRegs, [&](auto &vals) {
       for (int64_t mb = 0; mb < mBlocks; ++mb)
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t e = 0; e < 4; ++e)
-            vals.push_back(loadF32(param(pInitial), s.stateType,
-                                   q.stateIndex(q.inSlot, add(cI32(64 * mb), accRow(e)),
-                                                accCol(j, e))));
-      scf::YieldOp::create(b, vals);
-      b.setInsertionPointToStart(ifRead.elseBlock());
-      scf::YieldOp::create(b, SmallVector<Value>(sRegs, cF32(0.0)));
-      b.setInsertionPointAfter(ifRead);
-      for (int64_t i = 0; i < sRegs; ++i)
-        S.push_back(ifRead.getResult(i));
-    }
+            vals.push_back(loadInitialState(
+                q.stateIndex(q.inSlot, add(cI32(64 * mb), accRow(e)), accCol(j, e))));
+    });
     // A programmatic dependent of chunks: its results are read from here on.
     if (plan.gridDependency)
       ptx("griddepcontrol.wait;", "", {});
@@ -349,11 +324,9 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     for (int64_t mb = 0; mb < mBlocks; ++mb)
       for (int64_t j = 0; j < nT; ++j)
         for (int64_t e = 0; e < 4; ++e) {
-          Value x = S[mb * nT * 4 + 4 * j + e];
-          Value y = s.stateType.isF32() ? x : arith::TruncFOp::create(b, s.stateType, x).getResult();
-          store(y, param(pFinal),
-                q.stateIndex(q.outSlot, add(cI32(64 * mb), accRow(e)), accCol(j, e)),
-                s.stateType.getIntOrFloatBitWidth() / 8);
+          storeFinalState(S[mb * nT * 4 + 4 * j + e], [&] {
+            return q.stateIndex(q.outSlot, add(cI32(64 * mb), accRow(e)), accCol(j, e));
+          });
         }
   }
 
@@ -387,18 +360,13 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     commit();
     waitAcc(0, oacc);
     namedArrive(barrierId(kWgDone, parity), both);
-    Value t0 = add(q.bos, mul(toI64(sub(c, c0)), cI64(C)));
-    Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(q.eos, t0)));
+    Value t0, rows;
+    std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
     for (int64_t j = 0; j < nT; ++j)
       for (int64_t h = 0; h < 2; ++h) {
         Value row = accRow(2 * h), col = accCol(j, 0);
-        ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
-          Value tok = add(t0, toI64(row));
-          Value at = add(add(mul(tok, param(pOStride)), mul(toI64(q.hv), cI64(V))),
-                         toI64(add(q.v0, col)));
-          storeVec(pack2(oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1], s.ioType), param(pO),
-                   s.ioType, at, 4);
-        });
+        storeOutputPair(t0, rows, q.hv, q.v0, row, col, oacc[4 * j + 2 * h],
+                        oacc[4 * j + 2 * h + 1]);
       }
     // Both warpgroups are done with chunk c's stage: refill it with chunk
     // c + stages.
