@@ -37,6 +37,18 @@ deltac_rt::PrefillVariant variant(int64_t K, int64_t V, unsigned tiles,
   return {K, V, 64, DELTAC_BF16, DELTAC_F32, gate,
           false, 128, 128, 128, tiles, minBlocks, 0, 0, 0, 0, nullptr, nullptr, nullptr};
 }
+
+// A bf16 call with an fp32 state, K = V = 128, H = HV = `heads`.
+deltac_prefill_args args(int64_t N, int64_t T, int64_t heads) {
+  deltac_prefill_args a{};
+  a.K = a.V = 128;
+  a.N = N;
+  a.T = T;
+  a.H = a.HV = heads;
+  a.io_dtype = DELTAC_BF16;
+  a.state_dtype = DELTAC_F32;
+  return a;
+}
 } // namespace
 
 TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
@@ -85,13 +97,7 @@ TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
 TEST(PrefillHost, MaxSeqlenMustBeALongestLength) {
   const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 1),
                                              variant(128, 128, 8, 0)};
-  deltac_prefill_args a{};
-  a.K = a.V = 128;
-  a.N = 4;
-  a.T = 1000;
-  a.H = a.HV = 16;
-  a.io_dtype = DELTAC_BF16;
-  a.state_dtype = DELTAC_F32;
+  deltac_prefill_args a = args(4, 1000, 16);
   // Below the mean (250), above T, negative: rejected, naming the field.
   for (int64_t bad : {int64_t(249), int64_t(1001), int64_t(-1)}) {
     a.max_seqlen = bad;
@@ -141,13 +147,8 @@ TEST(PrefillDispatch, RecurRingDepthFromSharedMemory) {
 TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
   const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 1),
                                              variant(128, 128, 8, 0)};
-  deltac_prefill_args a{};
-  a.K = a.V = 128;
-  a.N = int64_t(1) << 28; // one token each: 2^28 * 16 heads * 8 V tiles
-  a.T = a.N;
-  a.H = a.HV = 16;
-  a.io_dtype = DELTAC_BF16;
-  a.state_dtype = DELTAC_F32;
+  // One token each: 2^28 * 16 heads * 8 V tiles.
+  deltac_prefill_args a = args(int64_t(1) << 28, int64_t(1) << 28, 16);
   deltac::Status s = deltac_rt::runPrefill(table, 2, a, nullptr);
   EXPECT_EQ(s.code, DELTAC_INVALID_ARGUMENT);
   EXPECT_NE(s.message.find("too large"), std::string::npos) << s.message;
@@ -216,13 +217,7 @@ TEST(PrefillHost, PerChannelGatesMustBe16ByteAligned) {
   // kda's chunks kernel copies each token's K decays 16 bytes at a time.
   const deltac_rt::PrefillVariant table[] = {
       variant(128, 128, 8, 0, deltac_rt::GateKind::ChannelLog)};
-  deltac_prefill_args a{};
-  a.K = a.V = 128;
-  a.N = 1;
-  a.T = 64;
-  a.H = a.HV = 2;
-  a.io_dtype = DELTAC_BF16;
-  a.state_dtype = DELTAC_F32;
+  deltac_prefill_args a = args(1, 64, 2);
   // Never dereferenced: the call is rejected (or fails) before any launch.
   auto at = [](uintptr_t x) { return reinterpret_cast<void *>(x); };
   a.q = a.k = a.v = a.beta = at(0x10000);
