@@ -44,6 +44,23 @@ inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 /// normal numbers, with room for unnormalised k).
 constexpr double kSteep = 64.0;
 
+/// The high half of a wgmma shared-memory matrix descriptor (PTX ISA,
+/// "Matrix Descriptor Format": start address >> 4 in bits 0-13, leading
+/// byte offset >> 4 in 16-29, stride byte offset >> 4 in 32-45, layout
+/// type in 62-63, 1 = 128-byte swizzle; every image starts on a 1024-byte
+/// bound, so the base offset is 0).
+///   K-major: rows of 128 bytes (64 elements of the reduction index),
+///   groups of 8 rows 1024 bytes apart (stride offset); the leading offset
+///   is unused with this swizzle (wgmmaKMajor).
+///   MN-major (imm-trans-a / -b = 1): rows of 128 bytes along M (or N), 8
+///   reduction rows per group, groups 1024 bytes apart (stride offset),
+///   64-column blocks a whole [rows][64] image apart (leading offset;
+///   unused at M or N = 64).
+constexpr uint64_t wgmmaDescHigh(uint64_t leadingBytes, uint64_t strideBytes) {
+  return (uint64_t(1) << 62) | ((strideBytes >> 4) << 32) | ((leadingBytes >> 4) << 16);
+}
+constexpr uint64_t wgmmaKMajor = wgmmaDescHigh(16, 1024);
+
 /// Shared-memory regions of the chunks kernel (byte offsets). kb, qb, vb
 /// first receive the raw k, q, v rows (cp.async); q and k are then
 /// normalised in place; lf and af hold L and its inverse in fp32.
@@ -709,6 +726,42 @@ private:
         "@!done bra wait;\n}",
         "r,r", {sharedAddr(bar), parity});
   }
+
+  // wgmma (sm_90a; PrefillWgmma.cpp). Operands are 128-byte-swizzled
+  // shared-memory images that start on 1024-byte bounds (wgmmaDescHigh).
+  /// The first 1024-byte bound of the dynamic shared memory: as a pointer
+  /// and as the 32-bit shared address the descriptors take.
+  std::pair<Value, Value> alignedSmem();
+  /// Row of accumulator register 4 j + e of wgmma m64nNk16 (fp32) in its
+  /// 64-row block: 16 wl + g (+ 8 for e >= 2), wl = the warp in its
+  /// warpgroup; its column: 8 j + 2 t (+ 1 for odd e).
+  Value wgRow(Value wl, int64_t e) { return add(mul(wl, cI32(16)), add(group, cI32(e >= 2 ? 8 : 0))); }
+  Value wgCol(int64_t j, int64_t e) { return add(cI32(8 * j), add(mul(quad, cI32(2)), cI32(e % 2))); }
+  /// An inline-asm statement that takes `acc` and gives it back, so that
+  /// LLVM orders every use of the accumulators after it and every
+  /// definition before it (wgmma's fence and wait must bracket them).
+  void throughAsm(StringRef text, ArrayRef<Value> extra, StringRef extraConstraints,
+                  SmallVector<Value> &acc);
+  void wgFence(SmallVector<Value> &acc) { throughAsm("wgmma.fence.sync.aligned;", {}, "", acc); }
+  void wgWait(int64_t pending, SmallVector<Value> &acc) {
+    throughAsm("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", {}, "", acc);
+  }
+  void wgCommit() { ptx("wgmma.commit_group.sync.aligned;", "", {}); }
+  /// The descriptor of the image at shared address `addr`.
+  Value smemDesc(Value addr, uint64_t high) {
+    Value lo = arith::ExtUIOp::create(b, i64, arith::ShRUIOp::create(b, andI(addr, cI32(0x3FFFF)), cI32(4)));
+    return orI(lo, cI64(int64_t(high)));
+  }
+  /// A descriptor `bytes` further on.
+  Value descPlus(Value d, int64_t bytes) { return add(d, cI64(bytes >> 4)); }
+  /// acc (+)= A B for one k step of 16, N = 2 acc.size() (accumulate =
+  /// false: acc = A B); transA / transB: the operand is MN-major.
+  void wgmma(SmallVector<Value> &acc, Value da, Value db, bool accumulate, bool transA,
+             bool transB = false);
+  /// Generic-proxy writes of shared memory (st.shared, stmatrix, cp.async)
+  /// made visible to the async proxy (wgmma, bulk copies) of the threads
+  /// that synchronise with this one.
+  void fenceProxyAsync() { ptx("fence.proxy.async.shared::cta;", "", {}); }
 
   gpu::GPUFuncOp func;
   const PrefillSpec &s;

@@ -32,25 +32,6 @@ using namespace mlir;
 using namespace mlir::delta;
 using namespace mlir::delta::prefill;
 
-namespace {
-// wgmma shared-memory matrix descriptors (PTX ISA, "Matrix Descriptor
-// Format"): start address >> 4 in bits 0-13, leading-dimension byte offset
-// >> 4 in 16-29, stride-dimension byte offset >> 4 in 32-45, layout type
-// in 62-63 (1: 128-byte swizzle; every image starts on a 1024-byte bound,
-// so the base offset is 0).
-//   K-major (W, Qg, P; the S^T and V'^T images): rows of 128 bytes (64
-//   elements of the reduction index), groups of 8 rows 1024 bytes apart
-//   (stride offset); the leading offset is unused with this swizzle.
-//   MN-major (Kd as the A of Kd^T V', imm-trans-a = 1): rows of 128 bytes
-//   along M, 8 reduction rows per group, groups 1024 bytes apart (stride
-//   offset), 64-column blocks a whole [C][64] image apart (leading offset;
-//   unused at M = 64).
-constexpr uint64_t kSwizzle128 = uint64_t(1) << 62;
-constexpr uint64_t descHigh(uint64_t leadingBytes, uint64_t strideBytes) {
-  return kSwizzle128 | ((strideBytes >> 4) << 32) | ((leadingBytes >> 4) << 16);
-}
-} // namespace
-
 // recur's named barriers (bar 0 is the block's): the state warpgroup's
 // own, and its hand-overs with the output warpgroup, one per signal and
 // chunk parity (id + parity; the two are never more than a chunk apart):
@@ -68,15 +49,11 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
   int64_t nT = BV / 8, mBlocks = K / 64, both = 256;
   bool kda = s.rule == Rule::kda, gated = s.rule == Rule::gated;
   Type i8 = b.getI8Type();
-  const uint64_t kMajor = descHigh(16, 1024), mnMajor = descHigh(C * 128, 1024);
-  std::string ab = opType.isBF16() ? "bf16" : "f16";
+  const uint64_t kMajor = wgmmaKMajor, mnMajor = wgmmaDescHigh(C * 128, 1024);
 
   Value wl = remu(warp, cI32(4)); // the warp in its warpgroup
-  // The first 1024-byte bound of the dynamic shared memory: `base` as a
-  // pointer, `aligned` as the 32-bit shared address descriptors take.
-  Value raw = sharedAddr(smem);
-  Value aligned = andI(add(raw, cI32(1023)), cI32(~int64_t(1023)));
-  Value base = gep(smem, i8, sub(aligned, raw));
+  Value base, aligned;
+  std::tie(base, aligned) = alignedSmem();
 
   // The ring, as in the mma.sync form.
   Value c0 = q.c0, c1 = q.c1;
@@ -110,60 +87,6 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       bulkCopy(stagePtr(c, L.gl), from(1), K * 4, bar);
   };
 
-  // Accumulator layout of wgmma m64nNk16 (fp32): register 4 j + e of a
-  // thread holds row 16 wl + g (+ 8 for e >= 2), column 8 j + 2 t (+ 1 for
-  // odd e) of its 64-row block (g = lane / 4, t = lane % 4).
-  auto accRow = [&](int64_t e) { return add(mul(wl, cI32(16)), add(group, cI32(e >= 2 ? 8 : 0))); };
-  auto accCol = [&](int64_t j, int64_t e) {
-    return add(cI32(8 * j), add(mul(quad, cI32(2)), cI32(e % 2)));
-  };
-  // An inline-asm statement that takes `acc` and gives it back, so that
-  // LLVM orders every use of the accumulators after it and every
-  // definition before it (wgmma's fence and wait must bracket them).
-  auto throughAsm = [&](StringRef text, ArrayRef<Value> extra, StringRef extraConstraints,
-                        SmallVector<Value> &acc) {
-    int64_t n = acc.size();
-    std::string constraints;
-    for (int64_t i = 0; i < n; ++i)
-      constraints += "=f,";
-    constraints += extraConstraints.str();
-    for (int64_t i = 0; i < n; ++i)
-      constraints += (constraints.back() == ',' ? "" : ",") + std::to_string(i);
-    SmallVector<Value> operands(extra);
-    operands.append(acc);
-    auto type = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(n, f32));
-    auto op = LLVM::InlineAsmOp::create(b, type, operands, text, constraints,
-                                        /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                        ArrayAttr());
-    for (int64_t i = 0; i < n; ++i)
-      acc[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), i);
-  };
-  auto fenceAcc = [&](SmallVector<Value> &acc) {
-    throughAsm("wgmma.fence.sync.aligned;", {}, "", acc);
-  };
-  auto waitAcc = [&](int64_t pending, SmallVector<Value> &acc) {
-    throughAsm("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", {}, "", acc);
-  };
-  auto commit = [&] { ptx("wgmma.commit_group.sync.aligned;", "", {}); };
-  auto desc = [&](Value addr, uint64_t high) {
-    Value lo = arith::ExtUIOp::create(b, i64, arith::ShRUIOp::create(b, andI(addr, cI32(0x3FFFF)), cI32(4)));
-    return orI(lo, cI64(int64_t(high)));
-  };
-  auto plus = [&](Value d, int64_t bytes) { return add(d, cI64(bytes >> 4)); };
-  // acc (+)= A B for one k step of 16 (accumulate = false: acc = A B).
-  auto wgmma = [&](SmallVector<Value> &acc, Value da, Value db, bool accumulate, bool transA) {
-    int64_t n = acc.size();
-    std::string regs;
-    for (int64_t i = 0; i < n; ++i)
-      regs += (i ? ", $" : "$") + std::to_string(i);
-    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 2) +
-                       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(BV) +
-                       "k16.f32." + ab + "." + ab + " {" + regs + "}, $" + std::to_string(n) +
-                       ", $" + std::to_string(n + 1) + ", p, 1, 1, " + (transA ? "1" : "0") +
-                       ", 0;\n}";
-    throughAsm(text, {da, db, cI32(accumulate ? 1 : 0)}, "l,l,r", acc);
-  };
   // Stores accumulator blocks (64 rows each, BV columns) transposed as the
   // swizzled K-major B image at shared address `img`: block mb's rows are
   // the columns of the [BV][64] image mb (BV * 128 bytes apart).
@@ -187,9 +110,6 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
             "r,r,r,r,r", ops);
       }
   };
-  // Generic-proxy writes of shared memory (stmatrix) made visible to the
-  // async proxy (wgmma) of the threads that synchronise with this one.
-  auto fenceProxy = [&] { ptx("fence.proxy.async.shared::cta;", "", {}); };
   auto sImage = [&](Value which) { return add(aligned, add(cI32(L.st), mul(which, cI32(L.sBytes)))); };
   auto vImage = [&](Value which) { return add(aligned, add(cI32(L.vn), mul(which, cI32(L.vBytes)))); };
   auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
@@ -213,7 +133,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t e = 0; e < 4; ++e)
             vals.push_back(loadInitialState(
-                q.stateIndex(q.inSlot, add(cI32(64 * mb), accRow(e)), accCol(j, e))));
+                q.stateIndex(q.inSlot, add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e))));
     });
     // A programmatic dependent of chunks: its results are read from here on.
     if (plan.gridDependency)
@@ -228,7 +148,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     });
     ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
       storeTransposed(S, mBlocks, sImage(cI32(0)));
-      fenceProxy();
+      fenceProxyAsync();
       namedSync(cI32(kStateOnly), 128);
       namedArrive(barrierId(kWgSReady, cI32(0)), both);
     });
@@ -243,21 +163,21 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       mbarWait(barOf(c), phaseOf(c));
       // V' = U - W S (U: [V tile / 16][C][16], read while W S runs).
       SmallVector<Value> vacc(nT * 4, cF32(0.0));
-      Value wDesc = desc(stageAddr(c, L.wb), kMajor), sDesc = desc(sImage(parity), kMajor);
-      fenceAcc(vacc);
+      Value wDesc = smemDesc(stageAddr(c, L.wb), kMajor), sDesc = smemDesc(sImage(parity), kMajor);
+      wgFence(vacc);
       for (int64_t ks = 0; ks < K / 16; ++ks) {
         int64_t half = ks / 4, kk = ks % 4;
-        wgmma(vacc, plus(wDesc, half * C * 128 + kk * 32), plus(sDesc, half * BV * 128 + kk * 32),
+        wgmma(vacc, descPlus(wDesc, half * C * 128 + kk * 32), descPlus(sDesc, half * BV * 128 + kk * 32),
               /*accumulate=*/ks > 0, /*transA=*/false);
       }
-      commit();
+      wgCommit();
       SmallVector<Value> u;
       {
         Value ub = stagePtr(c, L.ub);
         auto pairTy = VectorType::get({2}, opType);
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t h = 0; h < 2; ++h) {
-            Value col = accCol(j, 0), row = accRow(2 * h);
+            Value col = wgCol(j, 0), row = wgRow(wl, 2 * h);
             Value at = add(mul(divu(col, cI32(16)), cI32(C * 16)),
                            add(mul(row, cI32(16)), remu(col, cI32(16))));
             Value pair = LLVM::LoadOp::create(b, pairTy, gep(ub, opType, at), 4);
@@ -266,13 +186,13 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
           }
       }
       Value decayLast = gated ? exp(load(f32, stagePtr(c, L.pb), cI32(C * C / 2), 4)) : Value();
-      waitAcc(0, vacc);
+      wgWait(0, vacc);
       for (int64_t i = 0; i < nT * 4; ++i)
         vacc[i] = fsub(u[i], vacc[i]);
       // V'^T image `parity` was last read by chunk c - 2's output, which
       // the done round waited for during chunk c - 1.
       storeTransposed(vacc, 1, vImage(parity));
-      fenceProxy();
+      fenceProxyAsync();
       namedSync(cI32(kStateOnly), 128); // the whole image, for this warpgroup's product
       namedArrive(barrierId(kWgVReady, parity), both);
       // S = e^G_last S + Kd^T V' (kda: row d decays by e^G_last[d]).
@@ -281,21 +201,21 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
           for (int64_t e = 0; e < 4; ++e) {
             Value decay = decayLast;
             if (kda)
-              decay = load(f32, stagePtr(c, L.gl), add(cI32(64 * mb), accRow(e)), 4);
+              decay = load(f32, stagePtr(c, L.gl), add(cI32(64 * mb), wgRow(wl, e)), 4);
             Value &x = S[mb * nT * 4 + 4 * j + e];
             x = fmul(x, decay);
           }
-      fenceAcc(S);
-      Value kdDesc = desc(stageAddr(c, L.kd), mnMajor), vDesc = desc(vImage(parity), kMajor);
+      wgFence(S);
+      Value kdDesc = smemDesc(stageAddr(c, L.kd), mnMajor), vDesc = smemDesc(vImage(parity), kMajor);
       for (int64_t mb = 0; mb < mBlocks; ++mb) {
         SmallVector<Value> block(S.begin() + mb * nT * 4, S.begin() + (mb + 1) * nT * 4);
         for (int64_t ks = 0; ks < C / 16; ++ks)
-          wgmma(block, plus(kdDesc, mb * C * 128 + ks * 2048), plus(vDesc, ks * 32),
+          wgmma(block, descPlus(kdDesc, mb * C * 128 + ks * 2048), descPlus(vDesc, ks * 32),
                 /*accumulate=*/true, /*transA=*/true);
         std::copy(block.begin(), block.end(), S.begin() + mb * nT * 4);
       }
-      commit();
-      waitAcc(0, S);
+      wgCommit();
+      wgWait(0, S);
       namedArrive(barrierId(kWgADone, parity), both); // chunk c's stage is read
       // The next S^T goes to image `other` once chunk c - 1's output has
       // read it.
@@ -303,7 +223,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
         ifThen(cmp(arith::CmpIPredicate::sgt, c, c0),
                [&] { namedSync(barrierId(kWgDone, other), both); });
         storeTransposed(S, mBlocks, sImage(other));
-        fenceProxy();
+        fenceProxyAsync();
         namedSync(cI32(kStateOnly), 128);
         namedArrive(barrierId(kWgSReady, other), both);
       });
@@ -325,7 +245,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       for (int64_t j = 0; j < nT; ++j)
         for (int64_t e = 0; e < 4; ++e) {
           storeFinalState(S[mb * nT * 4 + 4 * j + e], [&] {
-            return q.stateIndex(q.outSlot, add(cI32(64 * mb), accRow(e)), accCol(j, e));
+            return q.stateIndex(q.outSlot, add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e));
           });
         }
   }
@@ -343,28 +263,28 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     Value c = loop.getInductionVar();
     Value parity = remu(sub(c, c0), cI32(2));
     mbarWait(barOf(c), phaseOf(c)); // Qg and P have landed (for this proxy too)
-    Value qDesc = desc(stageAddr(c, L.qgb), kMajor), pDesc = desc(stageAddr(c, L.pb), kMajor);
-    Value sDesc = desc(sImage(parity), kMajor), vDesc = desc(vImage(parity), kMajor);
+    Value qDesc = smemDesc(stageAddr(c, L.qgb), kMajor), pDesc = smemDesc(stageAddr(c, L.pb), kMajor);
+    Value sDesc = smemDesc(sImage(parity), kMajor), vDesc = smemDesc(vImage(parity), kMajor);
     SmallVector<Value> oacc(nT * 4, cF32(0.0));
     namedSync(barrierId(kWgSReady, parity), both);
-    fenceAcc(oacc);
+    wgFence(oacc);
     for (int64_t ks = 0; ks < K / 16; ++ks) {
       int64_t half = ks / 4, kk = ks % 4;
-      wgmma(oacc, plus(qDesc, half * C * 128 + kk * 32), plus(sDesc, half * BV * 128 + kk * 32),
+      wgmma(oacc, descPlus(qDesc, half * C * 128 + kk * 32), descPlus(sDesc, half * BV * 128 + kk * 32),
             /*accumulate=*/ks > 0, /*transA=*/false);
     }
-    commit();
+    wgCommit();
     namedSync(barrierId(kWgVReady, parity), both);
     for (int64_t ks = 0; ks < C / 16; ++ks)
-      wgmma(oacc, plus(pDesc, ks * 32), plus(vDesc, ks * 32), true, false);
-    commit();
-    waitAcc(0, oacc);
+      wgmma(oacc, descPlus(pDesc, ks * 32), descPlus(vDesc, ks * 32), true, false);
+    wgCommit();
+    wgWait(0, oacc);
     namedArrive(barrierId(kWgDone, parity), both);
     Value t0, rows;
     std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
     for (int64_t j = 0; j < nT; ++j)
       for (int64_t h = 0; h < 2; ++h) {
-        Value row = accRow(2 * h), col = accCol(j, 0);
+        Value row = wgRow(wl, 2 * h), col = wgCol(j, 0);
         storeOutputPair(t0, rows, q.hv, q.v0, row, col, oacc[4 * j + 2 * h],
                         oacc[4 * j + 2 * h + 1]);
       }

@@ -1,0 +1,54 @@
+//===- PrefillWgmma.cpp - wgmma helpers of the prefill kernels ---*- C++ -*-===//
+//
+// The sm_90a warpgroup forms' tensor-core products (PrefillEmitter.h):
+// wgmma.mma_async with both operands as shared-memory descriptors, fp32
+// accumulators in registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+std::pair<Value, Value> PrefillEmitter::alignedSmem() {
+  Value raw = sharedAddr(smem);
+  Value aligned = andI(add(raw, cI32(1023)), cI32(~int64_t(1023)));
+  return {gep(smem, b.getI8Type(), sub(aligned, raw)), aligned};
+}
+
+void PrefillEmitter::throughAsm(StringRef text, ArrayRef<Value> extra,
+                                StringRef extraConstraints, SmallVector<Value> &acc) {
+  int64_t n = acc.size();
+  std::string constraints;
+  for (int64_t i = 0; i < n; ++i)
+    constraints += "=f,";
+  constraints += extraConstraints.str();
+  for (int64_t i = 0; i < n; ++i)
+    constraints += (constraints.back() == ',' ? "" : ",") + std::to_string(i);
+  SmallVector<Value> operands(extra);
+  operands.append(acc);
+  auto type = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(n, f32));
+  auto op = LLVM::InlineAsmOp::create(b, type, operands, text, constraints,
+                                      /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                      ArrayAttr());
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), i);
+}
+
+void PrefillEmitter::wgmma(SmallVector<Value> &acc, Value da, Value db, bool accumulate,
+                           bool transA, bool transB) {
+  int64_t n = acc.size();
+  std::string ab = opType.isBF16() ? "bf16" : "f16";
+  std::string regs;
+  for (int64_t i = 0; i < n; ++i)
+    regs += (i ? ", $" : "$") + std::to_string(i);
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 2) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(2 * n) +
+                     "k16.f32." + ab + "." + ab + " {" + regs + "}, $" + std::to_string(n) +
+                     ", $" + std::to_string(n + 1) + ", p, 1, 1, " + (transA ? "1" : "0") +
+                     ", " + (transB ? "1" : "0") + ";\n}";
+  throughAsm(text, {da, db, cI32(accumulate ? 1 : 0)}, "l,l,r", acc);
+}
