@@ -181,6 +181,25 @@ std::string gateKind(delta::GateForm gate) {
   }
   return "deltac_rt::GateKind::None";
 }
+
+/// A variant table entry's tail of alternative launch values
+/// (PrefillVariant::altTarget ...): recur's, then chunks', for the one
+/// target whose code takes them (each kernel's own values where only the
+/// other differs); empty where neither does.
+std::string altValues(const deltac::EmittedKernel &chunks, const deltac::EmittedKernel &recur) {
+  const std::string &target = recur.altTarget.empty() ? chunks.altTarget : recur.altTarget;
+  if (target.empty())
+    return "";
+  auto values = [&](const deltac::EmittedKernel &k, bool stage) {
+    bool alt = !k.altTarget.empty();
+    std::string out = ", " + std::to_string(alt ? k.altThreads : k.threads) + ", " +
+                      std::to_string(alt ? k.altSmem : k.smem);
+    if (stage)
+      out += ", " + std::to_string(alt ? k.altSmemStage : k.smemStage);
+    return out;
+  };
+  return ", \"" + target + "\"" + values(recur, true) + values(chunks, false);
+}
 } // namespace
 
 std::string deltac::writeLibrary(StringRef dir, StringRef libName,
@@ -312,11 +331,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             ", " + std::to_string(recur.smem) + ", " +
             std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
             chunks->name + "_kernel, &" + recur.name + "_kernel" +
-            (recur.altTarget.empty()
-                 ? std::string()
-                 : ", \"" + recur.altTarget + "\", " + std::to_string(recur.altThreads) +
-                       ", " + std::to_string(recur.altSmem) + ", " +
-                       std::to_string(recur.altSmemStage)) +
+            altValues(*chunks, recur) +
             "},\n";
       }
     }

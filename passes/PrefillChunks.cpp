@@ -68,6 +68,8 @@ void PrefillEmitter::emitChunks() {
   Value t0 = add(bos, mul(toI64(j), cI64(C)));
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
   Value h = divu(hv, divu(param(pHV), param(pH)));
+  if (plan.warpgroupChunks)
+    return chunksWarpgroup(ChunkSite{c, hv, h, t0, rows});
   Value kb = region(L.kb), qb = region(L.qb), lf = region(L.lf), af = region(L.af),
         vb = region(L.vb), gam = region(L.gam), gr = region(L.gr), betaS = region(L.beta),
         eG = region(L.eg), eGL = region(L.egl), bEG = region(L.beg);
@@ -120,17 +122,16 @@ void PrefillEmitter::emitChunks() {
   copyRows(qb, param(pQ), param(pQStride), mul(toI64(h), cI64(K)), K);
   copyRows(vb, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
   commitCopies();
-  threadLoop(C, [&](Value i) {
-    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
-    Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
-    if (kda) {
+  RowFactors rf{gam, gr, betaS, eG, eGL, bEG};
+  if (kda) {
+    threadLoop(C, [&](Value i) {
+      Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+      Value tok = add(t0, toI64(sel(valid, i, cI32(0))));
       store(sel(valid, betaOf(tok, hv), cF32(0.0)), betaS, i, 4);
-      return;
-    }
-    auto [gv, bv] = gateAndBeta(tok, hv);
-    store(sel(valid, gv, cF32(0.0)), gr, i, 4);
-    store(sel(valid, bv, cF32(0.0)), betaS, i, 4);
-  }, /*unroll=*/true);
+    }, /*unroll=*/true);
+  } else {
+    loadRowGates(ChunkSite{c, hv, h, t0, rows}, rf);
+  }
   // kda: the decay of every (row, channel), 0 on padding rows; no block
   // slow yet.
   if (kda)
@@ -177,32 +178,7 @@ void PrefillEmitter::emitChunks() {
       }
     });
   } else {
-    int64_t per = C / 32;
-    auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(w0.thenBlock());
-    SmallVector<Value> run;
-    Value sum = cF32(0.0);
-    for (int64_t e = 0; e < per; ++e) {
-      sum = fadd(sum, load(f32, gr, add(mul(lane, cI32(per)), cI32(e)), 4));
-      run.push_back(sum);
-    }
-    Value incl = sum;
-    for (int64_t off = 1; off < 32; off *= 2) {
-      Value up = gpu::ShuffleOp::create(b, incl, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
-      incl = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), fadd(incl, up), incl);
-    }
-    Value last = gpu::ShuffleOp::create(b, incl, 31, 32, gpu::ShuffleMode::IDX).getShuffleResult();
-    Value before = fsub(incl, sum);
-    for (int64_t e = 0; e < per; ++e) {
-      Value m = add(mul(lane, cI32(per)), cI32(e));
-      Value gm = fadd(before, run[e]);
-      Value e1 = gated ? exp(gm) : cF32(1.0);
-      store(gm, gam, m, 4);
-      store(e1, eG, m, 4);
-      store(gated ? exp(fsub(last, gm)) : cF32(1.0), eGL, m, 4);
-      store(fmul(load(f32, betaS, m, 4), e1), bEG, m, 4);
-    }
+    scalarGateCumsum(rf);
   }
   waitCopies();
   barrier();
@@ -504,109 +480,20 @@ void PrefillEmitter::emitChunks() {
     });
   }
   barrier();
-  // (5) solve_tril, blocked by 16: (a) each diagonal 16x16 block inverted
-  // by forward substitution, one lane per column with the column in
-  // registers (A_ij = -sum_{m<i} L_im A_mj; entries above the diagonal are
-  // zero, so the sum may start at the block's first row); blocks above the
-  // diagonal set to zero. (b) Block rows below, by distance d from the
-  // diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32, every
-  // sum unrolled with its loads issued together.
-  int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
-  auto vec4 = VectorType::get({4}, f32);
-  auto load4 = [&](Value base, Value idx) { return LLVM::LoadOp::create(b, vec4, gep(base, f32, idx), 16).getResult(); };
+  // (5) solve_tril (solveTril), blocks above the diagonal zeroed.
+  solveTril(lf, af, region(L.tmp), /*zeroAbove=*/true);
   auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
-  auto build4 = [&](ArrayRef<Value> x) {
-    Value v = LLVM::UndefOp::create(b, vec4);
-    for (int64_t i = 0; i < 4; ++i)
-      v = LLVM::InsertElementOp::create(b, v, x[i], cI32(i));
-    return v;
-  };
-  {
-    Value blk = add(mul(warp, cI32(2)), divu(lane, cI32(16)));
-    Value jl = remu(lane, cI32(16));
-    auto active = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, blk, cI32(nb)), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(active.thenBlock());
-    Value base = mul(blk, cI32(16));
-    SmallVector<Value> a;
-    for (int64_t m = 0; m < 16; ++m)
-      a.push_back(sel(cmp(arith::CmpIPredicate::eq, jl, cI32(m)), cF32(1.0), cF32(0.0)));
-    for (int64_t i = 1; i < 16; ++i) {
-      Value row = add(mul(add(base, cI32(i)), cI32(ldL)), base);
-      SmallVector<Value> terms;
-      for (int64_t q = 0; q * 4 < i; ++q) {
-        Value l4 = load4(lf, add(row, cI32(4 * q)));
-        for (int64_t m = 4 * q; m < std::min<int64_t>(i, 4 * q + 4); ++m)
-          terms.push_back(fmul(elt(l4, m - 4 * q), a[m]));
-      }
-      a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), treeSum(terms)), a[i]);
-    }
-    for (int64_t i = 0; i < 16; ++i)
-      store(a[i], af, add(mul(add(base, cI32(i)), cI32(ldL)), add(base, jl)), 4);
-  }
-  // Blocks above the diagonal are zero (four columns per thread).
-  threadLoop(C * C / 4, [&](Value e) {
-    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
-    Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
-    ifThen(above, [&] {
-      storeVec(build4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
-               add(mul(i, cI32(ldL)), jj), 16);
-    });
-  });
-  barrier();
-  // Each thread owns four adjacent columns of one row of a 16x16 block:
-  // every 16-byte load of L or A feeds four (or sixteen) products.
-  Value tmp = region(L.tmp);
-  for (int64_t d = 1; d < nb; ++d) {
-    int64_t pairs = nb - d;
-    // T_p = sum_k L_rk A_kc over the block columns c .. r - 1 (r = p + d, c = p).
-    threadLoop(pairs * 64, [&](Value e) {
-      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
-      Value jq = mul(remu(e, cI32(4)), cI32(4));
-      Value rowG = add(mul(add(pIdx, cI32(d)), cI32(16)), ii), colG = add(mul(pIdx, cI32(16)), jq);
-      Value first = mul(pIdx, cI32(16));
-      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
-      for (int64_t kq = 0; kq < 4 * d; ++kq) {
-        Value l4 = load4(lf, add(mul(rowG, cI32(ldL)), add(first, cI32(4 * kq))));
-        for (int64_t kk = 0; kk < 4; ++kk) {
-          Value a4 = load4(af, add(mul(add(first, cI32(4 * kq + kk)), cI32(ldL)), colG));
-          Value l = elt(l4, kk);
-          for (int64_t x = 0; x < 4; ++x)
-            acc[x] = fadd(acc[x], fmul(l, elt(a4, x)));
-        }
-      }
-      storeVec(build4(acc), tmp, f32, add(mul(pIdx, cI32(256)), add(mul(ii, cI32(16)), jq)), 16);
-    });
-    barrier();
-    // A_rc = -A_rr T_p.
-    threadLoop(pairs * 64, [&](Value e) {
-      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
-      Value jq = mul(remu(e, cI32(4)), cI32(4));
-      Value r0 = mul(add(pIdx, cI32(d)), cI32(16));
-      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
-      for (int64_t mq = 0; mq < 4; ++mq) {
-        Value a4 = load4(af, add(mul(add(r0, ii), cI32(ldL)), add(r0, cI32(4 * mq))));
-        for (int64_t mm = 0; mm < 4; ++mm) {
-          Value t4 = load4(tmp, add(mul(pIdx, cI32(256)), add(mul(cI32(4 * mq + mm), cI32(16)), jq)));
-          Value a = elt(a4, mm);
-          for (int64_t x = 0; x < 4; ++x)
-            acc[x] = fsub(acc[x], fmul(a, elt(t4, x)));
-        }
-      }
-      storeVec(build4(acc), af, f32, add(mul(add(r0, ii), cI32(ldL)), add(mul(pIdx, cI32(16)), jq)), 16);
-    });
-    barrier();
-  }
+  int64_t ldL = C + 4;
   // (6) The WY products take the row factors on A's columns, so K and V
   // are used as loaded: W = (A diag(beta e^G)) K, U = (A diag(beta)) V.
   Value ab1 = region(L.ab1), ab2 = region(L.ab2);
   threadLoop(C * C / 4, [&](Value e) {
     Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
-    Value a4 = load4(af, add(mul(i, cI32(ldL)), jj));
+    Value a4 = loadF32x4(af, add(mul(i, cI32(ldL)), jj));
     Value at = add(mul(i, cI32(C + kPad)), jj);
     auto vt = VectorType::get({4}, opType);
     auto scaled = [&](Value factors) {
-      Value f4 = load4(factors, jj);
+      Value f4 = loadF32x4(factors, jj);
       Value v = LLVM::UndefOp::create(b, vt);
       for (int64_t x = 0; x < 4; ++x)
         v = LLVM::InsertElementOp::create(b, v, toOp(fmul(elt(a4, x), elt(f4, x))), cI32(x));
@@ -647,5 +534,133 @@ void PrefillEmitter::emitChunks() {
     int64_t pElems = prefillChunkRegionBytes(s)[5] / 2;
     store(gLast, gep(gep(workRegion(6), opType, mul(ch, cI64(pElems))), opType, cI64(C * C)),
           cI32(0), 4);
+  }
+}
+
+
+void PrefillEmitter::loadRowGates(const ChunkSite &site, const RowFactors &f) {
+  threadLoop(s.chunk, [&](Value i) {
+    Value valid = cmp(arith::CmpIPredicate::slt, i, site.rows);
+    Value tok = add(site.t0, toI64(sel(valid, i, cI32(0))));
+    auto [gv, bv] = gateAndBeta(tok, site.hv);
+    store(sel(valid, gv, cF32(0.0)), f.gr, i, 4);
+    store(sel(valid, bv, cF32(0.0)), f.beta, i, 4);
+  }, /*unroll=*/true);
+}
+
+void PrefillEmitter::scalarGateCumsum(const RowFactors &f) {
+  // By warp 0: C / 32 rows per lane, a shuffle scan; padding rows have
+  // g = 0, so they repeat the last decay.
+  int64_t C = s.chunk;
+  bool gated = s.rule == Rule::gated;
+  int64_t per = C / 32;
+  auto w0 = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq, warp, cI32(0)), false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(w0.thenBlock());
+  SmallVector<Value> run;
+  Value sum = cF32(0.0);
+  for (int64_t e = 0; e < per; ++e) {
+    sum = fadd(sum, load(f32, f.gr, add(mul(lane, cI32(per)), cI32(e)), 4));
+    run.push_back(sum);
+  }
+  Value incl = sum;
+  for (int64_t off = 1; off < 32; off *= 2) {
+    Value up = gpu::ShuffleOp::create(b, incl, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
+    incl = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), fadd(incl, up), incl);
+  }
+  Value last = gpu::ShuffleOp::create(b, incl, 31, 32, gpu::ShuffleMode::IDX).getShuffleResult();
+  Value before = fsub(incl, sum);
+  for (int64_t e = 0; e < per; ++e) {
+    Value m = add(mul(lane, cI32(per)), cI32(e));
+    Value gm = fadd(before, run[e]);
+    Value e1 = gated ? exp(gm) : cF32(1.0);
+    store(gm, f.gam, m, 4);
+    store(e1, f.eg, m, 4);
+    store(gated ? exp(fsub(last, gm)) : cF32(1.0), f.egl, m, 4);
+    store(fmul(load(f32, f.beta, m, 4), e1), f.beg, m, 4);
+  }
+}
+
+void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove,
+                               function_ref<void()> beforeStores) {
+  int64_t C = s.chunk;
+  int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
+  auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
+  {
+    Value blk = add(mul(warp, cI32(2)), divu(lane, cI32(16)));
+    Value jl = remu(lane, cI32(16));
+    auto active = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, blk, cI32(nb)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(active.thenBlock());
+    Value base = mul(blk, cI32(16));
+    SmallVector<Value> a;
+    for (int64_t m = 0; m < 16; ++m)
+      a.push_back(sel(cmp(arith::CmpIPredicate::eq, jl, cI32(m)), cF32(1.0), cF32(0.0)));
+    for (int64_t i = 1; i < 16; ++i) {
+      Value row = add(mul(add(base, cI32(i)), cI32(ldL)), base);
+      SmallVector<Value> terms;
+      for (int64_t q = 0; q * 4 < i; ++q) {
+        Value l4 = loadF32x4(lf, add(row, cI32(4 * q)));
+        for (int64_t m = 4 * q; m < std::min<int64_t>(i, 4 * q + 4); ++m)
+          terms.push_back(fmul(elt(l4, m - 4 * q), a[m]));
+      }
+      a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), treeSum(terms)), a[i]);
+    }
+    beforeStores();
+    for (int64_t i = 0; i < 16; ++i)
+      store(a[i], af, add(mul(add(base, cI32(i)), cI32(ldL)), add(base, jl)), 4);
+  }
+  // Blocks above the diagonal are zero (four columns per thread).
+  if (zeroAbove)
+    threadLoop(C * C / 4, [&](Value e) {
+    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
+    Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
+    ifThen(above, [&] {
+      storeVec(f32x4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
+               add(mul(i, cI32(ldL)), jj), 16);
+    });
+  });
+  barrier();
+  // Each thread owns four adjacent columns of one row of a 16x16 block:
+  // every 16-byte load of L or A feeds four (or sixteen) products.
+  for (int64_t d = 1; d < nb; ++d) {
+    int64_t pairs = nb - d;
+    // T_p = sum_k L_rk A_kc over the block columns c .. r - 1 (r = p + d, c = p).
+    threadLoop(pairs * 64, [&](Value e) {
+      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
+      Value jq = mul(remu(e, cI32(4)), cI32(4));
+      Value rowG = add(mul(add(pIdx, cI32(d)), cI32(16)), ii), colG = add(mul(pIdx, cI32(16)), jq);
+      Value first = mul(pIdx, cI32(16));
+      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
+      for (int64_t kq = 0; kq < 4 * d; ++kq) {
+        Value l4 = loadF32x4(lf, add(mul(rowG, cI32(ldL)), add(first, cI32(4 * kq))));
+        for (int64_t kk = 0; kk < 4; ++kk) {
+          Value a4 = loadF32x4(af, add(mul(add(first, cI32(4 * kq + kk)), cI32(ldL)), colG));
+          Value l = elt(l4, kk);
+          for (int64_t x = 0; x < 4; ++x)
+            acc[x] = fadd(acc[x], fmul(l, elt(a4, x)));
+        }
+      }
+      storeVec(f32x4(acc), tmp, f32, add(mul(pIdx, cI32(256)), add(mul(ii, cI32(16)), jq)), 16);
+    });
+    barrier();
+    // A_rc = -A_rr T_p.
+    threadLoop(pairs * 64, [&](Value e) {
+      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
+      Value jq = mul(remu(e, cI32(4)), cI32(4));
+      Value r0 = mul(add(pIdx, cI32(d)), cI32(16));
+      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
+      for (int64_t mq = 0; mq < 4; ++mq) {
+        Value a4 = loadF32x4(af, add(mul(add(r0, ii), cI32(ldL)), add(r0, cI32(4 * mq))));
+        for (int64_t mm = 0; mm < 4; ++mm) {
+          Value t4 = loadF32x4(tmp, add(mul(pIdx, cI32(256)), add(mul(cI32(4 * mq + mm), cI32(16)), jq)));
+          Value a = elt(a4, mm);
+          for (int64_t x = 0; x < 4; ++x)
+            acc[x] = fsub(acc[x], fmul(a, elt(t4, x)));
+        }
+      }
+      storeVec(f32x4(acc), af, f32, add(mul(add(r0, ii), cI32(ldL)), add(mul(pIdx, cI32(16)), jq)), 16);
+    });
+    barrier();
   }
 }

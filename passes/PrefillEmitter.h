@@ -264,6 +264,52 @@ struct Operand {
   bool kRows = false;
 };
 
+/// Where a chunks block works: chunk c (of all sequences' chunks), value
+/// head hv and its q/k head h, the chunk's first token t0 (i64) and how
+/// many of its C rows the sequence has.
+struct ChunkSite {
+  Value c, hv, h, t0, rows;
+};
+
+/// chunks' per-row f32 arrays of a scalar gate: the cumulative log decay
+/// G, the raw one, beta, e^G, e^(G_last - G), beta e^G.
+struct RowFactors {
+  Value gam, gr, beta, eg, egl, beg;
+};
+
+/// Shared memory of the warpgroup chunks (PrefillPlan::warpgroupChunks),
+/// offsets from the first 1024-byte boundary (`total` has room for the
+/// alignment). q, k and v land as 128-byte-swizzled images ([cols / 64][C]
+/// [64]; wgmma reads them, q and k K-major for Q K^T and K K^T, k and v
+/// MN-major for the WY products). q's region then holds L and the solve's
+/// scratch, then the two WY factors' images; k's and v's receive W and U
+/// block by block as their products consume them; `af` holds P on its way
+/// out, then A. Per row: the scalar gate's factors and the norms' inverse
+/// 1 / |q|, 1 / |k|. With K = V = 128, C = 64: 72 KiB, 3 blocks per SM.
+struct ChunksWarpgroupSmem {
+  int64_t qs, ks, vs, af, lf, tmp, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, total;
+  ChunksWarpgroupSmem(const PrefillSpec &s) {
+    int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
+    auto take = [&](int64_t bytes) {
+      int64_t at = off;
+      off += (bytes + 1023) / 1024 * 1024;
+      return at;
+    };
+    int64_t lBytes = C * (C + 4) * 4, tmpBytes = (C / 16 - 1) * 256 * 4;
+    qs = lf = ab1 = take(std::max({C * K * 2, lBytes + tmpBytes, 2 * C * C * 2}));
+    tmp = lf + lBytes;
+    ab2 = ab1 + C * C * 2;
+    ks = take(C * K * 2);
+    vs = take(C * V * 2);
+    af = take(std::max(lBytes, C * C * 2 + 16));
+    int64_t row = off;
+    gam = row, gr = row + C * 4, beta = row + 2 * C * 4, eg = row + 3 * C * 4,
+    egl = row + 4 * C * 4, beg = row + 5 * C * 4, rq = row + 6 * C * 4, rk = row + 7 * C * 4;
+    off += 8 * C * 4;
+    total = 1024 + off;
+  }
+};
+
 class PrefillEmitter : KernelEmitter {
 public:
   PrefillEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
@@ -283,6 +329,36 @@ public:
   void emitRecur();
 
 private:
+  /// chunks on sm_90a (PrefillPlan::warpgroupChunks,
+  /// PrefillChunksWarpgroup.cpp).
+  void chunksWarpgroup(const ChunkSite &site);
+  /// The gate and beta of the chunk's rows (0 on padding rows), a thread
+  /// per row.
+  void loadRowGates(const ChunkSite &site, const RowFactors &f);
+  /// chunk_cumsum of a scalar gate and the per-row factors every later
+  /// step uses: e^G, e^(G_last - G), beta e^G.
+  void scalarGateCumsum(const RowFactors &f);
+  /// solve_tril: A = (I + L)^-1 (fp32 rows of C + 4 in shared memory;
+  /// `tmp` holds (C / 16 - 1) 16x16 blocks), blocked by 16: (a) each
+  /// diagonal 16x16 block inverted by forward substitution, one lane per
+  /// column with the column in registers (A_ij = -sum_{m<i} L_im A_mj;
+  /// entries above the diagonal are zero, so the sum may start at the
+  /// block's first row; `beforeStores` runs in the block's first 64 threads
+  /// before they store their columns); the blocks above the diagonal set to
+  /// zero where `zeroAbove`. (b) Block rows below, by distance d from the
+  /// diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32, every
+  /// sum unrolled with its loads issued together.
+  void solveTril(Value lf, Value af, Value tmp, bool zeroAbove,
+                 function_ref<void()> beforeStores = [] {});
+  Value loadF32x4(Value base, Value idx) {
+    return LLVM::LoadOp::create(b, VectorType::get({4}, f32), gep(base, f32, idx), 16).getResult();
+  }
+  Value f32x4(ArrayRef<Value> x) {
+    Value v = LLVM::UndefOp::create(b, VectorType::get({4}, f32));
+    for (int64_t i = 0; i < 4; ++i)
+      v = LLVM::InsertElementOp::create(b, v, x[i], cI32(i));
+    return v;
+  }
   /// recur's state warps (PrefillPlan::registerState or not).
   void recurStateShared(const RecurFrame &f);
   void recurStateRegisters(const RecurFrame &f);
@@ -469,11 +545,16 @@ private:
     if (which == 3)
       return toI64(add(mul(divu(col, cI32(16)), cI32(C * 16)),
                        add(mul(row, cI32(16)), remu(col, cI32(16)))));
+    return toI64(swizzledAt(row, col, C));
+  }
+  /// Element (row, col) of a 16-bit 128-byte-swizzled image of `rows` rows
+  /// (a [rows][64] block per 64 columns, 16-byte group j of row r at
+  /// j ^ (r % 8)), as wgmma reads it from a 1024-byte bound.
+  Value swizzledAt(Value row, Value col, int64_t rows) {
     Value inBlock = remu(col, cI32(64));
     Value swizzled = arith::XOrIOp::create(b, divu(inBlock, cI32(8)), remu(row, cI32(8)));
-    Value at = add(mul(divu(col, cI32(64)), cI32(C * 64)),
-                   add(mul(row, cI32(64)), add(mul(swizzled, cI32(8)), remu(col, cI32(8)))));
-    return toI64(at);
+    return add(mul(divu(col, cI32(64)), cI32(rows * 64)),
+               add(mul(row, cI32(64)), add(mul(swizzled, cI32(8)), remu(col, cI32(8)))));
   }
   Value chunkHead(Value c, Value hv) { return add(mul(toI64(c), toI64(param(pHV))), toI64(hv)); }
 

@@ -88,6 +88,12 @@ void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) 
   plan.recurThreads = 256; // the state warpgroup, then the output warpgroup
   plan.recurSmem = L.total;
   plan.recurSmemStage = L.stage;
+  auto wide = [](int64_t n) { return n == 64 || n == 128; };
+  if (spec.rule != Rule::kda && wide(spec.k) && wide(spec.v)) {
+    plan.warpgroupChunks = true;
+    plan.chunksThreads = 256; // the Q K^T / W warpgroup, the K K^T / U warpgroup
+    plan.chunksSmem = ChunksWarpgroupSmem(spec).total;
+  }
 }
 
 bool mlir::delta::targetHasWarpgroupMma(StringRef chip) { return chip == "sm_90a"; }

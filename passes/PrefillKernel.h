@@ -117,6 +117,11 @@ struct PrefillPlan {
   /// operand by bulk copy in the layout the tensor cores read
   /// (useWarpgroupRecur; prefillWarpgroupFits says for which specs).
   bool warpgroupRecur = false;
+  /// sm_90a, scalar gates, K and V of 64 or 128: chunks' products are
+  /// wgmma too, two warpgroups each taking one product of a pair (Q K^T
+  /// and K K^T, then W and U), q, k and v landing as swizzled images and
+  /// the results leaving by bulk copies (PrefillChunksWarpgroup.cpp).
+  bool warpgroupChunks = false;
 };
 /// `threads` (0: chosen) fixes prep's block size, and the others' where
 /// they take it: the kernels of one entry share it (the host launches them

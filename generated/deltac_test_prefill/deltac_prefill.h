@@ -33,11 +33,12 @@ struct PrefillVariant {
   /// bytes.
   unsigned smemRecurStage;
   Kernel *prep, *chunks, *recur;
-  /// Where recur's code for one target takes another block size and
-  /// shared memory (the wgmma warpgroup form on sm_90a): that target, as
-  /// Kernel::imageTarget() names it, and its values (null: none).
-  const char *recurAltTarget = nullptr;
+  /// Where the chunks and recur code for one target take other block sizes
+  /// and shared memory (the wgmma warpgroup forms on sm_90a): that target,
+  /// as Kernel::imageTarget() names it, and its values (null: none).
+  const char *altTarget = nullptr;
   unsigned recurAltThreads = 0, smemRecurAlt = 0, smemRecurAltStage = 0;
+  unsigned chunksAltThreads = 0, smemChunksAlt = 0;
 };
 
 /// Workspace bytes for a call of T tokens in N sequences over HV heads
@@ -67,10 +68,11 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
                                            int64_t T = 0,
                                            int64_t maxSeqlen = 0);
 
-/// `v` with recur's block size and shared memory for the code the device
-/// runs, `imageTarget` (Kernel::imageTarget): the alternative values where
-/// that is recurAltTarget, else the table's.
-PrefillVariant forRecurImage(const PrefillVariant &v, const std::string &imageTarget);
+/// `v` with the block sizes and shared memory of the code the device runs
+/// (Kernel::imageTarget of the loaded chunks and recur): each kernel's
+/// alternative values where its image is altTarget, else the table's.
+PrefillVariant forImages(const PrefillVariant &v, const std::string &chunksImage,
+                         const std::string &recurImage);
 
 /// The depth of recur's chunk ring where a block may opt in to `perBlock`
 /// bytes of shared memory: 3 where it has the room, else 2. `forced` (1, 2

@@ -73,9 +73,9 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_r
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 184320, 66560},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 184320, 66560, 256, 73728},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 1, 2048, 74240, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 73728},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73728},
 };
 } // namespace
 
@@ -157,9 +157,9 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant kkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 1, 2048, 159232, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 1, 2048, 159232, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2048, 159232, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 1, 2048, 159232, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584, 512, 159232},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 1, 2048, 159232, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488, 512, 159232},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2048, 159232, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440, 512, 159232},
 };
 } // namespace
 

@@ -118,9 +118,14 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
   return last;
 }
 
-PrefillVariant forRecurImage(const PrefillVariant &v, const std::string &imageTarget) {
+PrefillVariant forImages(const PrefillVariant &v, const std::string &chunksImage,
+                         const std::string &recurImage) {
   PrefillVariant out = v;
-  if (v.recurAltTarget && imageTarget == v.recurAltTarget) {
+  if (v.altTarget && chunksImage == v.altTarget) {
+    out.chunksThreads = v.chunksAltThreads;
+    out.smemChunks = v.smemChunksAlt;
+  }
+  if (v.altTarget && recurImage == v.altTarget) {
     out.recurThreads = v.recurAltThreads;
     out.smemRecur = v.smemRecurAlt;
     out.smemRecurStage = v.smemRecurAltStage;
@@ -262,11 +267,14 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     const char *e = std::getenv("DELTAC_PREFILL_RECUR_STAGES");
     return e ? int(std::strtol(e, nullptr, 10)) : 0;
   }();
-  // recur's block size and shared memory are those of the code loaded:
-  // one target's may differ from the table's (the wgmma form on sm_90a).
-  if (!chosen->recur->load(&error))
+  // chunks' and recur's block sizes and shared memory are those of the
+  // code loaded: one target's may differ from the table's (the wgmma forms
+  // on sm_90a). The two load the image of the same target (they list the
+  // same ones), so recur reads the workspace in the layout chunks wrote.
+  if (!chosen->chunks->load(&error) || !chosen->recur->load(&error))
     return {DELTAC_CUDA_ERROR, error};
-  PrefillVariant launched = forRecurImage(*chosen, chosen->recur->imageTarget());
+  PrefillVariant launched =
+      forImages(*chosen, chosen->chunks->imageTarget(), chosen->recur->imageTarget());
   int perBlock = 0;
   if (launched.smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
     return {DELTAC_CUDA_ERROR, error};
@@ -296,8 +304,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   if ((a.N > kPrefillInlineSequences &&
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                              chosen->smemPrep)) ||
-      !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, chosen->chunksThreads,
-                             stream, params, &error, chosen->smemChunks) ||
+      !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, launched.chunksThreads,
+                             stream, params, &error, launched.smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             launched.recurThreads, stream, params, &error,
                             recurSmem, overlap))

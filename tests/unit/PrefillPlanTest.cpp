@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 TEST(PrefillAbi, RuntimePacksTheCompilersParameters) {
   int count = 0;
   const char *const *runtime = deltac_rt::prefillParamNames(&count);
@@ -266,7 +268,34 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
     v.smemRecurStage = unsigned(plan.recurSmemStage);
     EXPECT_EQ(deltac_rt::recurStages(v, 227 * 1024, 0), stages) << "V tile " << tile;
     EXPECT_LE(plan.recurSmem - plan.recurSmemStage, 163 * 1024) << "V tile " << tile;
+    // chunks too, for scalar gates: two warpgroups, three blocks per SM.
+    EXPECT_TRUE(plan.warpgroupChunks);
+    EXPECT_EQ(plan.chunksThreads, 256);
+    EXPECT_LE(3 * (plan.chunksSmem + 1024), 228 * 1024);
   }
+  // Per-channel decays keep the mma.sync chunks; so do K or V over 128.
+  for (auto [rule, k, v] : {std::tuple{mlir::delta::Rule::kda, 128, 128},
+                            std::tuple{mlir::delta::Rule::gated, 128, 256}}) {
+    mlir::delta::PrefillSpec s = spec;
+    s.rule = rule, s.k = k, s.v = v;
+    mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(s, 32);
+    mlir::delta::useWarpgroupRecur(plan, s);
+    EXPECT_FALSE(plan.warpgroupChunks) << k << "x" << v;
+  }
+  // The warpgroup chunks' images start on 1024-byte bounds; L and the
+  // solve's scratch, then the two WY factors, fit q's region.
+  for (int64_t k : {64, 128})
+    for (int64_t vv : {64, 128}) {
+      mlir::delta::PrefillSpec s = spec;
+      s.k = k, s.v = vv;
+      mlir::delta::prefill::ChunksWarpgroupSmem L(s);
+      for (int64_t at : {L.qs, L.ks, L.vs, L.ab1, L.ab2})
+        EXPECT_EQ(at % 1024, 0) << k << "x" << vv;
+      EXPECT_LE(L.tmp + 3 * 256 * 4, L.ks);
+      EXPECT_LE(L.ab2 + 64 * 64 * 2, L.ks);
+      EXPECT_LE(L.af + 64 * 64 * 2 + 16, L.gam); // P and G_last staged in af
+      EXPECT_EQ(L.total, 1024 + L.rk + 64 * 4);
+    }
 
   // wgmma's 128-byte swizzle repeats every 1024 bytes: every image (and so
   // every stage) starts on a 1024-byte bound of the aligned base, and the
@@ -283,24 +312,33 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
       EXPECT_EQ(L.total, 1024 + L.wb + 2 * L.stage);
     }
 
-  // The variant table's sm_90a values apply to the sm_90a image only.
+  // The variant table's sm_90a values apply to the sm_90a images only,
+  // each kernel by the image it loaded.
   deltac_rt::PrefillVariant v = variant(128, 128, 8, 0);
   v.recurThreads = 96;
   v.smemRecur = 143104;
   v.smemRecurStage = 64768;
-  v.recurAltTarget = "sm_90a";
+  v.smemChunks = 74240;
+  v.altTarget = "sm_90a";
   v.recurAltThreads = 256;
   v.smemRecurAlt = 135168;
   v.smemRecurAltStage = 60416;
-  deltac_rt::PrefillVariant hopper = deltac_rt::forRecurImage(v, "sm_90a");
+  v.chunksAltThreads = 256;
+  v.smemChunksAlt = 73728;
+  deltac_rt::PrefillVariant hopper = deltac_rt::forImages(v, "sm_90a", "sm_90a");
   EXPECT_EQ(hopper.recurThreads, 256u);
   EXPECT_EQ(hopper.smemRecur, 135168u);
   EXPECT_EQ(hopper.smemRecurStage, 60416u);
+  EXPECT_EQ(hopper.smemChunks, 73728u);
   for (const char *image : {"sm_80", "sm_100a", ""}) {
-    deltac_rt::PrefillVariant same = deltac_rt::forRecurImage(v, image);
+    deltac_rt::PrefillVariant same = deltac_rt::forImages(v, image, image);
     EXPECT_EQ(same.recurThreads, 96u) << image;
     EXPECT_EQ(same.smemRecur, 143104u) << image;
+    EXPECT_EQ(same.smemChunks, 74240u) << image;
   }
-  v.recurAltTarget = nullptr;
-  EXPECT_EQ(deltac_rt::forRecurImage(v, "sm_90a").recurThreads, 96u);
+  EXPECT_EQ(deltac_rt::forImages(v, "sm_80", "sm_90a").smemChunks, 74240u);
+  EXPECT_EQ(deltac_rt::forImages(v, "sm_90a", "sm_80").smemRecur, 143104u);
+  v.altTarget = nullptr;
+  EXPECT_EQ(deltac_rt::forImages(v, "sm_90a", "sm_90a").recurThreads, 96u);
+  EXPECT_EQ(deltac_rt::forImages(v, "sm_90a", "sm_90a").smemChunks, 74240u);
 }

@@ -1,0 +1,301 @@
+//===- PrefillChunksWarpgroup.cpp - chunks as wgmma warpgroups ---*- C++ -*-===//
+//
+// chunks on sm_90a for scalar gates (PrefillPlan::warpgroupChunks): the
+// same steps as PrefillChunks.cpp, with every product a wgmma whose
+// operands are shared-memory images (wgmma reads each operand once per
+// warpgroup; mma.sync's 2 x 4 warp grid read Q 4 times and K twice through
+// ldmatrix, and the products' operand traffic was most of the kernel's
+// shared-memory traffic):
+//
+//   warpgroup 0   P = scale (Q K^T) ⊙ D / (|q_i| |k_j|)   then W = A_w K
+//   warpgroup 1   L = beta_i (K K^T) ⊙ D / (|k_i| |k_j|)  then U = A_u V
+//
+// (D_ij = e^(G_i - G_j) below the diagonal.) q, k and v land raw by cp.async
+// in wgmma's 128-byte-swizzled layout; the L2 norms scale the products'
+// results rather than their operands (1 / |k_j| goes into the WY factor
+// A_w = A diag(beta e^G / |k|)), so the products start as soon as q and k
+// have landed and run while the warps compute the norms and write Qg and
+// Kd. P leaves through a staging image and a bulk copy, W and U through
+// the images of k and v, which their products free block by block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+namespace {
+// Named barriers (bar 0 is the block's): the solve's first two warps, and
+// each warpgroup's own.
+enum ChunksBarrier : int64_t { kSolveDiagonal = 1, kWarpgroup = 2 };
+} // namespace
+
+void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  ChunksWarpgroupSmem L(s);
+  bool gated = s.rule == Rule::gated;
+  Type i8 = b.getI8Type();
+  Value base, aligned;
+  std::tie(base, aligned) = alignedSmem();
+  auto ptrAt = [&](int64_t off) { return gep(base, i8, cI32(off)); };
+  auto addrAt = [&](int64_t off) { return add(aligned, cI32(off)); };
+  Value wg = divu(warp, cI32(4)), wl = remu(warp, cI32(4));
+  Value first = cmp(arith::CmpIPredicate::eq, wg, cI32(0));
+  Value t0 = site.t0, rows = site.rows, hv = site.hv;
+  Value ch = chunkHead(site.c, hv);
+  RowFactors f{ptrAt(L.gam), ptrAt(L.gr), ptrAt(L.beta), ptrAt(L.eg), ptrAt(L.egl), ptrAt(L.beg)};
+  Value rq = ptrAt(L.rq), rk = ptrAt(L.rk);
+  std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
+  auto tileOf = [&](int64_t which) {
+    return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
+  };
+  auto bulkStore = [&](Value dst, int64_t from, int64_t bytes) {
+    ptx("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;", "l,r,r",
+        {dst, addrAt(from), cI32(bytes)});
+    ptx("cp.async.bulk.commit_group;", "", {});
+  };
+
+  // (1) The raw q and k rows (one copy group), then v's (another), by
+  // cp.async into swizzled images. Padding rows copy the chunk's first
+  // token: their norms' inverses and beta are 0, so nothing of them reaches
+  // a result.
+  auto copyImage = [&](int64_t to, Value src, Value stride, Value headOffset, int64_t width) {
+    int64_t pieces = width / 8;
+    Value dst = ptrAt(to);
+    threadLoop(C * pieces, [&](Value i) {
+      Value r = divu(i, cI32(pieces)), col = mul(remu(i, cI32(pieces)), cI32(8));
+      Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
+      Value from = gep(src, s.ioType, add(add(mul(tok, stride), headOffset), toI64(col)));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{gep(dst, opType, swizzledAt(r, col, C)), from});
+    }, /*unroll=*/true);
+  };
+  Value qkOffset = mul(toI64(site.h), cI64(K));
+  copyImage(L.qs, param(pQ), param(pQStride), qkOffset, K);
+  copyImage(L.ks, param(pK), param(pKStride), qkOffset, K);
+  commitCopies();
+  copyImage(L.vs, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
+  commitCopies();
+  loadRowGates(site, f);
+  barrier();
+  scalarGateCumsum(f);
+  waitCopyGroups(1); // q and k (v is waited for before the WY products)
+  fenceProxyAsync();
+  barrier();
+
+  // (2) Q K^T (warpgroup 0) and K K^T (warpgroup 1): one code, the A
+  // operand chosen per warpgroup; in flight while (3) runs.
+  Value kDesc = smemDesc(addrAt(L.ks), wgmmaKMajor);
+  Value aDesc = sel(first, smemDesc(addrAt(L.qs), wgmmaKMajor), kDesc);
+  SmallVector<Value> acc(C / 2, cF32(0.0)); // m64n64: 32 per thread
+  wgFence(acc);
+  for (int64_t ks = 0; ks < K / 16; ++ks) {
+    int64_t off = ks / 4 * C * 128 + ks % 4 * 32;
+    wgmma(acc, descPlus(aDesc, off), descPlus(kDesc, off), /*accumulate=*/ks > 0,
+          /*transA=*/false);
+  }
+  wgCommit();
+
+  // (3) The norms' inverses (0 on padding rows), a warp per row, and the
+  // recurrence's Qg = scale Q e^G / |q| and Kd = K e^(G_last - G) / |k|
+  // straight to the workspace (one vector store per lane).
+  {
+    int64_t epl = K / 32;
+    Value qg = tileOf(4), kd = tileOf(5);
+    Value col = mul(lane, cI32(epl));
+    auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, opType);
+    auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(nWarps));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    Value i = rowLoop.getInductionVar();
+    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+    Value at = swizzledAt(i, col, C);
+    for (int which = 0; which < 2; ++which) {
+      Value vec = LLVM::LoadOp::create(b, inVec, gep(ptrAt(which ? L.qs : L.ks), opType, at),
+                                       epl * 2);
+      SmallVector<Value> x;
+      Value ss = cF32(0.0);
+      for (int64_t e = 0; e < epl; ++e) {
+        x.push_back(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
+        ss = fadd(ss, fmul(x.back(), x.back()));
+      }
+      Value scale = cF32(1.0);
+      if (s.qkL2Norm)
+        scale = rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6)));
+      scale = sel(valid, scale, cF32(0.0));
+      ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)),
+             [&] { store(scale, which ? rq : rk, i, 4); });
+      Value factor = fmul(scale, which ? fmul(load(f32, f.eg, i, 4), param(pScale))
+                                       : load(f32, f.egl, i, 4));
+      Value row = LLVM::UndefOp::create(b, outVec);
+      for (int64_t e = 0; e < epl; ++e)
+        row = LLVM::InsertElementOp::create(b, row, toOp(fmul(x[e], factor)), cI32(e));
+      storeVec(row, which ? qg : kd, opType, workTileAt(which ? 4 : 5, i, col), epl * 2);
+    }
+  }
+  wgWait(0, acc);
+  barrier(); // the inverses are stored; q's image is free
+
+  // Stores a 64 x 64 accumulator block (16 bits) with stmatrix: the 16-byte
+  // row piece of `row`, columns 8 j .. 8 j + 7, at shared address
+  // addrOf(row, j). Lane l addresses row l % 8 of matrix l / 8: (columns
+  // 8 (j0 + i / 2), rows 8 (i % 2) of the warp's 16) for matrix i.
+  auto storeBlock = [&](ArrayRef<Value> x, function_ref<Value(Value, Value)> addrOf) {
+    Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
+    for (int64_t j0 = 0; j0 < 8; j0 += 2) {
+      Value j = add(cI32(j0), divu(mi, cI32(2)));
+      Value row = add(mul(wl, cI32(16)), add(mul(remu(mi, cI32(2)), cI32(8)), r));
+      SmallVector<Value> ops{addrOf(row, j)};
+      for (int64_t i = 0; i < 4; ++i) {
+        int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
+        ops.push_back(packI32(x[at], x[at + 1]));
+      }
+      ptx("stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r", ops);
+    }
+  };
+  // Row `row`, 8-column group j of the swizzled image at `img`.
+  auto imageRow = [&](int64_t img, Value row, Value j) {
+    Value group16 = arith::XOrIOp::create(b, j, remu(row, cI32(8)));
+    return add(addrAt(img), add(mul(row, cI32(128)), mul(group16, cI32(16))));
+  };
+
+  // (4) The products' epilogues: this thread's two rows and 16 columns.
+  // exp(G_i - G_j) on i >= j only; the argument is selected first so no
+  // positive exponent is evaluated.
+  {
+    auto pairTy = VectorType::get({2}, f32);
+    auto pairAt = [&](Value arr, Value col) {
+      return LLVM::LoadOp::create(b, pairTy, gep(arr, f32, col), 8).getResult();
+    };
+    auto elt = [&](Value v, int64_t i) {
+      return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult();
+    };
+    Value rowAt[2] = {wgRow(wl, 0), wgRow(wl, 2)};
+    auto epilogue = [&](bool isP) {
+      SmallVector<Value> out(acc.size());
+      Value gRow[2], nRow[2], bRow[2];
+      for (int64_t h = 0; h < 2; ++h) {
+        gRow[h] = load(f32, f.gam, rowAt[h], 4);
+        nRow[h] = load(f32, isP ? rq : rk, rowAt[h], 4);
+        bRow[h] = isP ? param(pScale) : load(f32, f.beta, rowAt[h], 4);
+      }
+      for (int64_t j = 0; j < C / 8; ++j) {
+        Value col = wgCol(j, 0);
+        Value gCol = pairAt(f.gam, col), nCol = pairAt(rk, col);
+        for (int64_t e = 0; e < 4; ++e) {
+          Value row = rowAt[e / 2], cj = add(col, cI32(e % 2));
+          // P keeps i >= j, L (strictly lower) i > j.
+          Value keep = cmp(isP ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt, row, cj);
+          Value x = fmul(fmul(acc[4 * j + e], fmul(nRow[e / 2], elt(nCol, e % 2))), bRow[e / 2]);
+          if (gated)
+            x = fmul(x, exp(sel(keep, fsub(gRow[e / 2], elt(gCol, e % 2)), cF32(0.0))));
+          out[4 * j + e] = sel(keep, x, cF32(0.0));
+        }
+      }
+      return out;
+    };
+    auto which = scf::IfOp::create(b, first, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(which.thenBlock());
+    // P as the swizzled image recur reads, staged in af's region, G_last in
+    // the 16 bytes after it (recur's ring receives both in one copy).
+    storeBlock(epilogue(true), [&](Value row, Value j) { return imageRow(L.af, row, j); });
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      store(load(f32, f.gam, cI32(C - 1), 4), ptrAt(L.af + C * C * 2), cI32(0), 4);
+    });
+    fenceProxyAsync();
+    // L in fp32 rows for the solve, where q was.
+    b.setInsertionPointToStart(which.elseBlock());
+    SmallVector<Value> l = epilogue(false);
+    for (int64_t j = 0; j < C / 8; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        storeVec(pack2(l[4 * j + 2 * h], l[4 * j + 2 * h + 1], f32), ptrAt(L.lf), f32,
+                 add(mul(rowAt[h], cI32(C + 4)), wgCol(j, 0)), 8);
+  }
+  barrier();
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
+         [&] { bulkStore(tileOf(6), L.af, C * C * 2 + 16); });
+
+  // (5) solve_tril. P's copy reads af: its thread waits for the read to
+  // finish before the first two warps store the diagonal blocks' inverses
+  // there (blocks above the diagonal are never stored: (6) drops them).
+  solveTril(ptrAt(L.lf), ptrAt(L.af), ptrAt(L.tmp), /*zeroAbove=*/false, [&] {
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
+           [&] { ptx("cp.async.bulk.wait_group.read 0;", "", {}); });
+    namedSync(cI32(kSolveDiagonal), 64);
+  });
+
+  // (6) The WY factors as swizzled images where L was: A_w = A diag(beta
+  // e^G / |k|) (W = A_w K on k as loaded), A_u = A diag(beta); four columns
+  // per thread.
+  threadLoop(C * C / 4, [&](Value e) {
+    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
+    Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
+    Value a4 = loadF32x4(ptrAt(L.af), add(mul(i, cI32(C + 4)), jj));
+    Value bw = loadF32x4(f.beg, jj), nk = loadF32x4(rk, jj), bu = loadF32x4(f.beta, jj);
+    auto vt = VectorType::get({4}, opType);
+    Value w = LLVM::UndefOp::create(b, vt), u = LLVM::UndefOp::create(b, vt);
+    for (int64_t x = 0; x < 4; ++x) {
+      auto at = [&](Value v) { return LLVM::ExtractElementOp::create(b, v, cI32(x)).getResult(); };
+      Value a = sel(above, cF32(0.0), at(a4));
+      w = LLVM::InsertElementOp::create(b, w, toOp(fmul(a, fmul(at(bw), at(nk)))), cI32(x));
+      u = LLVM::InsertElementOp::create(b, u, toOp(fmul(a, at(bu))), cI32(x));
+    }
+    Value to = swizzledAt(i, jj, C);
+    storeVec(w, ptrAt(L.ab1), opType, to, 8);
+    storeVec(u, ptrAt(L.ab2), opType, to, 8);
+  });
+  waitCopies(); // v
+  fenceProxyAsync();
+  barrier();
+
+  // (7) W = A_w K (warpgroup 0) and U = A_u V (warpgroup 1), 64 columns
+  // at a time, B read MN-major (k and v rows are the reduction index). Each
+  // block's result is staged over the B block it consumed (W as recur's
+  // swizzled image, U in 16-column tiles), then the whole tile leaves by one
+  // bulk copy.
+  auto wy = [&](int64_t abOff, int64_t bOff, int64_t width, int64_t which) {
+    Value aD = smemDesc(addrAt(abOff), wgmmaKMajor);
+    Value bD = smemDesc(addrAt(bOff), wgmmaDescHigh(C * 128, 1024));
+    Value bar = add(cI32(kWarpgroup), wg);
+    for (int64_t nb = 0; nb < width / 64; ++nb) {
+      SmallVector<Value> x(C / 2, cF32(0.0));
+      wgFence(x);
+      for (int64_t ks = 0; ks < C / 16; ++ks)
+        wgmma(x, descPlus(aD, ks * 32), descPlus(bD, nb * C * 128 + ks * 2048),
+              /*accumulate=*/ks > 0, /*transA=*/false, /*transB=*/true);
+      wgCommit();
+      wgWait(0, x);
+      namedSync(bar, 128); // the warpgroup's product has read B block nb
+      int64_t blockOff = bOff + nb * C * 128;
+      storeBlock(x, [&](Value row, Value j) {
+        if (which == 2)
+          return imageRow(blockOff, row, j);
+        // U: [V / 16][C][16], so tile 4 nb + j / 2, half j % 2 of its row.
+        return add(addrAt(blockOff), add(mul(divu(j, cI32(2)), cI32(C * 32)),
+                                         add(mul(row, cI32(32)), mul(remu(j, cI32(2)), cI32(16)))));
+      });
+    }
+    fenceProxyAsync();
+    namedSync(bar, 128);
+    ifThen(cmp(arith::CmpIPredicate::eq, remu(tid, cI32(128)), cI32(0)), [&] {
+      bulkStore(tileOf(which), bOff, C * width * 2);
+      // Complete before the block exits (its shared memory is the source).
+      ptx("cp.async.bulk.wait_group 0;", "", {});
+    });
+  };
+  {
+    auto which = scf::IfOp::create(b, first, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(which.thenBlock());
+    wy(L.ab1, L.ks, K, 2);
+    b.setInsertionPointToStart(which.elseBlock());
+    wy(L.ab2, L.vs, V, 3);
+  }
+  // G_last for the mma.sync recur's ring (the warpgroup recur takes P's).
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    store(load(f32, f.gam, cI32(C - 1), 4), tileOf(1), cI32(0), 4);
+  });
+}
