@@ -100,39 +100,53 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
 
   // (3) The norms' inverses (0 on padding rows), a warp per row, and the
   // recurrence's Qg = scale Q e^G / |q| and Kd = K e^(G_last - G) / |k|
-  // straight to the workspace (one vector store per lane).
+  // straight to the workspace (one vector store per lane). Each warp takes
+  // two rows per step: the four butterfly sums (q and k of each) are
+  // independent chains of shuffles, interleaved.
   {
-    int64_t epl = K / 32;
+    int64_t epl = K / 32, rowsPerStep = 2;
     Value qg = tileOf(4), kd = tileOf(5);
     Value col = mul(lane, cI32(epl));
     auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, opType);
-    auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(nWarps));
+    auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(rowsPerStep * nWarps));
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(rowLoop.getBody());
-    Value i = rowLoop.getInductionVar();
-    Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
-    Value at = swizzledAt(i, col, C);
-    for (int which = 0; which < 2; ++which) {
-      Value vec = LLVM::LoadOp::create(b, inVec, gep(ptrAt(which ? L.qs : L.ks), opType, at),
-                                       epl * 2);
+    struct RowPass {
+      Value i, valid, at;
       SmallVector<Value> x;
-      Value ss = cF32(0.0);
-      for (int64_t e = 0; e < epl; ++e) {
-        x.push_back(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
-        ss = fadd(ss, fmul(x.back(), x.back()));
+      Value ss, scale;
+    };
+    SmallVector<RowPass> passes;
+    for (int64_t r = 0; r < rowsPerStep; ++r) {
+      Value i = add(rowLoop.getInductionVar(), cI32(r * nWarps));
+      Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
+      Value at = swizzledAt(i, col, C);
+      for (int which = 0; which < 2; ++which) {
+        RowPass p{i, valid, at, {}, cF32(0.0), Value()};
+        Value vec = LLVM::LoadOp::create(b, inVec, gep(ptrAt(which ? L.qs : L.ks), opType, at),
+                                         epl * 2);
+        for (int64_t e = 0; e < epl; ++e) {
+          p.x.push_back(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
+          p.ss = fadd(p.ss, fmul(p.x.back(), p.x.back()));
+        }
+        passes.push_back(p);
       }
-      Value scale = cF32(1.0);
-      if (s.qkL2Norm)
-        scale = rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6)));
-      scale = sel(valid, scale, cF32(0.0));
+    }
+    for (RowPass &p : passes) {
+      p.scale = s.qkL2Norm ? rsqrt(fadd(xorSum(p.ss, 1, 16), cF32(1e-6))) : cF32(1.0);
+      p.scale = sel(p.valid, p.scale, cF32(0.0));
+    }
+    for (size_t n = 0; n < passes.size(); ++n) {
+      const RowPass &p = passes[n];
+      bool q = n % 2;
       ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)),
-             [&] { store(scale, which ? rq : rk, i, 4); });
-      Value factor = fmul(scale, which ? fmul(load(f32, f.eg, i, 4), param(pScale))
-                                       : load(f32, f.egl, i, 4));
+             [&] { store(p.scale, q ? rq : rk, p.i, 4); });
+      Value factor = fmul(p.scale, q ? fmul(load(f32, f.eg, p.i, 4), param(pScale))
+                                     : load(f32, f.egl, p.i, 4));
       Value row = LLVM::UndefOp::create(b, outVec);
       for (int64_t e = 0; e < epl; ++e)
-        row = LLVM::InsertElementOp::create(b, row, toOp(fmul(x[e], factor)), cI32(e));
-      storeVec(row, which ? qg : kd, opType, workTileAt(which ? 4 : 5, i, col), epl * 2);
+        row = LLVM::InsertElementOp::create(b, row, toOp(fmul(p.x[e], factor)), cI32(e));
+      storeVec(row, q ? qg : kd, opType, workTileAt(q ? 4 : 5, p.i, col), epl * 2);
     }
   }
   wgWait(0, acc);
