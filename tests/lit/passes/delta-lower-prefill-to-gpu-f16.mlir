@@ -10,7 +10,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-NOT: bf16
 // CHECK: gpu.func @half_k64_v64_prefill_chunks(
 // CHECK-NOT: bf16
-// CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // CHECK-NOT: bf16
 // CHECK: gpu.func @half_k64_v64_prefill_recur(
 // CHECK-NOT: bf16

@@ -7,15 +7,23 @@
 // the state warpgroup runs V' = U - W S and S = e^G_last S + Kd^T V' with
 // the state in its accumulators, storing S^T and V'^T as swizzled B images
 // (stmatrix.trans, then a proxy fence); the output warpgroup computes
-// O = Qg S + P V' from them and refills the ring. chunks writes W, Qg, Kd
-// and P as wgmma's 128-byte-swizzled images, so that recur's ring gets each
-// tile by one bulk copy. Block size and shared memory differ from the
-// mma.sync form, so a library with both carries sm_90a's launch values
-// beside the others in its variant table.
+// O = Qg S + P V' from them and refills the ring. chunks is two wgmma
+// warpgroups too (PrefillChunksWarpgroup.cpp): q, k, v land as swizzled
+// images (cp.async to XORed addresses), Q K^T and K K^T run one per
+// warpgroup, then W and U; chunks writes W, Qg, Kd and P as wgmma's
+// 128-byte-swizzled images, so that recur's ring gets each tile by one
+// bulk copy. Block sizes and shared memory differ from the mma.sync forms,
+// so a library with both carries sm_90a's launch values beside the others
+// in its variant table.
 module attributes {delta.targets = ["sm_90a"]} {
   delta.spec @qwen rule = gated dims = [128x128] io = bf16 state = f32
       layout = vk gate = raw beta = sigmoid l2norm chunk = 64 entries = [prefill]
 }
+
+// chunks: 256 threads, ChunksWarpgroupSmem's 72 KiB (three blocks per SM).
+// CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
+// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.dynamic_smem = 73728
 
 // Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
 // (two stages, one more where the device has room).
@@ -28,11 +36,22 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.dynamic_smem = 135168
 // CHECK-SAME: delta.dynamic_smem_stage = 60416
 
-// chunks stores its results into the swizzled images: the 16-byte group
-// index is XORed with the row.
+// chunks copies q, k, v into the swizzled images (the 16-byte group index
+// XORed with the row), runs Q K^T / K K^T as eight k steps of m64n64 from
+// K-major images, W and U 64 columns at a time with B read MN-major
+// (imm-trans-b = 1), each product's result leaving by a bulk copy.
 // PTX: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
+// PTX-NOT: mma.sync
 // PTX-SAME: xor.b32
-// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-SAME: cp.async.cg.shared.global
+// PTX-SAME: fence.proxy.async.shared::cta
+// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// PTX-SAME: stmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
+// PTX-SAME: cp.async.bulk.wait_group.read 0
+// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 1;
+// PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
+// PTX-SAME: cp.async.bulk.wait_group 0
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // PTX-NOT: mma.sync
 // PTX-SAME: griddepcontrol.wait
@@ -50,4 +69,4 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-NOT: wgmma.mma_async
 
-// TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416},
+// TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73728},
