@@ -581,8 +581,7 @@ void PrefillEmitter::scalarGateCumsum(const RowFactors &f) {
   }
 }
 
-void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove,
-                               function_ref<void()> beforeStores) {
+void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove) {
   int64_t C = s.chunk;
   int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
   auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
@@ -606,20 +605,20 @@ void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove,
       }
       a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), treeSum(terms)), a[i]);
     }
-    beforeStores();
     for (int64_t i = 0; i < 16; ++i)
       store(a[i], af, add(mul(add(base, cI32(i)), cI32(ldL)), add(base, jl)), 4);
   }
   // Blocks above the diagonal are zero (four columns per thread).
-  if (zeroAbove)
+  if (zeroAbove) {
     threadLoop(C * C / 4, [&](Value e) {
-    Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
-    Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
-    ifThen(above, [&] {
-      storeVec(f32x4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
-               add(mul(i, cI32(ldL)), jj), 16);
+      Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
+      Value above = cmp(arith::CmpIPredicate::ult, divu(i, cI32(16)), divu(jj, cI32(16)));
+      ifThen(above, [&] {
+        storeVec(f32x4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
+                 add(mul(i, cI32(ldL)), jj), 16);
+      });
     });
-  });
+  }
   barrier();
   // Each thread owns four adjacent columns of one row of a 16x16 block:
   // every 16-byte load of L or A feeds four (or sixteen) products.

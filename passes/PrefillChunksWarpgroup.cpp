@@ -27,9 +27,8 @@ using namespace mlir::delta;
 using namespace mlir::delta::prefill;
 
 namespace {
-// Named barriers (bar 0 is the block's): the solve's first two warps, and
-// each warpgroup's own.
-enum ChunksBarrier : int64_t { kSolveDiagonal = 1, kWarpgroup = 2 };
+// Named barriers (bar 0 is the block's): each warpgroup's own.
+enum ChunksBarrier : int64_t { kWarpgroup = 1 };
 } // namespace
 
 void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
@@ -229,17 +228,16 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
                  add(mul(rowAt[h], cI32(C + 4)), wgCol(j, 0)), 8);
   }
   barrier();
-  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
-         [&] { bulkStore(tileOf(6), L.af, C * C * 2 + 16); });
-
-  // (5) solve_tril. P's copy reads af: its thread waits for the read to
-  // finish before the first two warps store the diagonal blocks' inverses
-  // there (blocks above the diagonal are never stored: (6) drops them).
-  solveTril(ptrAt(L.lf), ptrAt(L.af), ptrAt(L.tmp), /*zeroAbove=*/false, [&] {
-    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
-           [&] { ptx("cp.async.bulk.wait_group.read 0;", "", {}); });
-    namedSync(cI32(kSolveDiagonal), 64);
+  // P leaves; its copy has read af before the solve stores A there.
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    bulkStore(tileOf(6), L.af, C * C * 2 + 16);
+    ptx("cp.async.bulk.wait_group.read 0;", "", {});
   });
+  barrier();
+
+  // (5) solve_tril (blocks above the diagonal are never stored: (6) drops
+  // them).
+  solveTril(ptrAt(L.lf), ptrAt(L.af), ptrAt(L.tmp), /*zeroAbove=*/false);
 
   // (6) The WY factors as swizzled images where L was: A_w = A diag(beta
   // e^G / |k|) (W = A_w K on k as loaded), A_u = A diag(beta); four columns

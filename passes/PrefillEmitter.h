@@ -343,13 +343,11 @@ private:
   /// diagonal 16x16 block inverted by forward substitution, one lane per
   /// column with the column in registers (A_ij = -sum_{m<i} L_im A_mj;
   /// entries above the diagonal are zero, so the sum may start at the
-  /// block's first row; `beforeStores` runs in the block's first 64 threads
-  /// before they store their columns); the blocks above the diagonal set to
-  /// zero where `zeroAbove`. (b) Block rows below, by distance d from the
+  /// block's first row); the blocks above the diagonal set to zero where
+  /// `zeroAbove`. (b) Block rows below, by distance d from the
   /// diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32, every
   /// sum unrolled with its loads issued together.
-  void solveTril(Value lf, Value af, Value tmp, bool zeroAbove,
-                 function_ref<void()> beforeStores = [] {});
+  void solveTril(Value lf, Value af, Value tmp, bool zeroAbove);
   Value loadF32x4(Value base, Value idx) {
     return LLVM::LoadOp::create(b, VectorType::get({4}, f32), gep(base, f32, idx), 16).getResult();
   }
