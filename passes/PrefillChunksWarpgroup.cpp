@@ -186,26 +186,40 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult();
     };
     Value rowAt[2] = {wgRow(wl, 0), wgRow(wl, 2)};
+    // Column groups right of the warp's last row are all masked: only the
+    // warp's first 2 wl + 2 of the 8 carry values (a uniform branch each).
     auto epilogue = [&](bool isP) {
       SmallVector<Value> out(acc.size());
-      Value gRow[2], nRow[2], bRow[2];
+      Value gRow[2], fRow[2];
       for (int64_t h = 0; h < 2; ++h) {
         gRow[h] = load(f32, f.gam, rowAt[h], 4);
-        nRow[h] = load(f32, isP ? rq : rk, rowAt[h], 4);
-        bRow[h] = isP ? param(pScale) : load(f32, f.beta, rowAt[h], 4);
+        Value n = load(f32, isP ? rq : rk, rowAt[h], 4);
+        fRow[h] = fmul(n, isP ? param(pScale) : load(f32, f.beta, rowAt[h], 4));
       }
       for (int64_t j = 0; j < C / 8; ++j) {
-        Value col = wgCol(j, 0);
-        Value gCol = pairAt(f.gam, col), nCol = pairAt(rk, col);
-        for (int64_t e = 0; e < 4; ++e) {
-          Value row = rowAt[e / 2], cj = add(col, cI32(e % 2));
-          // P keeps i >= j, L (strictly lower) i > j.
-          Value keep = cmp(isP ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt, row, cj);
-          Value x = fmul(fmul(acc[4 * j + e], fmul(nRow[e / 2], elt(nCol, e % 2))), bRow[e / 2]);
-          if (gated)
-            x = fmul(x, exp(sel(keep, fsub(gRow[e / 2], elt(gCol, e % 2)), cF32(0.0))));
-          out[4 * j + e] = sel(keep, x, cF32(0.0));
+        Value live = cmp(arith::CmpIPredicate::ult, cI32(8 * j), mul(add(wl, cI32(1)), cI32(16)));
+        auto ifLive = scf::IfOp::create(b, TypeRange(SmallVector<Type>(4, f32)), live, true);
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(ifLive.thenBlock());
+          Value col = wgCol(j, 0);
+          Value gCol = pairAt(f.gam, col), nCol = pairAt(rk, col);
+          SmallVector<Value> x4;
+          for (int64_t e = 0; e < 4; ++e) {
+            Value row = rowAt[e / 2], cj = add(col, cI32(e % 2));
+            // P keeps i >= j, L (strictly lower) i > j.
+            Value keep = cmp(isP ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt, row, cj);
+            Value x = fmul(acc[4 * j + e], fmul(fRow[e / 2], elt(nCol, e % 2)));
+            if (gated)
+              x = fmul(x, exp(sel(keep, fsub(gRow[e / 2], elt(gCol, e % 2)), cF32(0.0))));
+            x4.push_back(sel(keep, x, cF32(0.0)));
+          }
+          scf::YieldOp::create(b, x4);
+          b.setInsertionPointToStart(ifLive.elseBlock());
+          scf::YieldOp::create(b, SmallVector<Value>(4, cF32(0.0)));
         }
+        for (int64_t e = 0; e < 4; ++e)
+          out[4 * j + e] = ifLive.getResult(e);
       }
       return out;
     };
