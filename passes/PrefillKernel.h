@@ -27,8 +27,9 @@
 //           and compute chunk_output (PrefillRecur.cpp). recur has a block
 //           size of its own (PrefillPlan::recurThreads).
 //
-// All products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
-// accumulation); the triangular solve is fp32 in shared memory. recur keeps
+// The products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
+// accumulation), on sm_90a wgmma (PrefillPlan::warpgroupRecur and
+// warpgroupChunks); the triangular solve is fp32 in shared memory. recur keeps
 // the next one or two chunks' operands in flight (a 2- or 3-stage ring sized
 // by the shared memory the host grants; on sm_90 and later one thread fills
 // it with bulk copies, on sm_80 every output thread with cp.async). The grids are
