@@ -47,6 +47,23 @@ def raises(name, fn, text):
     check(f"ValueError: {name}", False, "no error")
 
 
+def replayed(call):
+    """call()'s results from a CUDA graph of it, captured after a warm-up on
+    a side stream (as torch's graph docs ask) and replayed once; and the
+    graph, which the results' memory belongs to."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = call()
+    graph.replay()
+    torch.cuda.synchronize()
+    return out, graph
+
+
 def flat(x):
     return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
 
@@ -315,16 +332,7 @@ check("chunk_gated_delta_rule varlen vs fp64 and FLA",
 check("chunk_gated_delta_rule error no worse than FLA's",
       e["do"] <= 1.05 * e["fo"] and e["dh"] <= 1.05 * e["fh"],
       f"o {e['do']:.2e} vs {e['fo']:.2e}, state {e['dh']:.2e} vs {e['fh']:.2e}")
-side = torch.cuda.Stream()
-side.wait_stream(torch.cuda.current_stream())
-with torch.cuda.stream(side):
-    prefill()
-torch.cuda.current_stream().wait_stream(side)
-graph = torch.cuda.CUDAGraph()
-with torch.cuda.graph(graph):
-    go, gh = prefill()
-graph.replay()
-torch.cuda.synchronize()
+(go, gh), graph = replayed(prefill)
 check("chunk_gated_delta_rule captured in a CUDA graph and replayed",
       torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
 raises("prefill cu_seqlens dtype", lambda: gdn.chunk_gated_delta_rule(
@@ -409,16 +417,7 @@ po, ph = kda_call()
 torch.cuda.synchronize()
 eo, eh = H.rel(po, ro), H.rel(ph, rh)
 check("chunk_kda varlen vs fp64", eo < 1e-2 and eh < 1e-2, f"o {eo:.2e}, state {eh:.2e}")
-side = torch.cuda.Stream()
-side.wait_stream(torch.cuda.current_stream())
-with torch.cuda.stream(side):
-    kda_call()
-torch.cuda.current_stream().wait_stream(side)
-graph = torch.cuda.CUDAGraph()
-with torch.cuda.graph(graph):
-    go, gh = kda_call()
-graph.replay()
-torch.cuda.synchronize()
+(go, gh), graph = replayed(kda_call)
 check("chunk_kda captured in a CUDA graph and replayed",
       torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
 raises("chunk_kda g without the K axis", lambda: tp.chunk_kda(
