@@ -269,10 +269,15 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   }();
   // chunks' and recur's block sizes and shared memory are those of the
   // code loaded: one target's may differ from the table's (the wgmma forms
-  // on sm_90a). The two load the image of the same target (they list the
-  // same ones), so recur reads the workspace in the layout chunks wrote.
+  // on sm_90a). recur must read the workspace in the layout chunks wrote:
+  // the two list the same targets, so they load the same one; a pair that
+  // did not is refused rather than launched.
   if (!chosen->chunks->load(&error) || !chosen->recur->load(&error))
     return {DELTAC_CUDA_ERROR, error};
+  if (chosen->chunks->imageTarget() != chosen->recur->imageTarget())
+    return {DELTAC_UNSUPPORTED, "prefill: chunks loaded the " + chosen->chunks->imageTarget() +
+                                   " code and recur the " + chosen->recur->imageTarget() +
+                                   " code; their workspace layouts differ"};
   PrefillVariant launched =
       forImages(*chosen, chosen->chunks->imageTarget(), chosen->recur->imageTarget());
   int perBlock = 0;
