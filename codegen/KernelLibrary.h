@@ -38,7 +38,8 @@ struct EmittedKernel {
   mlir::delta::StateLayout layout = mlir::delta::StateLayout::vk;
   std::vector<std::pair<std::string, std::string>> ptx; ///< target, text
   /// The one target whose code takes another block size and shared memory
-  /// (the prefill recur's wgmma form, sm_90a), and those (empty: none).
+  /// (the prefill chunks' and recur's wgmma forms, sm_90a), and those
+  /// (empty: none).
   std::string altTarget;
   int64_t altThreads = 0, altSmem = 0, altSmemStage = 0;
 };

@@ -264,7 +264,7 @@ SmallVector<Value> EmitterBase::loadElems(Value base, Type element,
     Value vec = LLVM::LoadOp::create(b, vecType, at, perPiece * bytes);
     for (int64_t e = 0; e < perPiece; ++e)
       out.push_back(toF32(
-          LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
+          elt(vec, e)));
   }
   return out;
 }

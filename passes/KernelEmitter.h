@@ -69,6 +69,10 @@ protected:
   Value fma(Value x, Value y, Value z) {
     return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
   }
+  /// Element i of vector v.
+  Value elt(Value v, int64_t i) {
+    return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult();
+  }
   /// Butterfly sum (float or integer) over the lanes whose index differs
   /// in the bits of [first, last] (powers of two): every such lane gets the
   /// total.

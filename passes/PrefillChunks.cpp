@@ -212,7 +212,7 @@ void PrefillEmitter::emitChunks() {
       SmallVector<Value> x;
       Value ss = cF32(0.0);
       for (int64_t e = 0; e < epl; ++e) {
-        x.push_back(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
+        x.push_back(toF32(elt(vec, e)));
         ss = fadd(ss, fmul(x.back(), x.back()));
       }
       Value scale = cF32(1.0);
@@ -227,9 +227,9 @@ void PrefillEmitter::emitChunks() {
         Value y = fmul(x[e], scale);
         Value f = factor;
         if (kda) { // per channel: scale e^G, or e^(G_last - G) (<= 0)
-          Value gi = LLVM::ExtractElementOp::create(b, gV, cI32(e));
+          Value gi = elt(gV, e);
           f = which ? fmul(exp(gi), param(pScale))
-                    : exp(fsub(LLVM::ExtractElementOp::create(b, gLastV, cI32(e)), gi));
+                    : exp(fsub(elt(gLastV, e), gi));
         }
         normed = LLVM::InsertElementOp::create(b, normed, toOp(y), cI32(e));
         gatedRow = LLVM::InsertElementOp::create(b, gatedRow, toOp(fmul(y, f)), cI32(e));
@@ -282,7 +282,6 @@ void PrefillEmitter::emitChunks() {
       return cmp(arith::CmpIPredicate::ne, load(i32, slow, blk, 4), cI32(0));
     };
     auto vec4 = VectorType::get({4}, f32), op4 = VectorType::get({4}, opType);
-    auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
     // Four channels d .. d + 3 of a row: of G (f32), of a 16-bit buffer,
     // and a 16-bit vector times a factor per channel.
     auto gamma4 = [&](Value row, Value d) {
@@ -482,7 +481,6 @@ void PrefillEmitter::emitChunks() {
   barrier();
   // (5) solve_tril (solveTril), blocks above the diagonal zeroed.
   solveTril(lf, af, region(L.tmp), /*zeroAbove=*/true);
-  auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
   int64_t ldL = C + 4;
   // (6) The WY products take the row factors on A's columns, so K and V
   // are used as loaded: W = (A diag(beta e^G)) K, U = (A diag(beta)) V.
@@ -584,7 +582,6 @@ void PrefillEmitter::scalarGateCumsum(const RowFactors &f) {
 void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove) {
   int64_t C = s.chunk;
   int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
-  auto elt = [&](Value v, int64_t i) { return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult(); };
   {
     Value blk = add(mul(warp, cI32(2)), divu(lane, cI32(16)));
     Value jl = remu(lane, cI32(16));

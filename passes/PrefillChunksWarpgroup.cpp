@@ -125,7 +125,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
         Value vec = LLVM::LoadOp::create(b, inVec, gep(ptrAt(which ? L.qs : L.ks), opType, at),
                                          epl * 2);
         for (int64_t e = 0; e < epl; ++e) {
-          p.x.push_back(toF32(LLVM::ExtractElementOp::create(b, vec, cI32(e)).getResult()));
+          p.x.push_back(toF32(elt(vec, e)));
           p.ss = fadd(p.ss, fmul(p.x.back(), p.x.back()));
         }
         passes.push_back(p);
@@ -181,9 +181,6 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     auto pairTy = VectorType::get({2}, f32);
     auto pairAt = [&](Value arr, Value col) {
       return LLVM::LoadOp::create(b, pairTy, gep(arr, f32, col), 8).getResult();
-    };
-    auto elt = [&](Value v, int64_t i) {
-      return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult();
     };
     Value rowAt[2] = {wgRow(wl, 0), wgRow(wl, 2)};
     // Column groups right of the warp's last row are all masked: only the
@@ -264,10 +261,9 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     auto vt = VectorType::get({4}, opType);
     Value w = LLVM::UndefOp::create(b, vt), u = LLVM::UndefOp::create(b, vt);
     for (int64_t x = 0; x < 4; ++x) {
-      auto at = [&](Value v) { return LLVM::ExtractElementOp::create(b, v, cI32(x)).getResult(); };
-      Value a = sel(above, cF32(0.0), at(a4));
-      w = LLVM::InsertElementOp::create(b, w, toOp(fmul(a, fmul(at(bw), at(nk)))), cI32(x));
-      u = LLVM::InsertElementOp::create(b, u, toOp(fmul(a, at(bu))), cI32(x));
+      Value a = sel(above, cF32(0.0), elt(a4, x));
+      w = LLVM::InsertElementOp::create(b, w, toOp(fmul(a, fmul(elt(bw, x), elt(nk, x)))), cI32(x));
+      u = LLVM::InsertElementOp::create(b, u, toOp(fmul(a, elt(bu, x))), cI32(x));
     }
     Value to = swizzledAt(i, jj, C);
     storeVec(w, ptrAt(L.ab1), opType, to, 8);

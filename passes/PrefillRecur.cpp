@@ -342,8 +342,8 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
       forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
         Value at = add(mul(i, cI32(BV + kPad)), col);
         Value u = LLVM::LoadOp::create(b, VectorType::get({2}, opType), gep(ub, opType, at), 4);
-        Value u0 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(0)).getResult());
-        Value u1 = toF32(LLVM::ExtractElementOp::create(b, u, cI32(1)).getResult());
+        Value u0 = toF32(elt(u, 0));
+        Value u1 = toF32(elt(u, 1));
         storeVec(pack2(fsub(u0, x0), fsub(u1, x1), opType), vc, opType, at, 4);
       });
     }

@@ -120,8 +120,8 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
     for (int64_t n = 0; n < tilesV; ++n)
       for (int64_t h = 0; h < 2; ++h) {
         Value uv = LLVM::BitcastOp::create(b, vec2, u[2 * n + h]);
-        Value u0 = toF32(LLVM::ExtractElementOp::create(b, uv, cI32(0)).getResult());
-        Value u1 = toF32(LLVM::ExtractElementOp::create(b, uv, cI32(1)).getResult());
+        Value u0 = toF32(elt(uv, 0));
+        Value u1 = toF32(elt(uv, 1));
         Value p = packI32(fsub(u0, acc[n].c[2 * h]), fsub(u1, acc[n].c[2 * h + 1]));
         vPairs.push_back(p);
         store(p, vc, divu(add(mul(vOf(2 * h), cI32(C + kPad)), colOf(n, 0)), cI32(2)), 4);

@@ -181,8 +181,8 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
             Value at = add(mul(divu(col, cI32(16)), cI32(C * 16)),
                            add(mul(row, cI32(16)), remu(col, cI32(16))));
             Value pair = LLVM::LoadOp::create(b, pairTy, gep(ub, opType, at), 4);
-            u.push_back(toF32(LLVM::ExtractElementOp::create(b, pair, cI32(0)).getResult()));
-            u.push_back(toF32(LLVM::ExtractElementOp::create(b, pair, cI32(1)).getResult()));
+            u.push_back(toF32(elt(pair, 0)));
+            u.push_back(toF32(elt(pair, 1)));
           }
       }
       Value decayLast = gated ? exp(load(f32, stagePtr(c, L.pb), cI32(C * C / 2), 4)) : Value();
