@@ -38,6 +38,8 @@ enum Param {
 
 constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
 inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
+/// wgmma's 128-byte-swizzled images start on 1024-byte bounds.
+inline int64_t align1024(int64_t x) { return (x + 1023) / 1024 * 1024; }
 /// kda's diagonal blocks go through the product form where, in every
 /// channel, G stays within kSteep of the block's first row: its factors
 /// e^(G - G_r) and e^(G_r - G) then lie in [e^-64, e^64] (bf16 and fp32
@@ -184,7 +186,7 @@ struct RecurWarpgroupSmem {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) {
       int64_t at = off;
-      off += (bytes + 1023) / 1024 * 1024;
+      off += align1024(bytes);
       return at;
     };
     sBytes = bv * K * 2;
@@ -292,7 +294,7 @@ struct ChunksWarpgroupSmem {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) {
       int64_t at = off;
-      off += (bytes + 1023) / 1024 * 1024;
+      off += align1024(bytes);
       return at;
     };
     int64_t lBytes = C * (C + 4) * 4, tmpBytes = (C / 16 - 1) * 256 * 4;
