@@ -178,11 +178,14 @@ struct RecurSmem {
 /// warpgroup), then `stages` copies of a chunk's operands: W, Kd, Qg
 /// (swizzled [C][64] images per 64 columns), P (one such image, then
 /// G_last: 16 bytes), the U tile ([V tile / 16][C][16]) and, rule kda,
-/// e^G_last per channel.
+/// e^G_last per channel. The transposed form (PrefillPlan::transposedRecur)
+/// has no S^T or V'^T images: `st` holds its two O^T staging buffers
+/// ([C][V tile] rows of oRow bytes) and `vn` is empty, which leaves room
+/// for a third stage at V tile 64.
 struct RecurWarpgroupSmem {
   int64_t mbar, st, vn, wb, kd, qgb, pb, ub, gl = 0, stage, total;
-  int64_t sBytes, vBytes;
-  RecurWarpgroupSmem(const PrefillSpec &s, int64_t bv) {
+  int64_t sBytes, vBytes, oRow, oBytes;
+  RecurWarpgroupSmem(const PrefillSpec &s, int64_t bv, bool transposed = false) {
     int64_t C = s.chunk, K = s.k, off = 0;
     auto take = [&](int64_t bytes) {
       int64_t at = off;
@@ -191,9 +194,11 @@ struct RecurWarpgroupSmem {
     };
     sBytes = bv * K * 2;
     vBytes = bv * C * 2;
+    oRow = bv * 2 + 16; // rows 16 bytes apart in the banks for stmatrix.trans
+    oBytes = C * oRow;
     mbar = take(3 * 8);
-    st = take(2 * sBytes);
-    vn = take(2 * vBytes);
+    st = take(transposed ? 2 * oBytes : 2 * sBytes);
+    vn = take(transposed ? 0 : 2 * vBytes);
     int64_t first = off;
     wb = take(C * K * 2);
     kd = take(C * K * 2);
@@ -370,6 +375,9 @@ private:
   /// recur as wgmma warpgroups (PrefillPlan::warpgroupRecur,
   /// PrefillRecurWarpgroup.cpp).
   void recurWarpgroup(const RecurSequence &q);
+  /// recur with S^T and V'^T as wgmma's register A operand
+  /// (PrefillPlan::transposedRecur, PrefillRecurTransposed.cpp).
+  void recurTransposed(const RecurSequence &q);
   /// The `count` initial-state elements that `load` pushes (each state
   /// form's own order), read where `readOk`, else zeros.
   SmallVector<Value> initialStateOrZero(Value readOk, int64_t count,
@@ -839,6 +847,15 @@ private:
   /// false: acc = A B); transA / transB: the operand is MN-major.
   void wgmma(SmallVector<Value> &acc, Value da, Value db, bool accumulate, bool transA,
              bool transB = false);
+  /// The same with A from registers: `a` is this thread's fragment of the
+  /// 64x16 A (four 32-bit registers of two 16-bit elements, the layout of
+  /// mma.m16n8k16's A in each warp's 16 rows).
+  void wgmmaRegA(SmallVector<Value> &acc, ArrayRef<Value> a, Value db, bool accumulate,
+                 bool transB);
+  /// wgmma's fence over accumulators `acc` (f32) and A fragments `frags`
+  /// (i32), both passed through it (see throughAsm): registers an ordinary
+  /// instruction wrote must be fenced before a wgmma reads them.
+  void wgFenceAll(SmallVector<Value> &acc, SmallVector<Value> &frags);
   /// Generic-proxy writes of shared memory (st.shared, stmatrix, cp.async)
   /// made visible to the async proxy (wgmma, bulk copies) of the threads
   /// that synchronise with this one.

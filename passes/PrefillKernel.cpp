@@ -83,7 +83,8 @@ bool mlir::delta::prefillWarpgroupFits(const PrefillSpec &spec, ArrayRef<int64_t
 }
 
 void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) {
-  RecurWarpgroupSmem L(spec, plan.valueTile);
+  plan.transposedRecur = spec.rule != Rule::kda && plan.valueTile == 64;
+  RecurWarpgroupSmem L(spec, plan.valueTile, plan.transposedRecur);
   plan.warpgroupRecur = true;
   plan.recurThreads = 256; // the state warpgroup, then the output warpgroup
   plan.recurSmem = L.total;

@@ -80,6 +80,11 @@ void PrefillEmitter::emitRecur() {
   Value c0 = chunkOffsetOf(inlineMap, scan, n),
         c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));
   Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
+  if (plan.transposedRecur) {
+    recurTransposed(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
+                                  stateIndex});
+    return;
+  }
   if (plan.warpgroupRecur) {
     recurWarpgroup(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
                                  stateIndex});

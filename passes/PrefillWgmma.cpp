@@ -52,3 +52,42 @@ void PrefillEmitter::wgmma(SmallVector<Value> &acc, Value da, Value db, bool acc
                      ", " + (transB ? "1" : "0") + ";\n}";
   throughAsm(text, {da, db, cI32(accumulate ? 1 : 0)}, "l,l,r", acc);
 }
+
+void PrefillEmitter::wgmmaRegA(SmallVector<Value> &acc, ArrayRef<Value> a, Value db,
+                               bool accumulate, bool transB) {
+  int64_t n = acc.size();
+  std::string ab = opType.isBF16() ? "bf16" : "f16";
+  std::string regs;
+  for (int64_t i = 0; i < n; ++i)
+    regs += (i ? ", $" : "$") + std::to_string(i);
+  auto at = [&](int64_t i) { return "$" + std::to_string(n + i); };
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + at(5) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(2 * n) +
+                     "k16.f32." + ab + "." + ab + " {" + regs + "}, {" + at(0) + ", " + at(1) +
+                     ", " + at(2) + ", " + at(3) + "}, " + at(4) + ", p, 1, 1, " +
+                     (transB ? "1" : "0") + ";\n}";
+  throughAsm(text, {a[0], a[1], a[2], a[3], db, cI32(accumulate ? 1 : 0)}, "r,r,r,r,l,r", acc);
+}
+
+void PrefillEmitter::wgFenceAll(SmallVector<Value> &acc, SmallVector<Value> &frags) {
+  int64_t n = acc.size(), m = frags.size();
+  std::string constraints;
+  SmallVector<Type> types;
+  for (int64_t i = 0; i < n + m; ++i) {
+    constraints += i < n ? "=f," : "=r,";
+    types.push_back(i < n ? f32 : i32);
+  }
+  for (int64_t i = 0; i < n + m; ++i)
+    constraints += (i ? "," : "") + std::to_string(i);
+  SmallVector<Value> operands(acc);
+  operands.append(frags);
+  auto type = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  auto op = LLVM::InlineAsmOp::create(b, type, operands, "wgmma.fence.sync.aligned;", constraints,
+                                      /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                      ArrayAttr());
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), i);
+  for (int64_t i = 0; i < m; ++i)
+    frags[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), n + i);
+}

@@ -24,8 +24,8 @@ struct PrefillVariant {
   unsigned recurThreads; // recur's block (its warp roles)
   unsigned valueTiles;   // recur blocks along V
   /// Dispatch: the first variant of a (K, V) whose recur grid N * HV *
-  /// valueTiles has at least half this many blocks per SM is launched (0:
-  /// always).
+  /// valueTiles has at least a quarter this many blocks per SM is launched
+  /// (0: always; delta-plan-prefill gives 2, half a wave, or 1).
   int64_t minBlocksPerSM;
   unsigned smemPrep, smemChunks, smemRecur;
   /// recur runs a deeper pipeline (one more chunk in flight) when the

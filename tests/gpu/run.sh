@@ -47,6 +47,9 @@ run_tests() {
   # And one (where two do not fit a block: V tile 64 on an A100).
   DELTAC_PREFILL_RECUR_STAGES=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_1stage.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_1stage.log" | sed 's/^/recur 1 stage: /'
+  # Every case through the V tile 64 recur (the transposed form on sm_90a).
+  DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_v64.log" 2>&1 || status=1
+  grep -E "^==" "$OUT/prefill_test_v64.log" | sed 's/^/V tile 64: /'
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'

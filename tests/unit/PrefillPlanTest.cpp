@@ -3,8 +3,8 @@
 // Host-only checks of the prefill path: the runtime packs the compiler's
 // kernel parameters in the compiler's order; the workspace formula of the
 // runtime equals the compiler's; the dispatch table is evaluated as
-// delta-plan-prefill wrote it (the first variant whose grid has half
-// min_blocks_per_sm blocks per SM, else the last) for given shapes; recur
+// delta-plan-prefill wrote it (the first variant whose grid has a quarter
+// of min_blocks_per_sm blocks per SM, else the last) for given shapes; recur
 // gets its deeper pipeline only where the device has the shared memory; a
 // call whose one-dimensional grids would overflow is rejected before the
 // driver is touched.
@@ -57,7 +57,7 @@ TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
   // delta-plan-prefill's default table for V = 128: tile 32 (4 blocks per
   // head) when 2 * N * HV * 4 >= SMs, else tile 16 (8 blocks per head).
   const deltac_rt::PrefillVariant table[] = {
-      variant(64, 64, 2, 1), variant(128, 128, 4, 1), variant(128, 128, 8, 0)};
+      variant(64, 64, 2, 2), variant(128, 128, 4, 2), variant(128, 128, 8, 0)};
   const int sms = 132; // H200
   auto tiles = [&](int64_t N, int64_t HV) {
     const deltac_rt::PrefillVariant *v =
@@ -76,12 +76,29 @@ TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
             &table[0]);
 }
 
+TEST(PrefillDispatch, ScalarGateTile64FromAQuarterWave) {
+  // delta-plan-prefill's GDN table for V = 128 (min_blocks_per_sm in
+  // quarters of a block per SM): tile 64 once its grid has a quarter block
+  // per SM, i.e. once tile 16's would overflow a wave; tile 32 from half a
+  // wave of its own blocks; else tile 16.
+  const deltac_rt::PrefillVariant table[] = {
+      variant(128, 128, 2, 1), variant(128, 128, 4, 2), variant(128, 128, 8, 0)};
+  const int sms = 132; // H200
+  auto tiles = [&](int64_t N, int64_t HV) {
+    return int(deltac_rt::choosePrefillVariant(table, 3, 128, 128, N, HV, sms)->valueTiles);
+  };
+  EXPECT_EQ(tiles(1, 32), 2);  // T=4K HV32: 4 * 64 = 256 >= 132
+  EXPECT_EQ(tiles(1, 17), 2);  // 4 * 34 = 136 >= 132
+  EXPECT_EQ(tiles(1, 16), 8);  // T=32K H=HV=16: 128 < 132, tile 32's 256 < 264
+  EXPECT_EQ(tiles(8, 32), 2);  // varlen 8 x HV32
+}
+
 TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
   // The table of the test above. With max_seqlen the busy sequences are
   // T / max_seqlen (at most N): one long sequence among short ones runs
   // like one sequence.
   const deltac_rt::PrefillVariant table[] = {
-      variant(64, 64, 2, 1), variant(128, 128, 4, 1), variant(128, 128, 8, 0)};
+      variant(64, 64, 2, 2), variant(128, 128, 4, 2), variant(128, 128, 8, 0)};
   const int sms = 132;
   auto tiles = [&](int64_t N, int64_t HV, int64_t T, int64_t maxSeqlen) {
     return int(deltac_rt::choosePrefillVariant(table, 3, 128, 128, N, HV, sms, T,
@@ -92,12 +109,12 @@ TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
   EXPECT_EQ(tiles(64, 16, mixed, 32768), 8);  // 1 busy: 16 * 8 blocks
   EXPECT_EQ(tiles(8, 32, 16384, 2048), 4);    // equal lengths: N as before
   EXPECT_EQ(tiles(1, 16, 32768, 32768), 8);   // T = 32K
-  EXPECT_EQ(tiles(4, 8, 16384, 4096), 4);     // 2 * 4 * 8 * 4 = 256 >= 132
-  EXPECT_EQ(tiles(4, 8, 16384, 13000), 8);    // 1 busy: 2 * 8 * 4 = 64 < 132
+  EXPECT_EQ(tiles(4, 8, 16384, 4096), 4);     // 4 * 4 * 8 * 4 = 512 >= 2 * 132
+  EXPECT_EQ(tiles(4, 8, 16384, 13000), 8);    // 1 busy: 4 * 8 * 4 = 128 < 264
 }
 
 TEST(PrefillHost, MaxSeqlenMustBeALongestLength) {
-  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 1),
+  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 2),
                                              variant(128, 128, 8, 0)};
   deltac_prefill_args a = args(4, 1000, 16);
   // Below the mean (250), above T, negative: rejected, naming the field.
@@ -147,7 +164,7 @@ TEST(PrefillDispatch, RecurRingDepthFromSharedMemory) {
 }
 
 TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
-  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 1),
+  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 2),
                                              variant(128, 128, 8, 0)};
   // One token each: 2^28 * 16 heads * 8 V tiles.
   deltac_prefill_args a = args(int64_t(1) << 28, int64_t(1) << 28, 16);
@@ -256,12 +273,15 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
   other.k = 256; // the state would take the registers
   EXPECT_FALSE(mlir::delta::prefillWarpgroupFits(other, {32}));
 
-  // Two warpgroups; three ring stages fit Hopper's 227 KiB at V tiles 16
-  // and 32, two at 64; the one-stage kernel fits every target.
-  for (auto [tile, stages] : {std::pair<int64_t, int>{16, 3}, {32, 3}, {64, 2}}) {
+  // Two warpgroups; three ring stages fit Hopper's 227 KiB (at V tile 64
+  // because the transposed form keeps S^T and V'^T in registers); the
+  // one-stage kernel fits every target.
+  for (auto [tile, stages] : {std::pair<int64_t, int>{16, 3}, {32, 3}, {64, 3}}) {
     mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(spec, tile);
     mlir::delta::useWarpgroupRecur(plan, spec);
     EXPECT_TRUE(plan.warpgroupRecur);
+    // The transposed recur (S^T as wgmma's register operand) at V tile 64.
+    EXPECT_EQ(plan.transposedRecur, tile == 64) << "V tile " << tile;
     EXPECT_EQ(plan.recurThreads, 256);
     deltac_rt::PrefillVariant v = variant(128, 128, unsigned(128 / tile), 0);
     v.smemRecur = unsigned(plan.recurSmem);
@@ -281,6 +301,15 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
     mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(s, 32);
     mlir::delta::useWarpgroupRecur(plan, s);
     EXPECT_FALSE(plan.warpgroupChunks) << k << "x" << v;
+  }
+  // Per-channel decays keep the warpgroup recur at V tile 64 too.
+  {
+    mlir::delta::PrefillSpec s = spec;
+    s.rule = mlir::delta::Rule::kda;
+    mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(s, 64);
+    mlir::delta::useWarpgroupRecur(plan, s);
+    EXPECT_TRUE(plan.warpgroupRecur);
+    EXPECT_FALSE(plan.transposedRecur);
   }
   // The warpgroup chunks' images start on 1024-byte bounds; L and the
   // solve's scratch, then the two WY factors, fit q's region.
@@ -311,6 +340,17 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
       EXPECT_LE(L.pb + 64 * 64 * 2 + 16, L.ub); // G_last's 16 bytes after P
       EXPECT_EQ(L.total, 1024 + L.wb + 2 * L.stage);
     }
+  // The transposed form: O^T's two staging buffers (rows 16-byte aligned)
+  // before the same stages.
+  {
+    mlir::delta::prefill::RecurWarpgroupSmem T(spec, 64, /*transposed=*/true),
+        W(spec, 64);
+    EXPECT_EQ(T.oRow % 16, 0);
+    EXPECT_LE(T.st + 2 * T.oBytes, T.wb);
+    EXPECT_EQ(T.stage, W.stage);
+    EXPECT_EQ(T.wb % 1024, 0);
+    EXPECT_LT(T.total, W.total);
+  }
 
   // The variant table's sm_90a values apply to the sm_90a images only,
   // each kernel by the image it loaded.

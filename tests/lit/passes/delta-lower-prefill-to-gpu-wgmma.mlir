@@ -26,7 +26,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.dynamic_smem = 73728
 
 // Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
-// (two stages, one more where the device has room).
+// (two stages, one more where the device has room; at V tile 64 without
+// the S^T and V'^T images).
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.dynamic_smem = [[SMEM64:[0-9]+]]
@@ -52,6 +53,23 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 1;
 // PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
 // PTX-SAME: cp.async.bulk.wait_group 0
+// At V tile 64, recur is the transposed form (PrefillRecurTransposed.cpp):
+// S^T and V'^T are wgmma's A operand from registers ({4 registers}, one
+// immediate: imm-trans-b), U^T comes by ldmatrix.trans, and only O^T goes
+// through shared memory (stmatrix.trans), leaving by 16-byte stores:
+// V' = S^T W^T and O = S^T Qg^T (8 + 8 k steps), S^T += V'^T Kd (Kd read
+// MN-major, 2 x 4), O += V'^T P^T (4).
+// (The loop's staging of O^T is laid out before its products.)
+// PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
+// PTX-NOT: mma.sync
+// PTX-SAME: griddepcontrol.wait
+// PTX-SAME: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0;
+// PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1;
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0;
+// PTX-NOT: fence.proxy.async
+// PTX-SAME: st.global.v4.b32
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // PTX-NOT: mma.sync
 // PTX-SAME: griddepcontrol.wait

@@ -31,7 +31,7 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v32(
 // CHECK-SAME: delta.block_threads = 128
 // CHECK-SAME: delta.grid_x = 4
-// CHECK-SAME: delta.min_blocks_per_sm = 1
+// CHECK-SAME: delta.min_blocks_per_sm = 2
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
 // CHECK-SAME: delta.block_threads = 96

@@ -3,17 +3,23 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=24}))' 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The dispatch table: the widest V tile whose recur grid covers half the
-// SMs, the narrowest otherwise (unconditional, last). Tile 64 only where
-// the state fits its warps' registers (K <= 128).
+// SMs (min_blocks_per_sm counts quarters of a block per SM: 2), tile 64 of
+// a scalar gate from a quarter (1), the narrowest otherwise
+// (unconditional, last). Tile 64 only where the state fits its warps'
+// registers (K <= 128).
 delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 64 entries = [prefill]
+delta.spec @kda rule = kda dims = [128x128] io = bf16 state = f32
+    layout = kv gate = channel_log beta = given chunk = 64 entries = [prefill]
 delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 32 entries = [prefill]
 
 // CHECK-LABEL: func.func @gdn_k128_v128_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 1 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-LABEL: func.func @kda_k128_v128_prefill
+// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 // CHECK-LABEL: func.func @wide_k256_v256_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 
 // OVERRIDE: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 

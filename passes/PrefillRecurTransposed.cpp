@@ -1,0 +1,277 @@
+//===- PrefillRecurTransposed.cpp - recur with S^T as a register operand -===//
+//
+// recur on sm_90a at a V tile of 64 with a scalar gate
+// (PrefillPlan::transposedRecur): the recurrence transposed, so that the
+// state and V' are wgmma's A operand, which wgmma reads from registers:
+//
+//   V'^T = U^T - S^T W^T        M = V tile, A = S^T (registers), B = W
+//   S^T  = e^G_last S^T + V'^T Kd            A = V'^T (registers), B = Kd
+//   O^T  = S^T Qg^T + V'^T P^T               (the same A fragments)
+//
+// One warpgroup holds S^T in its accumulators (fp32; M = 64 is the V tile)
+// and rounds it, and V'^T, to 16-bit A fragments in place: an m64nNk16
+// accumulator's n-tiles 2 ks and 2 ks + 1 are exactly the A fragment of k
+// step ks. The state's chain therefore never touches shared memory: no
+// stmatrix, no proxy fence and no barrier between its two products, where
+// the warpgroup form (PrefillRecurWarpgroup.cpp) hands S^T and V'^T through
+// swizzled images (what bounded it: PERFORMANCE.md, session 13). The B
+// operands are the images chunks writes for that form (W, Qg, P K-major;
+// Kd read MN-major, i.e. transposed by the instruction), so the workspace
+// and the ring's stages (RecurWarpgroupSmem) are the same; only the
+// images before the ring give way to O^T's staging.
+//
+// The second warpgroup stores O: the chain's warpgroup stages O^T of chunk
+// c transposed (stmatrix.trans) into buffer c % 2, the output warpgroup
+// writes the chunk's rows to `o` and refills the stage chunk c read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PrefillEmitter.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+// Named barriers (bar 0 is the block's), id + chunk parity:
+//   oReady(c)  chain -> output  O^T of chunk c is staged, its stage is read
+//   oDone(c)   output -> chain  the staging buffer c % 2 is free again
+enum TransposedBarrier : int64_t { kTrOReady = 2, kTrODone = 4 };
+
+void PrefillEmitter::recurTransposed(const RecurSequence &q) {
+  int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
+  RecurWarpgroupSmem L(s, BV, /*transposed=*/true);
+  int64_t kBlocks = K / 64, both = 256;
+  bool gated = s.rule == Rule::gated;
+  Type i8 = b.getI8Type();
+  const uint64_t kMajor = wgmmaKMajor, mnMajor = wgmmaDescHigh(C * 128, 1024);
+  const int64_t oRow = L.oRow, oBytes = L.oBytes; // O^T's staging buffers
+
+  Value wl = remu(warp, cI32(4)); // the warp in its warpgroup
+  Value base, aligned;
+  std::tie(base, aligned) = alignedSmem();
+  Value c0 = q.c0, c1 = q.c1;
+  RecurRing ring = recurRing(L.total, L.stage, c0);
+  Value stages = ring.stages;
+  auto stageOff = [&](Value c, int64_t at) { return add(cI32(at), mul(ringSlot(ring, c), cI32(L.stage))); };
+  auto stagePtr = [&](Value c, int64_t at) { return gep(base, i8, stageOff(c, at)); };
+  auto stageAddr = [&](Value c, int64_t at) { return add(aligned, stageOff(c, at)); };
+  auto barOf = [&](Value c) { return gep(base, i64, ringSlot(ring, c)); };
+  auto oStage = [&](Value parity) { return add(aligned, add(cI32(L.st), mul(parity, cI32(oBytes)))); };
+
+  // Chunk c's operands into its stage: one thread, five bulk copies.
+  auto copies = [&](Value c) {
+    Value ch = chunkHead(c, q.hv);
+    std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
+    auto from = [&](int64_t which) {
+      return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
+    };
+    int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16, uBytes = C * BV * 2;
+    Value bar = barOf(c);
+    mbarArriveExpect(bar, 3 * kBytes + pBytes + uBytes);
+    bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
+    bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
+    bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
+    bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
+    bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
+  };
+  // The A fragment of k step ks from m64nN accumulators `acc` (n-tiles
+  // 2 ks and 2 ks + 1), rounded to 16 bits.
+  auto fragment = [&](ArrayRef<Value> acc, int64_t ks) -> std::array<Value, 4> {
+    int64_t j = 2 * ks;
+    return {packI32(acc[4 * j], acc[4 * j + 1]), packI32(acc[4 * j + 2], acc[4 * j + 3]),
+            packI32(acc[4 * j + 4], acc[4 * j + 5]), packI32(acc[4 * j + 6], acc[4 * j + 7])};
+  };
+
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    for (int64_t i = 0; i < 3; ++i)
+      mbarInit(gep(base, i64, cI32(i)), 1);
+    mbarInitFence();
+  });
+  barrier(); // the mbarriers are initialised
+  auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
+
+  // The chain's warpgroup: S^T in K / 64 accumulator blocks of m64n64
+  // (row: column of the V tile, column: K index).
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(roles.thenBlock());
+    int64_t nT = 8, sRegs = kBlocks * nT * 4;
+    SmallVector<Value> S = initialStateOrZero(q.readOk, sRegs, [&](auto &vals) {
+      for (int64_t kb = 0; kb < kBlocks; ++kb)
+        for (int64_t j = 0; j < nT; ++j)
+          for (int64_t e = 0; e < 4; ++e)
+            vals.push_back(loadInitialState(
+                q.stateIndex(q.inSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e))));
+    });
+    if (plan.gridDependency) // chunks' results are read from here on
+      ptx("griddepcontrol.wait;", "", {});
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      for (int64_t i = 0; i < 3; ++i) {
+        Value c = add(c0, cI32(i));
+        ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
+                    cmp(arith::CmpIPredicate::slt, c, c1)),
+               [&] { copies(c); });
+      }
+    });
+    auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value c = loop.getInductionVar();
+      for (int64_t i = 0; i < sRegs; ++i)
+        S[i] = loop.getRegionIterArg(i);
+      Value parity = remu(sub(c, c0), cI32(2));
+      // S^T as A fragments, before the stage lands.
+      SmallVector<Value> sFrag;
+      for (int64_t ks = 0; ks < K / 16; ++ks)
+        for (Value a : fragment(ArrayRef<Value>(S).slice((ks / 4) * nT * 4, nT * 4), ks % 4))
+          sFrag.push_back(a);
+      mbarWait(barOf(c), ringPhase(ring, c));
+      // The decay, before any product is in flight (S^T's registers are
+      // the next product's accumulators).
+      if (gated) {
+        Value decay = exp(load(f32, stagePtr(c, L.pb), cI32(C * C / 2), 4));
+        for (Value &x : S)
+          x = fmul(x, decay);
+      }
+      Value wDesc = smemDesc(stageAddr(c, L.wb), kMajor), qDesc = smemDesc(stageAddr(c, L.qgb), kMajor);
+      SmallVector<Value> vacc(nT * 4, cF32(0.0)), oacc(nT * 4, cF32(0.0));
+      wgFenceAll(vacc, sFrag);
+      // V'^T = S^T W^T, then O^T = S^T Qg^T: two groups, V' first.
+      for (int64_t ks = 0; ks < K / 16; ++ks)
+        wgmmaRegA(vacc, ArrayRef<Value>(sFrag).slice(4 * ks, 4),
+                  descPlus(wDesc, (ks / 4) * C * 128 + (ks % 4) * 32), ks > 0, false);
+      wgCommit();
+      for (int64_t ks = 0; ks < K / 16; ++ks)
+        wgmmaRegA(oacc, ArrayRef<Value>(sFrag).slice(4 * ks, 4),
+                  descPlus(qDesc, (ks / 4) * C * 128 + (ks % 4) * 32), ks > 0, false);
+      wgCommit();
+      // U^T (U: [V tile / 16][C][16], rows of 16 V columns) in the
+      // accumulators' layout, while they run: ldmatrix.trans of the 8x8
+      // tiles (t rows, 8 columns of v) gives n-tiles j and j + 1 of this
+      // warp's 16 rows, lane l addressing row l % 8 of tile l / 8.
+      SmallVector<Value> u(nT * 4);
+      {
+        Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
+        Value ub = stagePtr(c, L.ub);
+        for (int64_t j = 0; j < nT; j += 2) {
+          Value t = add(mul(add(cI32(j), divu(mi, cI32(2))), cI32(8)), r);
+          Value at = add(mul(wl, cI32(C * 16)), add(mul(t, cI32(16)), mul(remu(mi, cI32(2)), cI32(8))));
+          SmallVector<Value> x = ldsm(gep(ub, opType, at), 4, /*trans=*/true);
+          auto pairTy = VectorType::get({2}, opType);
+          for (int64_t i = 0; i < 4; ++i) {
+            Value pair = LLVM::BitcastOp::create(b, pairTy, x[i]);
+            int64_t at2 = 4 * (j + i / 2) + 2 * (i % 2);
+            u[at2] = toF32(elt(pair, 0));
+            u[at2 + 1] = toF32(elt(pair, 1));
+          }
+        }
+      }
+      wgWait(1, vacc);
+      for (int64_t i = 0; i < nT * 4; ++i)
+        vacc[i] = fsub(u[i], vacc[i]);
+      SmallVector<Value> vFrag;
+      for (int64_t ks = 0; ks < C / 16; ++ks)
+        for (Value a : fragment(vacc, ks))
+          vFrag.push_back(a);
+      // S^T = e^G_last S^T + V'^T Kd (Kd's 64-column blocks MN-major),
+      // then O^T += V'^T P^T.
+      SmallVector<Value> fenced(S);
+      fenced.append(oacc);
+      wgFenceAll(fenced, vFrag);
+      std::copy(fenced.begin(), fenced.begin() + sRegs, S.begin());
+      std::copy(fenced.begin() + sRegs, fenced.end(), oacc.begin());
+      Value kdDesc = smemDesc(stageAddr(c, L.kd), mnMajor), pDesc = smemDesc(stageAddr(c, L.pb), kMajor);
+      for (int64_t kb = 0; kb < kBlocks; ++kb) {
+        SmallVector<Value> block(S.begin() + kb * nT * 4, S.begin() + (kb + 1) * nT * 4);
+        for (int64_t ks = 0; ks < C / 16; ++ks)
+          wgmmaRegA(block, ArrayRef<Value>(vFrag).slice(4 * ks, 4),
+                    descPlus(kdDesc, kb * C * 128 + ks * 2048), true, /*transB=*/true);
+        std::copy(block.begin(), block.end(), S.begin() + kb * nT * 4);
+      }
+      wgCommit();
+      for (int64_t ks = 0; ks < C / 16; ++ks)
+        wgmmaRegA(oacc, ArrayRef<Value>(vFrag).slice(4 * ks, 4), descPlus(pDesc, ks * 32), true,
+                  false);
+      wgCommit();
+      wgWait(1, S);
+      wgWait(0, oacc);
+      // O^T of chunk c, transposed, into buffer `parity` once the output
+      // warpgroup has stored chunk c - 2 from it.
+      ifThen(cmp(arith::CmpIPredicate::sge, sub(c, c0), cI32(2)),
+             [&] { namedSync(add(cI32(kTrODone), parity), both); });
+      {
+        Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
+        for (int64_t j0 = 0; j0 < nT; j0 += 2) {
+          Value t = add(mul(add(cI32(j0), divu(mi, cI32(2))), cI32(8)), r);
+          Value v = add(mul(wl, cI32(16)), mul(remu(mi, cI32(2)), cI32(8)));
+          SmallVector<Value> ops{add(oStage(parity), add(mul(t, cI32(oRow)), mul(v, cI32(2))))};
+          for (int64_t i = 0; i < 4; ++i) {
+            int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
+            ops.push_back(packI32(oacc[at], oacc[at + 1]));
+          }
+          ptx("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
+              "r,r,r,r,r", ops);
+        }
+      }
+      namedArrive(add(cI32(kTrOReady), parity), both);
+      scf::YieldOp::create(b, S);
+    }
+    for (int64_t i = 0; i < sRegs; ++i)
+      S[i] = loop.getResult(i);
+    // Every oDone round completes: the last two (or the only one).
+    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+      Value last = sub(c1, cI32(1));
+      ifThen(cmp(arith::CmpIPredicate::sgt, last, c0), [&] {
+        namedSync(add(cI32(kTrODone), remu(sub(sub(last, c0), cI32(1)), cI32(2))), both);
+      });
+      namedSync(add(cI32(kTrODone), remu(sub(last, c0), cI32(2))), both);
+    });
+    auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
+    b.setInsertionPointToStart(ifWrite.thenBlock());
+    for (int64_t kb = 0; kb < kBlocks; ++kb)
+      for (int64_t j = 0; j < nT; ++j)
+        for (int64_t e = 0; e < 4; ++e)
+          storeFinalState(S[kb * nT * 4 + 4 * j + e], [&] {
+            return q.stateIndex(q.outSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e));
+          });
+  }
+
+  // The output warpgroup: refills the stage chunk c read, then stores
+  // chunk c's rows of O from the staging buffer.
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(roles.elseBlock());
+    if (plan.gridDependency) // its refills read chunks' results
+      ptx("griddepcontrol.wait;", "", {});
+    auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value c = loop.getInductionVar();
+    Value parity = remu(sub(c, c0), cI32(2));
+    namedSync(add(cI32(kTrOReady), parity), both);
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
+      Value ahead = add(c, stages);
+      ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
+    });
+    Value t0, rows;
+    std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
+    // 16 bytes per lane, 8 lanes per row (o and its token stride are
+    // 16-byte aligned: the host checks both).
+    Value u = sub(tid, cI32(128));
+    Value staged = gep(base, i8, add(cI32(L.st), mul(parity, cI32(oBytes))));
+    Value seg = remu(u, cI32(8));
+    Value first = add(add(mul(t0, param(pOStride)), mul(toI64(q.hv), cI64(s.v))),
+                      toI64(add(q.v0, mul(seg, cI32(8)))));
+    auto vecTy = VectorType::get({8}, s.ioType);
+    for (int64_t i = 0; i < C * BV / 8 / 128; ++i) {
+      Value row = add(divu(u, cI32(8)), cI32(16 * i));
+      ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
+        Value x = LLVM::LoadOp::create(
+            b, vecTy, gep(staged, i8, add(mul(row, cI32(oRow)), mul(seg, cI32(16)))), 16);
+        storeVec(x, param(pO), s.ioType, add(first, mul(toI64(row), param(pOStride))), 16);
+      });
+    }
+    namedArrive(add(cI32(kTrODone), parity), both);
+  }
+}
