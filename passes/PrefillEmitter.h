@@ -375,6 +375,11 @@ private:
   /// recur as wgmma warpgroups (PrefillPlan::warpgroupRecur,
   /// PrefillRecurWarpgroup.cpp).
   void recurWarpgroup(const RecurSequence &q);
+  /// The warpgroup forms' ring: chunk c's operands into its stage (at
+  /// `base`, the aligned shared memory), one thread's five bulk copies
+  /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.
+  void copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
+                 const RecurSequence &q, Value c);
   /// recur with S^T and V'^T as wgmma's register A operand
   /// (PrefillPlan::transposedRecur, PrefillRecurTransposed.cpp).
   void recurTransposed(const RecurSequence &q);

@@ -58,22 +58,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   auto barOf = [&](Value c) { return gep(base, i64, ringSlot(ring, c)); };
   auto oStage = [&](Value parity) { return add(aligned, add(cI32(L.st), mul(parity, cI32(oBytes)))); };
 
-  // Chunk c's operands into its stage: one thread, five bulk copies.
-  auto copies = [&](Value c) {
-    Value ch = chunkHead(c, q.hv);
-    std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
-    auto from = [&](int64_t which) {
-      return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
-    };
-    int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16, uBytes = C * BV * 2;
-    Value bar = barOf(c);
-    mbarArriveExpect(bar, 3 * kBytes + pBytes + uBytes);
-    bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
-    bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
-    bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
-    bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
-    bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
-  };
+  auto copies = [&](Value c) { copyStage(L, ring, base, q, c); };
   // The A fragment of k step ks from m64nN accumulators `acc` (n-tiles
   // 2 ks and 2 ks + 1), rounded to 16 bits.
   auto fragment = [&](ArrayRef<Value> acc, int64_t ks) -> std::array<Value, 4> {

@@ -43,6 +43,32 @@ using namespace mlir::delta::prefill;
 enum WarpgroupBarrier : int64_t { kStateOnly = 1, kWgSReady = 2, kWgVReady = 4, kWgDone = 6,
                                   kWgADone = 8 };
 
+void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
+                               const RecurSequence &q, Value c) {
+  int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
+  bool kda = s.rule == Rule::kda;
+  Type i8 = b.getI8Type();
+  auto stagePtr = [&](Value c, int64_t at) {
+    return gep(base, i8, add(cI32(at), mul(ringSlot(ring, c), cI32(L.stage))));
+  };
+  Value ch = chunkHead(c, q.hv);
+  std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
+  auto from = [&](int64_t which) {
+    return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
+  };
+  int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16, uBytes = C * BV * 2;
+  Value bar = gep(base, i64, ringSlot(ring, c));
+  mbarArriveExpect(bar, 3 * kBytes + pBytes + uBytes + (kda ? K * 4 : 0));
+  bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
+  bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
+  bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
+  bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
+  // U in 16-column tiles: the V tile's are one block at column v0.
+  bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
+  if (kda)
+    bulkCopy(stagePtr(c, L.gl), from(1), K * 4, bar);
+}
+
 void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   RecurWarpgroupSmem L(s, BV);
@@ -66,26 +92,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
   auto stageAddr = [&](Value c, int64_t at) { return add(aligned, stageOff(c, at)); };
   auto barOf = [&](Value c) { return gep(base, i64, slotOfChunk(c)); };
 
-  // Chunk c's operands into its stage: one thread, five or six bulk copies
-  // that complete on the stage's mbarrier.
-  auto copies = [&](Value c) {
-    Value ch = chunkHead(c, q.hv);
-    std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
-    auto from = [&](int64_t which) {
-      return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
-    };
-    int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16, uBytes = C * BV * 2;
-    Value bar = barOf(c);
-    mbarArriveExpect(bar, 3 * kBytes + pBytes + uBytes + (kda ? K * 4 : 0));
-    bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
-    bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
-    bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
-    bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
-    // U in 16-column tiles: the V tile's are one block at column v0.
-    bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
-    if (kda)
-      bulkCopy(stagePtr(c, L.gl), from(1), K * 4, bar);
-  };
+  auto copies = [&](Value c) { copyStage(L, ring, base, q, c); };
 
   // Stores accumulator blocks (64 rows each, BV columns) transposed as the
   // swizzled K-major B image at shared address `img`: block mb's rows are
