@@ -8,7 +8,9 @@
 // to use it. Hence: wide tiles (less redundant work on K) when the grid
 // already covers half the SMs, narrower ones when it does not (a block of
 // half the width is not twice as fast: one wave of wide blocks beats two
-// of narrow ones, measured on the H200). The decision is written as
+// of narrow ones, measured on the H200), and tile 64 of a scalar gate
+// already from a quarter of the SMs (sm_90a's transposed recur makes its
+// chunk cheaper than tile 32's). The decision is written as
 // `delta.recur_variants`, one dictionary per kernel in dispatch order with
 // its `value_tile` and `min_blocks_per_sm` (the first variant whose grid
 // has at least a quarter that many blocks per SM is launched; 0: always; the
