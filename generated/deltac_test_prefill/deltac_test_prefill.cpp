@@ -22,6 +22,11 @@ extern const deltac_rt::KernelImages glin_k64_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages d64_k64_v64_prefill_prep_images;
+extern const deltac_rt::KernelImages d64_k64_v64_prefill_chunks_images;
+extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_v32_images;
+extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages kkv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages kkv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages kkv_k128_v128_prefill_recur_images;
@@ -54,6 +59,11 @@ deltac_rt::Kernel glin_k64_v128_prefill_chunks_kernel(glin_k64_v128_prefill_chun
 deltac_rt::Kernel glin_k64_v128_prefill_recur_kernel(glin_k64_v128_prefill_recur_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_v32_kernel(glin_k64_v128_prefill_recur_v32_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_v16_kernel(glin_k64_v128_prefill_recur_v16_images);
+deltac_rt::Kernel d64_k64_v64_prefill_prep_kernel(d64_k64_v64_prefill_prep_images);
+deltac_rt::Kernel d64_k64_v64_prefill_chunks_kernel(d64_k64_v64_prefill_chunks_images);
+deltac_rt::Kernel d64_k64_v64_prefill_recur_kernel(d64_k64_v64_prefill_recur_images);
+deltac_rt::Kernel d64_k64_v64_prefill_recur_v32_kernel(d64_k64_v64_prefill_recur_v32_images);
+deltac_rt::Kernel d64_k64_v64_prefill_recur_v16_kernel(d64_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_prep_kernel(kkv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_chunks_kernel(kkv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_recur_kernel(kkv_k128_v128_prefill_recur_images);
@@ -153,6 +163,34 @@ extern "C" int deltac_test_prefill_glin_prefill(const deltac_prefill_args *args,
 
 extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   return deltac_test_prefill::glin::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant d64_prefill_variants[] = {
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 57344},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 128, 2, 2, 2048, 57856, 103168, 42240, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 57344},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2048, 57856, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 57344},
+};
+} // namespace
+
+deltac::Status deltac_test_prefill::d64::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(d64_prefill_variants, 3, args, stream);
+}
+
+int64_t deltac_test_prefill::d64::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(d64_prefill_variants, 3, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int deltac_test_prefill_d64_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_prefill::d64::prefill(*args, stream));
+}
+
+extern "C" int64_t deltac_test_prefill_d64_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return deltac_test_prefill::d64::prefill_workspace_bytes(K, V, T, N, HV);
 }
 
 namespace {

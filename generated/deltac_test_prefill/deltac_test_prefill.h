@@ -34,6 +34,13 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace glin
+namespace d64 {
+/// Chunked prefill for spec @d64; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace d64
 namespace kkv {
 /// Chunked prefill for spec @kkv; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -70,6 +77,9 @@ int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int64_t V, int
 /* spec @glin: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
 int deltac_test_prefill_glin_prefill(const deltac_prefill_args *args, void *stream);
 int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @d64: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
+int deltac_test_prefill_d64_prefill(const deltac_prefill_args *args, void *stream);
+int64_t deltac_test_prefill_d64_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 /* spec @kkv: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
 int deltac_test_prefill_kkv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t deltac_test_prefill_kkv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);

@@ -61,6 +61,11 @@ const Spec kSpecs[] = {
      deltac_test_prefill_last_error, ref::Rule::Gated, ref::GateForm::Linear,
      ref::BetaForm::Given, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
      64, 128},
+    {"d64", deltac_test_prefill_d64_prefill,
+     deltac_test_prefill_d64_prefill_workspace_bytes,
+     deltac_test_prefill_last_error, ref::Rule::Delta, ref::GateForm::None,
+     ref::BetaForm::Sigmoid, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
+     64, 64},
     {"kkv", deltac_test_prefill_kkv_prefill,
      deltac_test_prefill_kkv_prefill_workspace_bytes,
      deltac_test_prefill_last_error, ref::Rule::Kda, ref::GateForm::Log,
@@ -295,7 +300,8 @@ int main(int argc, char **argv) {
   const double tol = 1e-2;
   std::vector<Case> cases;
   const Spec *qwen = &kSpecs[0], *gkv = &kSpecs[1], *dn = &kSpecs[2],
-             *glin = &kSpecs[3], *kkv = &kSpecs[4], *kraw = &kSpecs[5], *k256 = &kSpecs[6];
+             *glin = &kSpecs[3], *d64 = &kSpecs[4], *kkv = &kSpecs[5], *kraw = &kSpecs[6],
+             *k256 = &kSpecs[7];
   cases.push_back({"qwen3_next varlen pool", qwen, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
   cases.push_back({"qwen3_next varlen graph", qwen, {300, 5, 64}, 2, 4, true, false, true, -1, 0, true});
   cases.push_back({"gkv T=512 H4/HV8", gkv, {512}, 4, 8, true, false, false});
@@ -305,6 +311,10 @@ int main(int argc, char **argv) {
   cases.push_back({"gkv weak decay no state", gkv, {256, 1}, 2, 2, false, false, false, -0.02, 0.0});
   cases.push_back({"dn varlen", dn, {33, 64, 1, 95}, 2, 4, true, true, false});
   cases.push_back({"glin varlen", glin, {31, 32, 33, 150}, 1, 3, true, false, true, -0.5, 0.0});
+  // Chunk 64, K = V = 64, no decay; the wide grid takes the V tile 64
+  // recur (sm_90a: the transposed form) by the table.
+  cases.push_back({"d64 varlen pool", d64, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
+  cases.push_back({"d64 wide grid H4/HV40", d64, {70, 130}, 4, 40, true, false, true});
   // KDA: decays per K channel (lengths 1, below, at and above the chunk).
   cases.push_back({"kkv varlen pool", kkv, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
   cases.push_back({"kkv strong decay", kkv, {100, 77}, 1, 2, true, false, true, -17.0, -15.0});
