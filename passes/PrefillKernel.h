@@ -123,11 +123,12 @@ struct PrefillPlan {
   /// and K K^T, then W and U), q, k and v landing as swizzled images and
   /// the results leaving by bulk copies (PrefillChunksWarpgroup.cpp).
   bool warpgroupChunks = false;
-  /// sm_90a, V tile 64, scalar gate: recur keeps S^T
-  /// in one warpgroup's accumulators and feeds it, and V'^T, to wgmma as
-  /// the register A operand, so the state's chain has no shared-memory
-  /// hand-over (PrefillRecurTransposed.cpp). Same workspace, ring and
-  /// block size as warpgroupRecur, which it implies.
+  /// sm_90a, V tile 64, scalar gate: recur keeps S^T in one warpgroup's
+  /// accumulators and feeds it, and V'^T, to wgmma as the register A
+  /// operand, so the state's chain has no shared-memory hand-over
+  /// (PrefillRecurTransposed.cpp). Same workspace, ring stages and block
+  /// size as warpgroupRecur, which it implies; O^T's staging buffers take
+  /// the place of the S^T and V'^T images (RecurWarpgroupSmem).
   bool transposedRecur = false;
 };
 /// `threads` (0: chosen) fixes prep's block size, and the others' where
