@@ -167,9 +167,9 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant d64_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 57344},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 128, 2, 2, 2048, 57856, 103168, 42240, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 57344},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2048, 57856, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 57344},
+    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 57344},
+    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 128, 2, 2, 2048, 57856, 103168, 42240, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 57344},
+    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2048, 57856, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 57344},
 };
 } // namespace
 

@@ -64,7 +64,7 @@ const Spec kSpecs[] = {
     {"d64", deltac_test_prefill_d64_prefill,
      deltac_test_prefill_d64_prefill_workspace_bytes,
      deltac_test_prefill_last_error, ref::Rule::Delta, ref::GateForm::None,
-     ref::BetaForm::Sigmoid, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
+     ref::BetaForm::Sigmoid, true, DELTAC_F16, DELTAC_F32, ref::Layout::Kv,
      64, 64},
     {"kkv", deltac_test_prefill_kkv_prefill,
      deltac_test_prefill_kkv_prefill_workspace_bytes,

@@ -10,9 +10,10 @@ delta.spec @dn rule = delta dims = [64x64] io = bf16 state = bf16
     layout = vk gate = none beta = sigmoid2 l2norm chunk = 32 entries = [prefill]
 delta.spec @glin rule = gated dims = [64x128] io = bf16 state = f32
     layout = vk gate = linear beta = given chunk = 32 entries = [prefill]
-// Plain DeltaNet with chunk 64 and K = V = 64: on sm_90a the transposed
-// recur without a decay and with one 64-column block of K.
-delta.spec @d64 rule = delta dims = [64x64] io = bf16 state = f32
+// Plain DeltaNet with chunk 64, K = V = 64 and f16 activations: on sm_90a
+// the transposed recur without a decay, with one 64-column block of K and
+// f16 operands.
+delta.spec @d64 rule = delta dims = [64x64] io = f16 state = f32
     layout = kv gate = none beta = sigmoid l2norm chunk = 64 entries = [prefill]
 // Kimi Delta Attention (per-channel decays): FLA's chunk_kda form (kv state,
 // log decays per channel, given beta, L2 norm), the raw per-channel form
