@@ -380,6 +380,16 @@ private:
   /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.
   void copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
                  const RecurSequence &q, Value c);
+  /// Thread 0 initialises the ring's three stage mbarriers at `base`, then
+  /// a block barrier.
+  void initRingBarriers(Value base);
+  /// Thread 0 issues `copies` for the sequence's first chunks, one per
+  /// stage the launch granted.
+  void fillRing(const RecurRing &ring, Value c1, function_ref<void(Value)> copies);
+  /// The last two rounds (or the only one) of a hand-over named barrier
+  /// `id` + chunk parity that the loop over chunks [c0, c1) left pending:
+  /// each waited for, so every round the other side signals completes.
+  void syncLastRounds(int64_t id, Value c0, Value c1, int64_t threads);
   /// recur with S^T and V'^T as wgmma's register A operand
   /// (PrefillPlan::transposedRecur, PrefillRecurTransposed.cpp).
   void recurTransposed(const RecurSequence &q);

@@ -67,12 +67,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
             packI32(acc[4 * j + 4], acc[4 * j + 5]), packI32(acc[4 * j + 6], acc[4 * j + 7])};
   };
 
-  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-    for (int64_t i = 0; i < 3; ++i)
-      mbarInit(gep(base, i64, cI32(i)), 1);
-    mbarInitFence();
-  });
-  barrier(); // the mbarriers are initialised
+  initRingBarriers(base);
   auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
 
   // The chain's warpgroup: S^T in K / 64 accumulator blocks of m64n64
@@ -90,14 +85,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     });
     if (plan.gridDependency) // chunks' results are read from here on
       ptx("griddepcontrol.wait;", "", {});
-    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-      for (int64_t i = 0; i < 3; ++i) {
-        Value c = add(c0, cI32(i));
-        ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
-                    cmp(arith::CmpIPredicate::slt, c, c1)),
-               [&] { copies(c); });
-      }
-    });
+    fillRing(ring, c1, copies);
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
     {
       OpBuilder::InsertionGuard g2(b);
@@ -204,14 +192,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     }
     for (int64_t i = 0; i < sRegs; ++i)
       S[i] = loop.getResult(i);
-    // Every oDone round completes: the last two (or the only one).
-    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
-      Value last = sub(c1, cI32(1));
-      ifThen(cmp(arith::CmpIPredicate::sgt, last, c0), [&] {
-        namedSync(add(cI32(kTrODone), remu(sub(sub(last, c0), cI32(1)), cI32(2))), both);
-      });
-      namedSync(add(cI32(kTrODone), remu(sub(last, c0), cI32(2))), both);
-    });
+    syncLastRounds(kTrODone, c0, c1, both); // every oDone round completes
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
     b.setInsertionPointToStart(ifWrite.thenBlock());
     for (int64_t kb = 0; kb < kBlocks; ++kb)

@@ -69,6 +69,37 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
     bulkCopy(stagePtr(c, L.gl), from(1), K * 4, bar);
 }
 
+void PrefillEmitter::initRingBarriers(Value base) {
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    for (int64_t i = 0; i < 3; ++i)
+      mbarInit(gep(base, i64, cI32(i)), 1);
+    mbarInitFence();
+  });
+  barrier(); // the mbarriers are initialised
+}
+
+void PrefillEmitter::fillRing(const RecurRing &ring, Value c1,
+                              function_ref<void(Value)> copies) {
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    for (int64_t i = 0; i < 3; ++i) {
+      Value c = add(ring.c0, cI32(i));
+      ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), ring.stages),
+                  cmp(arith::CmpIPredicate::slt, c, c1)),
+             [&] { copies(c); });
+    }
+  });
+}
+
+void PrefillEmitter::syncLastRounds(int64_t id, Value c0, Value c1, int64_t threads) {
+  ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
+    Value last = sub(c1, cI32(1));
+    ifThen(cmp(arith::CmpIPredicate::sgt, last, c0), [&] {
+      namedSync(add(cI32(id), remu(sub(sub(last, c0), cI32(1)), cI32(2))), threads);
+    });
+    namedSync(add(cI32(id), remu(sub(last, c0), cI32(2))), threads);
+  });
+}
+
 void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   RecurWarpgroupSmem L(s, BV);
@@ -121,12 +152,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
   auto vImage = [&](Value which) { return add(aligned, add(cI32(L.vn), mul(which, cI32(L.vBytes)))); };
   auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
 
-  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-    for (int64_t i = 0; i < 3; ++i)
-      mbarInit(gep(base, i64, cI32(i)), 1);
-    mbarInitFence();
-  });
-  barrier(); // the mbarriers are initialised
+  initRingBarriers(base);
   auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
 
   // The state warpgroup: V' = U - W S and S = e^G_last S + Kd^T V', chunk
@@ -145,14 +171,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     // A programmatic dependent of chunks: its results are read from here on.
     if (plan.gridDependency)
       ptx("griddepcontrol.wait;", "", {});
-    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-      for (int64_t i = 0; i < 3; ++i) {
-        Value c = add(c0, cI32(i));
-        ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
-                    cmp(arith::CmpIPredicate::slt, c, c1)),
-               [&] { copies(c); });
-      }
-    });
+    fillRing(ring, c1, copies);
     ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
       storeTransposed(S, mBlocks, sImage(cI32(0)));
       fenceProxyAsync();
@@ -238,14 +257,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     }
     for (int64_t i = 0; i < sRegs; ++i)
       S[i] = loop.getResult(i);
-    // Every done round completes: the last two (or the only one).
-    ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
-      Value last = sub(c1, cI32(1));
-      ifThen(cmp(arith::CmpIPredicate::sgt, last, c0), [&] {
-        namedSync(barrierId(kWgDone, remu(sub(sub(last, c0), cI32(1)), cI32(2))), both);
-      });
-      namedSync(barrierId(kWgDone, remu(sub(last, c0), cI32(2))), both);
-    });
+    syncLastRounds(kWgDone, c0, c1, both); // every done round completes
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
     b.setInsertionPointToStart(ifWrite.thenBlock());
     for (int64_t mb = 0; mb < mBlocks; ++mb)
