@@ -862,6 +862,10 @@ private:
   /// false: acc = A B); transA / transB: the operand is MN-major.
   void wgmma(SmallVector<Value> &acc, Value da, Value db, bool accumulate, bool transA,
              bool transB = false);
+  /// One wgmma.mma_async: `ab` is A (a descriptor, or a fragment's four
+  /// registers) then B's descriptor; `trans` the transpose immediates.
+  void wgmmaAsm(SmallVector<Value> &acc, ArrayRef<Value> ab, StringRef abConstraints,
+                bool accumulate, StringRef trans);
   /// The same with A from registers: `a` is this thread's fragment of the
   /// 64x16 A (four 32-bit registers of two 16-bit elements, the layout of
   /// mma.m16n8k16's A in each warp's 16 rows).

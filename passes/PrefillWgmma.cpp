@@ -38,35 +38,36 @@ void PrefillEmitter::throughAsm(StringRef text, ArrayRef<Value> extra,
     acc[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), i);
 }
 
-void PrefillEmitter::wgmma(SmallVector<Value> &acc, Value da, Value db, bool accumulate,
-                           bool transA, bool transB) {
-  int64_t n = acc.size();
-  std::string ab = opType.isBF16() ? "bf16" : "f16";
+void PrefillEmitter::wgmmaAsm(SmallVector<Value> &acc, ArrayRef<Value> ab,
+                              StringRef abConstraints, bool accumulate, StringRef trans) {
+  int64_t n = acc.size(), m = ab.size();
+  auto at = [&](int64_t i) { return "$" + std::to_string(n + i); };
+  std::string type = opType.isBF16() ? "bf16" : "f16";
   std::string regs;
   for (int64_t i = 0; i < n; ++i)
     regs += (i ? ", $" : "$") + std::to_string(i);
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 2) +
+  // A: a descriptor, or four registers of a fragment; B: a descriptor.
+  std::string a = at(0);
+  if (m == 5)
+    a = "{" + at(0) + ", " + at(1) + ", " + at(2) + ", " + at(3) + "}";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + at(m) +
                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(2 * n) +
-                     "k16.f32." + ab + "." + ab + " {" + regs + "}, $" + std::to_string(n) +
-                     ", $" + std::to_string(n + 1) + ", p, 1, 1, " + (transA ? "1" : "0") +
-                     ", " + (transB ? "1" : "0") + ";\n}";
-  throughAsm(text, {da, db, cI32(accumulate ? 1 : 0)}, "l,l,r", acc);
+                     "k16.f32." + type + "." + type + " {" + regs + "}, " + a + ", " +
+                     at(m - 1) + ", p, 1, 1, " + trans.str() + ";\n}";
+  SmallVector<Value> operands(ab);
+  operands.push_back(cI32(accumulate ? 1 : 0));
+  throughAsm(text, operands, (abConstraints + ",r").str(), acc);
+}
+
+void PrefillEmitter::wgmma(SmallVector<Value> &acc, Value da, Value db, bool accumulate,
+                           bool transA, bool transB) {
+  wgmmaAsm(acc, {da, db}, "l,l", accumulate,
+           std::string(transA ? "1" : "0") + ", " + (transB ? "1" : "0"));
 }
 
 void PrefillEmitter::wgmmaRegA(SmallVector<Value> &acc, ArrayRef<Value> a, Value db,
                                bool accumulate, bool transB) {
-  int64_t n = acc.size();
-  std::string ab = opType.isBF16() ? "bf16" : "f16";
-  std::string regs;
-  for (int64_t i = 0; i < n; ++i)
-    regs += (i ? ", $" : "$") + std::to_string(i);
-  auto at = [&](int64_t i) { return "$" + std::to_string(n + i); };
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + at(5) +
-                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(2 * n) +
-                     "k16.f32." + ab + "." + ab + " {" + regs + "}, {" + at(0) + ", " + at(1) +
-                     ", " + at(2) + ", " + at(3) + "}, " + at(4) + ", p, 1, 1, " +
-                     (transB ? "1" : "0") + ";\n}";
-  throughAsm(text, {a[0], a[1], a[2], a[3], db, cI32(accumulate ? 1 : 0)}, "r,r,r,r,l,r", acc);
+  wgmmaAsm(acc, {a[0], a[1], a[2], a[3], db}, "r,r,r,r,l", accumulate, transB ? "1" : "0");
 }
 
 void PrefillEmitter::wgFenceAll(SmallVector<Value> &acc, SmallVector<Value> &frags) {
