@@ -54,6 +54,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.threads = integer(delta::DeltaDialect::kBlockThreadsAttrName);
   k.gridX = integer(delta::DeltaDialect::kGridXAttrName);
   k.minBlocksPerSM = integer(delta::DeltaDialect::kMinBlocksPerSMAttrName);
+  k.overlapBlocksPerSM = integer(delta::DeltaDialect::kOverlapBlocksPerSMAttrName);
   // K and V: the kernel name carries them, the spec lists them; take them
   // from the name's specialization part as written by delta-expand-spec
   // (variants append a suffix).
@@ -118,6 +119,8 @@ deltac::lowerToPtx(ModuleOp module) {
       fromWgmma.push_back(wgmma);
     }
     deltac::EmittedKernel &into = merged[it->second];
+    // Only the wgmma form's module has the overlapped launch.
+    into.overlapBlocksPerSM = std::max(into.overlapBlocksPerSM, kernel.overlapBlocksPerSM);
     auto chipOf = [&] {
       return cast<NVVM::NVVMTargetAttr>(
                  cast<gpu::ObjectAttr>(binaryOp.getObjects()[0]).getTarget())
@@ -198,7 +201,8 @@ std::string altValues(const deltac::EmittedKernel &chunks, const deltac::Emitted
       out += ", " + std::to_string(alt ? k.altSmemStage : k.smemStage);
     return out;
   };
-  return ", \"" + target + "\"" + values(recur, true) + values(chunks, false);
+  std::string out = ", \"" + target + "\"" + values(recur, true) + values(chunks, false);
+  return out;
 }
 } // namespace
 
@@ -309,6 +313,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         return nullptr;
       };
       const EmittedKernel *chunks = part("_chunks");
+      const EmittedKernel *queue = part("_queue");
       if (!chunks)
         continue;
       // One table entry per recur kernel, in dispatch order.
@@ -332,6 +337,12 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
             chunks->name + "_kernel, &" + recur.name + "_kernel" +
             altValues(*chunks, recur) +
+            // The overlapped launch: its variant's bound and chunks' queue
+            // form (passes/PrefillOverlap.cpp).
+            (recur.overlapBlocksPerSM > 0 && queue
+                 ? ", " + std::to_string(recur.overlapBlocksPerSM) + ", &" + queue->name +
+                       "_kernel"
+                 : "") +
             "},\n";
       }
     }

@@ -31,6 +31,9 @@ struct EmittedKernel {
   int64_t smem = 0;  ///< dynamic shared memory bytes at launch
   int64_t smemStage = 0; ///< bytes of one more pipeline stage (0: none)
   int64_t minBlocksPerSM = 0; ///< dispatch: used from this many blocks/SM
+  /// prefill recur: the overlapped launch up to this many quarter blocks
+  /// per SM, for altTarget's code (0: none).
+  int64_t overlapBlocksPerSM = 0;
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
   std::string rule, beta;         ///< as the spec spells them
   bool qkL2Norm = false;

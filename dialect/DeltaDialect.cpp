@@ -147,8 +147,10 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
   if (name == kChunkSizeAttrName || name == kMaxTAttrName ||
       name == kBlockThreadsAttrName || name == kRowsPerBlockAttrName ||
       name == kGridXAttrName || name == kMinBlocksPerSMAttrName ||
+      name == kOverlapBlocksPerSMAttrName ||
       name == kDynamicSmemAttrName || name == kDynamicSmemStageAttrName) {
     bool zeroOk = name == kMinBlocksPerSMAttrName ||
+                  name == kOverlapBlocksPerSMAttrName ||
                   name == kDynamicSmemAttrName ||
                   name == kDynamicSmemStageAttrName;
     auto number = dyn_cast<IntegerAttr>(value);

@@ -47,6 +47,10 @@ def Delta_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGridXAttrName = "delta.grid_x";
     static constexpr ::llvm::StringLiteral kMinBlocksPerSMAttrName =
         "delta.min_blocks_per_sm";
+    /// Prefill recur: the overlapped launch beside chunks up to this many
+    /// quarters of a block per SM (passes/PrefillOverlap.cpp).
+    static constexpr ::llvm::StringLiteral kOverlapBlocksPerSMAttrName =
+        "delta.overlap_blocks_per_sm";
     /// Prefill recur kernels and their dispatch (delta-plan-prefill).
     static constexpr ::llvm::StringLiteral kRecurVariantsAttrName =
         "delta.recur_variants";

@@ -135,16 +135,21 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                             << spec.chunk << ", K = " << spec.k
                             << ", V = " << spec.v;
   // The recur variants of delta-plan-prefill (or one, of `valueTile`).
-  SmallVector<std::pair<int64_t, int64_t>> recurs; // (tile, min blocks/SM)
+  struct Recur {
+    int64_t tile, minBlocks, overlap; // overlap_blocks_per_sm (0: none)
+  };
+  SmallVector<Recur> recurs;
   if (auto list = func->getAttrOfType<ArrayAttr>(
           DeltaDialect::kRecurVariantsAttrName)) {
     for (Attribute v : list) {
       auto d = cast<DictionaryAttr>(v);
-      recurs.emplace_back(d.getAs<IntegerAttr>("value_tile").getInt(),
-                          d.getAs<IntegerAttr>("min_blocks_per_sm").getInt());
+      auto overlap = d.getAs<IntegerAttr>("overlap_blocks_per_sm");
+      recurs.push_back({d.getAs<IntegerAttr>("value_tile").getInt(),
+                        d.getAs<IntegerAttr>("min_blocks_per_sm").getInt(),
+                        overlap ? overlap.getInt() : 0});
     }
   } else {
-    recurs.emplace_back(valueTile, 0);
+    recurs.push_back({valueTile, 0, 0});
   }
   OpBuilder builder(func);
   std::string name = func.getSymName().str();
@@ -162,10 +167,10 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   }
   auto emit = [&](StringRef part, const PrefillPlan &plan, StringRef suffix,
                   int64_t minBlocks, ArrayAttr moduleTargets,
-                  StringRef moduleSuffix = "") -> LogicalResult {
+                  StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
     // A kernel whose buffers do not fit a block could only fail at launch.
     // recur runs with one stage where two do not fit (RecurSmem).
-    int64_t smem = part == "chunks" ? plan.chunksSmem
+    int64_t smem = part == "chunks" || part == "queue" ? plan.chunksSmem
                    : part == "recur" ? plan.recurSmem - plan.recurSmemStage
                                      : plan.prepSmem;
     if (smem > sharedLimit)
@@ -207,14 +212,17 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         k->setAttr(attr, func->getAttr(attr));
       k->setAttr(DeltaDialect::kMinBlocksPerSMAttrName,
                  builder.getI64IntegerAttr(minBlocks));
+      if (overlap > 0)
+        k->setAttr(DeltaDialect::kOverlapBlocksPerSMAttrName,
+                   builder.getI64IntegerAttr(overlap));
     }
     return success();
   };
   // One block size for all kernels of the entry: the smallest any needs.
   int64_t threads = 256;
-  for (auto [tile, minBlocks] : recurs)
-    threads = std::min(threads, planPrefill(spec, tile).threads);
-  PrefillPlan first = planPrefill(spec, recurs.front().first, threads);
+  for (const Recur &r : recurs)
+    threads = std::min(threads, planPrefill(spec, r.tile).threads);
+  PrefillPlan first = planPrefill(spec, recurs.front().tile, threads);
   if (failed(emit("prep", first, "", 0, targets)))
     return failure();
   // chunks and recur differ by kind of target: cp.async (sm_80), bulk
@@ -223,8 +231,8 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   // (PrefillPlan::warpgroupRecur), where the spec fits it: one module
   // (same kernel names) per kind.
   SmallVector<int64_t> tiles;
-  for (auto [tile, minBlocks] : recurs)
-    tiles.push_back(tile);
+  for (const Recur &r : recurs)
+    tiles.push_back(r.tile);
   bool warpgroup = prefillWarpgroupFits(spec, tiles);
   enum Kind { cpAsync, bulk, wgmma };
   auto kindOf = [&](Attribute t) {
@@ -254,16 +262,25 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       useWarpgroupRecur(plan, spec);
     if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
+    // The overlapped launch's chunks (PrefillOverlap.cpp), where a recur
+    // variant takes that launch.
+    bool overlaps = llvm::any_of(recurs, [](const Recur &r) { return r.overlap > 0; });
+    if (plan.chunkFlags && overlaps &&
+        failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
+      return failure();
   }
   for (auto [i, r] : llvm::enumerate(recurs)) {
-    std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.first);
+    std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.tile);
     for (Kind k : kinds) {
-      PrefillPlan plan = planPrefill(spec, r.first, threads);
+      PrefillPlan plan = planPrefill(spec, r.tile, threads);
       plan.bulkCopies = plan.gridDependency = k != cpAsync;
       if (k == wgmma)
         useWarpgroupRecur(plan, spec);
-      if (failed(emit("recur", plan, suffix, r.second, builder.getArrayAttr(groups[k]),
-                      moduleSuffix(k))))
+      // Only sm_90a's transposed recur, beside the warpgroup chunks, is
+      // fast enough per chunk to keep pace on a quarter of the SMs.
+      int64_t overlap = plan.transposedRecur && plan.chunkFlags ? r.overlap : 0;
+      if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
+                      moduleSuffix(k), overlap)))
         return failure();
     }
   }

@@ -79,9 +79,16 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
       // narrowest grid (four times as many blocks) would overflow a wave
       // (H200: T = 4K, HV = 32: 70.9 against 80.9 us).
       int64_t minBlocks = i + 1 == usable.size() ? 0 : t == 64 && !perChannel ? 1 : 2;
+      // The overlapped launch (chunks and recur side by side, recur's
+      // blocks on SMs of their own) where its grid needs at most a quarter
+      // of the SMs: there the transposed recur's chain at tile 64 keeps up
+      // with chunks on the other three quarters, and the call takes about
+      // as long as the longer of the two instead of their sum.
+      int64_t overlap = t == 64 && !perChannel ? 1 : 0;
       variants.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("value_tile", b.getI64IntegerAttr(t)),
-           b.getNamedAttr("min_blocks_per_sm", b.getI64IntegerAttr(minBlocks))}));
+           b.getNamedAttr("min_blocks_per_sm", b.getI64IntegerAttr(minBlocks)),
+           b.getNamedAttr("overlap_blocks_per_sm", b.getI64IntegerAttr(overlap))}));
     }
     func->setAttr(DeltaDialect::kRecurVariantsAttrName, b.getArrayAttr(variants));
   }

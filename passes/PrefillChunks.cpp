@@ -13,8 +13,6 @@ using namespace mlir::delta::prefill;
 
 
 void PrefillEmitter::emitChunks() {
-  int64_t C = s.chunk, K = s.k, V = s.v;
-  ChunksSmem L(s);
   // recur may launch once every chunks block has started (it waits for
   // chunks' results itself): its blocks then take SMs as chunks' last
   // blocks leave them, instead of after the whole grid and a launch.
@@ -22,7 +20,12 @@ void PrefillEmitter::emitChunks() {
     ptx("griddepcontrol.launch_dependents;", "", {});
   // One-dimensional grid, head-fastest: the value heads sharing a q/k head
   // run side by side, so the second reads q and k from L2, not DRAM.
-  Value flat = blockId(gpu::Dimension::x);
+  chunkItem(blockId(gpu::Dimension::x));
+}
+
+void PrefillEmitter::chunkItem(Value flat) {
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  ChunksSmem L(s);
   Value c = divu(flat, param(pHV)), hv = remu(flat, param(pHV));
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);

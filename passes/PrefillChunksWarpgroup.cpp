@@ -304,8 +304,12 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     namedSync(bar, 128);
     ifThen(cmp(arith::CmpIPredicate::eq, remu(tid, cI32(128)), cI32(0)), [&] {
       bulkStore(tileOf(which), bOff, C * width * 2);
-      // Complete before the block exits (its shared memory is the source).
+      // Complete before the block exits (its shared memory is the source)
+      // and, for the overlapped launch's flag, visible beyond the async
+      // proxy (PrefillOverlap.cpp).
       ptx("cp.async.bulk.wait_group 0;", "", {});
+      if (queued)
+        ptx("fence.proxy.async.global;", "", {});
     });
   };
   {

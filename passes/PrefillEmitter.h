@@ -33,7 +33,7 @@ namespace mlir::delta::prefill {
 enum Param {
   pQ, pK, pV, pO, pG, pBeta, pALog, pDtBias, pInitial, pFinal, pInIdx,
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
-  pQStride, pKStride, pVStride, pOStride, pSlots, pScale
+  pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap
 };
 
 constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
@@ -294,7 +294,7 @@ struct RowFactors {
 /// out, then A. Per row: the scalar gate's factors and the norms' inverse
 /// 1 / |q|, 1 / |k|. With K = V = 128, C = 64: 72 KiB, 3 blocks per SM.
 struct ChunksWarpgroupSmem {
-  int64_t qs, ks, vs, af, lf, tmp, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, total;
+  int64_t qs, ks, vs, af, lf, tmp, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, queue, total;
   ChunksWarpgroupSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) {
@@ -313,6 +313,8 @@ struct ChunksWarpgroupSmem {
     gam = row, gr = row + C * 4, beta = row + 2 * C * 4, eg = row + 3 * C * 4,
     egl = row + 4 * C * 4, beg = row + 5 * C * 4, rq = row + 6 * C * 4, rk = row + 7 * C * 4;
     off += 8 * C * 4;
+    queue = off; // the overlapped launch's next item (PrefillOverlap.cpp)
+    off += 16;
     total = 1024 + off;
   }
 };
@@ -333,12 +335,34 @@ public:
 
   void emitPrep();
   void emitChunks();
+  /// chunks for the overlapped launch: the same items from a queue
+  /// (PrefillOverlap.cpp).
+  void emitQueue();
   void emitRecur();
 
 private:
   /// chunks on sm_90a (PrefillPlan::warpgroupChunks,
   /// PrefillChunksWarpgroup.cpp).
   void chunksWarpgroup(const ChunkSite &site);
+  /// One (chunk, value head) item of chunks: flat = chunk * HV + head.
+  void chunkItem(Value flat);
+  // The overlapped launch (PrefillOverlap.cpp): chunks takes its items
+  // from a queue and publishes each one's ready flag; recur, launched
+  // beside it, waits for a chunk's flag before it copies the chunk.
+  /// Whether this is the queue kernel (emitQueue).
+  bool queued = false;
+  /// recur: whether this call is overlapped (the `overlap` parameter).
+  Value overlapped() { return cmp(arith::CmpIPredicate::ne, param(pOverlap), cI32(0)); }
+  /// recur, one thread: waits until item `ch` (chunk * HV + head) is
+  /// published, when the call is overlapped.
+  void awaitChunk(Value ch);
+  /// recur as chunks' programmatic dependent: waits for the chunks grid
+  /// (griddepcontrol.wait), unless the call is overlapped (awaitChunk).
+  void waitForChunks() {
+    if (!plan.chunkFlags)
+      return ptx("griddepcontrol.wait;", "", {});
+    ifThen(notI(overlapped()), [&] { ptx("griddepcontrol.wait;", "", {}); });
+  }
   /// The gate and beta of the chunk's rows (0 on padding rows), a thread
   /// per row.
   void loadRowGates(const ChunkSite &site, const RowFactors &f);
@@ -802,6 +826,14 @@ private:
 
   // Bulk copies (sm_90+): cp.async.bulk global -> shared, completion
   // counted in bytes on an mbarrier (inline PTX, as CUTLASS writes it).
+  /// Inline PTX with one result of type `t` ($0, "=r" or "=l" first in
+  /// `constraints`).
+  Value ptxValue(Type t, StringRef text, StringRef constraints, ValueRange args) {
+    return LLVM::InlineAsmOp::create(b, t, args, text, constraints,
+                                     /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                     LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+        .getResult(0);
+  }
   void ptx(StringRef text, StringRef constraints, ValueRange args) {
     LLVM::InlineAsmOp::create(b, Type(), args, text, constraints,
                               /*has_side_effects=*/true, /*is_align_stack=*/false,

@@ -28,7 +28,7 @@ const KernelParam kParams[] = {
     {"max_chunks", ParamKind::I32},      {"q_stride", ParamKind::I64},
     {"k_stride", ParamKind::I64},        {"v_stride", ParamKind::I64},
     {"o_stride", ParamKind::I64},        {"slots", ParamKind::I64},
-    {"scale", ParamKind::F32},
+    {"scale", ParamKind::F32},           {"overlap", ParamKind::I32},
 };
 } // namespace
 
@@ -92,6 +92,7 @@ void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) 
   auto wide = [](int64_t n) { return n == 64 || n == 128; };
   if (spec.rule != Rule::kda && wide(spec.k) && wide(spec.v)) {
     plan.warpgroupChunks = true;
+    plan.chunkFlags = true;
     plan.chunksThreads = 256; // the Q K^T / W warpgroup, the K K^T / U warpgroup
     plan.chunksSmem = ChunksWarpgroupSmem(spec).total;
   }
@@ -139,7 +140,9 @@ int64_t mlir::delta::prefillWorkspaceBytes(const PrefillSpec &s, int64_t maxChun
   int64_t total = align256((numSeqs + 1) * 4);
   for (int64_t per : prefillChunkRegionBytes(s))
     total += align256(chunks * per);
-  return total;
+  // [7] the overlapped launch's work queue and ready flags (PrefillPlan::
+  // chunkFlags): 256 bytes of counters, then a u32 per (chunk, head).
+  return total + 256 + align256(chunks * 4);
 }
 
 ArrayRef<StringRef> mlir::delta::prefillKernelParts() {
@@ -163,14 +166,14 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   PrefillPlan own = plan;
   if (part == "recur")
     own.threads = plan.recurThreads;
-  if (part == "chunks")
+  if (part == "chunks" || part == "queue")
     own.threads = plan.chunksThreads;
   std::string smemName = kernelName + "_smem";
   LLVM::GlobalOp::create(builder, loc, LLVM::LLVMArrayType::get(builder.getI8Type(), 0),
                          /*isConstant=*/false, LLVM::Linkage::External, smemName,
                          Attribute(), /*alignment=*/16, /*addrSpace=*/3);
   int64_t smemBytes = part == "prep"     ? plan.prepSmem
-                      : part == "chunks" ? plan.chunksSmem
+                      : part == "chunks" || part == "queue" ? plan.chunksSmem
                                          : plan.recurSmem;
   auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
                                      builder.getFunctionType(inputs, {}));
@@ -185,6 +188,11 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
     if (p.kind == ParamKind::Pointer)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
   func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr({(int32_t)own.threads, 1, 1}));
+  // The queue's loop (PrefillOverlap.cpp) has ptxas take more registers
+  // than chunks' single item (108 against 79 at K = V = 128): hold it to
+  // three blocks per SM, which it fits without spilling.
+  if (part == "queue")
+    func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
   Value smem = LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(ctx, 3), smemName);
@@ -193,6 +201,8 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
     emitter.emitPrep();
   else if (part == "chunks")
     emitter.emitChunks();
+  else if (part == "queue")
+    emitter.emitQueue();
   else
     emitter.emitRecur();
   b.setInsertionPointToEnd(&func.getBody().front());

@@ -130,6 +130,13 @@ struct PrefillPlan {
   /// size as warpgroupRecur, which it implies; O^T's staging buffers take
   /// the place of the S^T and V'^T images (RecurWarpgroupSmem).
   bool transposedRecur = false;
+  /// sm_90a with warpgroupChunks: the kernels can run overlapped
+  /// (PrefillOverlap.cpp): with the `overlap` parameter set, chunks takes
+  /// its items from a queue in workspace region 7 and publishes a ready
+  /// flag per (chunk, head), and recur, launched as chunks' programmatic
+  /// dependent on the SMs chunks leaves free, copies each chunk once its
+  /// flag is up instead of waiting for the whole grid.
+  bool chunkFlags = false;
 };
 /// `threads` (0: chosen) fixes prep's block size, and the others' where
 /// they take it: the kernels of one entry share it (the host launches them

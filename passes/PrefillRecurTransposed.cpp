@@ -84,7 +84,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
                 q.stateIndex(q.inSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e))));
     });
     if (plan.gridDependency) // chunks' results are read from here on
-      ptx("griddepcontrol.wait;", "", {});
+      waitForChunks();
     fillRing(ring, c1, copies);
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
     {
@@ -209,7 +209,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
     if (plan.gridDependency) // its refills read chunks' results
-      ptx("griddepcontrol.wait;", "", {});
+      waitForChunks();
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(loop.getBody());

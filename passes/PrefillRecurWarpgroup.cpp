@@ -58,6 +58,8 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   };
   int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16, uBytes = C * BV * 2;
   Value bar = gep(base, i64, ringSlot(ring, c));
+  if (plan.chunkFlags)
+    awaitChunk(ch); // overlapped: chunks may still be computing this chunk
   mbarArriveExpect(bar, 3 * kBytes + pBytes + uBytes + (kda ? K * 4 : 0));
   bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
   bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
@@ -170,7 +172,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     });
     // A programmatic dependent of chunks: its results are read from here on.
     if (plan.gridDependency)
-      ptx("griddepcontrol.wait;", "", {});
+      waitForChunks();
     fillRing(ring, c1, copies);
     ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
       storeTransposed(S, mBlocks, sImage(cI32(0)));
@@ -275,7 +277,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
     if (plan.gridDependency) // its refills read chunks' results
-      ptx("griddepcontrol.wait;", "", {});
+      waitForChunks();
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(loop.getBody());

@@ -134,9 +134,11 @@ int main(int argc, char **argv) {
     return 1;
 
   std::optional<std::string> ptxas = deltac::findPtxas();
+  size_t generated = 0; // kernels x their targets (some have one kind only)
+  for (const deltac::EmittedKernel &e : *kernels)
+    generated += e.ptx.size();
   outs() << "deltac: " << inputFile << ": " << planned.size()
-         << " kernels planned, " << kernels->size() * targetList.size()
-         << " generated\n";
+         << " kernels planned, " << generated << " generated\n";
   for (const deltac::PlannedKernel &k : planned) {
     std::string status = "not generated yet (no " + k.entry + " lowering)";
     if (k.lowered)

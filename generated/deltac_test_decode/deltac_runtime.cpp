@@ -48,6 +48,8 @@ using Fn_cuLaunchKernelEx = CUresult (*)(const LaunchConfig *, void *,
 using Fn_cuMemcpyDtoHAsync = CUresult (*)(void *, unsigned long long, size_t,
                                           void *);
 using Fn_cuStreamSynchronize = CUresult (*)(void *);
+using Fn_cuMemsetD32Async = CUresult (*)(unsigned long long, unsigned, size_t,
+                                         void *);
 using Fn_cuThreadExchangeStreamCaptureMode = CUresult (*)(int *);
 using Fn_cuKernelSetAttribute = CUresult (*)(int, int, void *, CUdevice);
 constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
@@ -76,6 +78,7 @@ struct Driver {
   Fn_cuKernelSetAttribute cuKernelSetAttribute = nullptr;
   Fn_cuMemcpyDtoHAsync cuMemcpyDtoHAsync = nullptr;
   Fn_cuStreamSynchronize cuStreamSynchronize = nullptr;
+  Fn_cuMemsetD32Async cuMemsetD32Async = nullptr;
   Fn_cuThreadExchangeStreamCaptureMode cuThreadExchangeStreamCaptureMode =
       nullptr;
 };
@@ -112,6 +115,7 @@ const Driver &driver() {
               d.error) ||
         !bind(handle, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync, d.error) ||
         !bind(handle, "cuStreamSynchronize", d.cuStreamSynchronize, d.error) ||
+        !bind(handle, "cuMemsetD32Async", d.cuMemsetD32Async, d.error) ||
         !bind(handle, "cuThreadExchangeStreamCaptureMode",
               d.cuThreadExchangeStreamCaptureMode, d.error))
       return d;
@@ -333,6 +337,28 @@ int maxSharedPerBlock(std::string *error) {
   static std::atomic<int> cache[64];
   return cachedAttribute(cache, kAttrSharedOptin,
                          "querying the shared memory per block", error);
+}
+
+int maxSharedPerSM(std::string *error) {
+  static std::atomic<int> cache[64];
+  return cachedAttribute(cache, kAttrSharedPerSM,
+                         "querying the shared memory per SM", error);
+}
+
+bool zeroAsync(void *ptr, size_t words, void *stream, std::string *error) {
+  const Driver &d = driver();
+  if (!d.ok) {
+    *error = d.error;
+    return false;
+  }
+  CUresult rc = d.cuMemsetD32Async(
+      static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(ptr)), 0u,
+      words, stream);
+  if (rc != 0) {
+    *error = describe(rc, "cuMemsetD32Async");
+    return false;
+  }
+  return true;
 }
 
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,

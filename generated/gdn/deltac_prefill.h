@@ -39,7 +39,19 @@ struct PrefillVariant {
   const char *altTarget = nullptr;
   unsigned recurAltThreads = 0, smemRecurAlt = 0, smemRecurAltStage = 0;
   unsigned chunksAltThreads = 0, smemChunksAlt = 0;
+  /// The overlapped launch (the compiler's passes/PrefillOverlap.cpp), for
+  /// altTarget's code: when recur's grid N * HV * valueTiles has at most a
+  /// quarter this many blocks per SM, chunks (as `queue`) leaves that many
+  /// SMs to recur, which runs beside it, chunk by chunk (0: never).
+  int64_t overlapBlocksPerSM = 0;
+  /// chunks' form for the overlapped launch: the same items, taken from a
+  /// queue by a grid of every block the SMs hold at once.
+  Kernel *queue = nullptr;
 };
+
+/// The first 256 bytes of workspace region 7 hold the overlapped launch's
+/// counters, then a u32 ready flag per (chunk, head) follows.
+constexpr int64_t kOverlapCounterBytes = 256;
 
 /// Workspace bytes for a call of T tokens in N sequences over HV heads
 /// (the compiler's prefillWorkspaceBytes with max chunks = T / C + N).
@@ -67,6 +79,25 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
                                            int64_t N, int64_t HV, int sms,
                                            int64_t T = 0,
                                            int64_t maxSeqlen = 0);
+
+/// The variant whose kernels may run overlapped for this call: the first
+/// of (K, V) with overlapBlocksPerSM > 0 whose recur grid (N * HV *
+/// valueTiles) has at most a quarter that many blocks per SM; `forced`
+/// (DELTAC_PREFILL_OVERLAP): 1 takes the first such variant whatever its
+/// grid, -1 none. Null: the ordinary launch.
+const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
+                                           int count, int64_t K, int64_t V,
+                                           int64_t N, int64_t HV, int sms,
+                                           int forced = 0);
+
+/// The SMs an overlapped launch of `recurGrid` recur blocks leaves to
+/// recur: the grid, at most half of the `sms`.
+int64_t overlapReservedSMs(int64_t recurGrid, int sms);
+
+/// Where workspace region 7 (the overlapped launch's counters and flags)
+/// starts, and its bytes.
+int64_t prefillOverlapRegion(const PrefillVariant &v, int64_t T, int64_t N,
+                             int64_t HV, int64_t *bytes);
 
 /// `v` with the block sizes and shared memory of the code the device runs
 /// (Kernel::imageTarget of the loaded chunks and recur): each kernel's

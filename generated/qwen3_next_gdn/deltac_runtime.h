@@ -80,6 +80,14 @@ int multiprocessorCount(std::string *error);
 /// may opt in to (cached per device); 0 with a message on failure.
 int maxSharedPerBlock(std::string *error);
 
+/// The shared memory of one SM of the current context's device (cached per
+/// device); 0 with a message on failure.
+int maxSharedPerSM(std::string *error);
+
+/// Zeroes `words` 32-bit words of device memory at `ptr`, asynchronously on
+/// `stream` (a memset node under graph capture).
+bool zeroAsync(void *ptr, size_t words, void *stream, std::string *error);
+
 /// Copies `bytes` from device memory to the host and waits (debug checks
 /// only: it synchronises).
 bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace deltac_rt {
@@ -62,8 +63,8 @@ deltac::Status checkDeviceData(const deltac_prefill_args &a, int64_t slots,
 }
 } // namespace
 
-int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
-                              int64_t HV) {
+int64_t prefillOverlapRegion(const PrefillVariant &v, int64_t T, int64_t N,
+                             int64_t HV, int64_t *bytes) {
   // W, Qg, Kd and P rows carry 8 elements of padding (the kernels' shared
   // memory rows, so recur copies each tile in one piece).
   const int64_t pad = 8;
@@ -74,7 +75,14 @@ int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
   for (int64_t per : {gLast, C * K * 2, C * V * 2, C * K * 2, K * C * 2,
                       C * (C + pad) * 2})
     total += align256(chunks * per);
+  *bytes = kOverlapCounterBytes + align256(chunks * 4);
   return total;
+}
+
+int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
+                              int64_t HV) {
+  int64_t overlapBytes = 0;
+  return prefillOverlapRegion(v, T, N, HV, &overlapBytes) + overlapBytes;
 }
 
 const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
@@ -117,6 +125,27 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
       return &c;
   }
   return last;
+}
+
+const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
+                                           int count, int64_t K, int64_t V,
+                                           int64_t N, int64_t HV, int sms,
+                                           int forced) {
+  if (forced < 0)
+    return nullptr;
+  for (int i = 0; i < count; ++i) {
+    const PrefillVariant &c = variants[i];
+    if (c.K != K || c.V != V || c.overlapBlocksPerSM <= 0 || !c.queue)
+      continue;
+    // Every recur block needs an SM of its own beside chunks' blocks.
+    if (forced > 0 || 4 * N * HV * int64_t(c.valueTiles) <= c.overlapBlocksPerSM * int64_t(sms))
+      return &c;
+  }
+  return nullptr;
+}
+
+int64_t overlapReservedSMs(int64_t recurGrid, int sms) {
+  return std::max<int64_t>(1, std::min<int64_t>(recurGrid, sms / 2));
 }
 
 PrefillVariant forImages(const PrefillVariant &v, const std::string &chunksImage,
@@ -251,13 +280,43 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       return {DELTAC_CUDA_ERROR, error};
   const PrefillVariant *chosen =
       choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms, a.T, a.max_seqlen);
+  // The overlapped launch (chooseOverlapVariant), where the device runs the
+  // code that has it and programmatic launches are on. Tuning and tests:
+  // DELTAC_PREFILL_OVERLAP=0 never, =1 wherever the code has it.
+  static const int forcedOverlap = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_OVERLAP");
+    return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
+  }();
+  int64_t overlapSMs = 0;
+  if (programmaticLaunches()) {
+    bool asks = false;
+    for (int i = 0; i < count && !asks; ++i)
+      asks = variants[i].K == a.K && variants[i].V == a.V && variants[i].overlapBlocksPerSM > 0 &&
+             variants[i].queue;
+    if (asks && sms == 0 && (sms = multiprocessorCount(&error)) == 0)
+      return {DELTAC_CUDA_ERROR, error};
+    if (const PrefillVariant *o = chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
+                                                       sms, forcedOverlap)) {
+      // The queue kernel has only the code of altTarget (sm_90a): load it
+      // only where recur (and chunks) run that code.
+      if (!o->chunks->load(&error) || !o->recur->load(&error))
+        return {DELTAC_CUDA_ERROR, error};
+      if (o->altTarget && o->chunks->imageTarget() == o->altTarget &&
+          o->recur->imageTarget() == o->altTarget) {
+        if (!o->queue->load(&error))
+          return {DELTAC_CUDA_ERROR, error};
+        chosen = o;
+        overlapSMs = overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
+      }
+    }
+  }
   // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
   // variant whatever the table says, when the library has it.
   static const long forcedTile = [] {
     const char *e = std::getenv("DELTAC_PREFILL_VALUE_TILE");
     return e ? std::strtol(e, nullptr, 10) : 0L;
   }();
-  for (int i = 0; i < count && forcedTile > 0; ++i)
+  for (int i = 0; i < count && forcedTile > 0 && overlapSMs == 0; ++i)
     if (variants[i].K == a.K && variants[i].V == a.V &&
         variants[i].valueTiles * forcedTile == a.V)
       chosen = &variants[i];
@@ -299,22 +358,43 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   int32_t N = (int32_t)a.N, H = (int32_t)a.H, HV = (int32_t)a.HV;
   int32_t chunks = (int32_t)maxChunks(v, a.T, a.N);
   float scale = a.scale;
+  int32_t overlap = (int32_t)overlapSMs;
   void *params[] = {&q,     &k,    &vv,    &o,    &g,     &beta,   &aLog,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
-                    &qs,    &ks,   &vs,    &os,   &slots, &scale};
+                    &qs,    &ks,   &vs,    &os,   &slots, &scale, &overlap};
   // recur's sm_90 code is a programmatic dependent of chunks: it may start
   // while chunks' last blocks run, and waits for their results itself
   // (PrefillPlan::gridDependency). Only that code may be launched so.
-  bool overlap = chosen->recur->loadedCapability() >= 90;
+  bool dependent = chosen->recur->loadedCapability() >= 90;
+  // Overlapped (PrefillOverlap.cpp): the queue and flags start at zero, and
+  // chunks' queue form runs as a grid of every block the SMs hold at once,
+  // whose blocks take items from the queue (those on the SMs left to recur
+  // leave).
+  unsigned chunksGrid = (unsigned)(chunks * a.HV);
+  Kernel *chunksKernel = overlapSMs > 0 ? chosen->queue : chosen->chunks;
+  if (overlapSMs > 0) {
+    int64_t regionBytes = 0;
+    int64_t at = prefillOverlapRegion(v, a.T, a.N, a.HV, &regionBytes);
+    int perSM = maxSharedPerSM(&error);
+    if (perSM == 0)
+      return {DELTAC_CUDA_ERROR, error};
+    // Each block also takes 1 KiB of shared memory the system reserves.
+    int64_t perSMBlocks = std::clamp<int64_t>(
+        perSM / (int64_t(launched.smemChunks) + 1024), 1, 2048 / launched.chunksThreads);
+    chunksGrid = (unsigned)std::min<int64_t>(chunksGrid, perSMBlocks * sms);
+    if (!zeroAsync(static_cast<char *>(a.workspace) + at, size_t(regionBytes / 4), stream,
+                   &error))
+      return {DELTAC_CUDA_ERROR, error};
+  }
   if ((a.N > kPrefillInlineSequences &&
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                              chosen->smemPrep)) ||
-      !chosen->chunks->launch((unsigned)(chunks * a.HV), 1, 1, launched.chunksThreads,
+      !chunksKernel->launch(chunksGrid, 1, 1, launched.chunksThreads,
                              stream, params, &error, launched.smemChunks) ||
       !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             launched.recurThreads, stream, params, &error,
-                            recurSmem, overlap))
+                            recurSmem, dependent))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }
@@ -326,7 +406,7 @@ const char *const *prefillParamNames(int *count) {
       "in_idx",   "out_idx", "cu_seqlens", "work",       "error_flag",
       "cu_is_i64", "T",      "N",          "H",          "HV",
       "max_chunks", "q_stride", "k_stride", "v_stride",  "o_stride",
-      "slots",    "scale"};
+      "slots",    "scale",   "overlap"};
   *count = sizeof(names) / sizeof(names[0]);
   return names;
 }

@@ -93,6 +93,38 @@ TEST(PrefillDispatch, ScalarGateTile64FromAQuarterWave) {
   EXPECT_EQ(tiles(8, 32), 2);  // varlen 8 x HV32
 }
 
+TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
+  // delta-plan-prefill's GDN table with sm_90a's overlapped launch on the
+  // tile-64 variant (overlap_blocks_per_sm = 1, in quarters): chunks' queue
+  // form and recur side by side where recur's N * HV * 2 blocks fit a
+  // quarter of the SMs; forced (DELTAC_PREFILL_OVERLAP=1) wherever the
+  // code has it, -1 never.
+  deltac_rt::Kernel *queue = reinterpret_cast<deltac_rt::Kernel *>(&queue);
+  deltac_rt::PrefillVariant table[] = {
+      variant(128, 128, 2, 1), variant(128, 128, 4, 2), variant(128, 128, 8, 0)};
+  table[0].overlapBlocksPerSM = 1;
+  table[0].queue = queue;
+  const int sms = 132; // H200
+  auto overlaps = [&](int64_t N, int64_t HV, int forced = 0) {
+    return deltac_rt::chooseOverlapVariant(table, 3, 128, 128, N, HV, sms, forced) != nullptr;
+  };
+  EXPECT_TRUE(overlaps(1, 16));   // T = 32K, 128K (H = 16): 32 blocks <= 33
+  EXPECT_FALSE(overlaps(1, 17));  // 34 blocks
+  EXPECT_FALSE(overlaps(1, 32));  // T = 4K, HV = 32: 64 blocks
+  EXPECT_FALSE(overlaps(8, 32));  // varlen 8 x HV32
+  EXPECT_TRUE(overlaps(8, 32, 1));
+  EXPECT_FALSE(overlaps(1, 16, -1));
+  EXPECT_EQ(deltac_rt::chooseOverlapVariant(table, 3, 128, 128, 1, 16, sms)->valueTiles, 2u);
+  // Without the queue kernel (a library without sm_90a) nothing overlaps.
+  table[0].queue = nullptr;
+  EXPECT_FALSE(overlaps(1, 16));
+  EXPECT_FALSE(overlaps(1, 16, 1));
+  // The SMs chunks leaves to recur: its grid, at most half of them.
+  EXPECT_EQ(deltac_rt::overlapReservedSMs(32, sms), 32);
+  EXPECT_EQ(deltac_rt::overlapReservedSMs(512, sms), 66);
+  EXPECT_EQ(deltac_rt::overlapReservedSMs(0, sms), 1);
+}
+
 TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
   // The table of the test above. With max_seqlen the busy sequences are
   // T / max_seqlen (at most N): one long sequence among short ones runs
@@ -210,6 +242,12 @@ TEST_P(PrefillWorkspace, RuntimeMatchesCompiler) {
     EXPECT_EQ(deltac_rt::prefillWorkspaceBytes(v, T, N, HV),
               mlir::delta::prefillWorkspaceBytes(spec, maxChunks, HV, N))
         << "T=" << T << " N=" << N << " HV=" << HV;
+    // Region 7 (the overlapped launch's counters and a flag per item) is
+    // last: the host zeroes exactly it.
+    int64_t regionBytes = 0;
+    int64_t at = deltac_rt::prefillOverlapRegion(v, T, N, HV, &regionBytes);
+    EXPECT_EQ(regionBytes, 256 + (maxChunks * HV * 4 + 255) / 256 * 256);
+    EXPECT_EQ(at + regionBytes, mlir::delta::prefillWorkspaceBytes(spec, maxChunks, HV, N));
   }
   // The per-channel G_last really is larger (one float per channel).
   mlir::delta::PrefillSpec other = spec;
@@ -323,7 +361,8 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
       EXPECT_LE(L.tmp + 3 * 256 * 4, L.ks);
       EXPECT_LE(L.ab2 + 64 * 64 * 2, L.ks);
       EXPECT_LE(L.af + 64 * 64 * 2 + 16, L.gam); // P and G_last staged in af
-      EXPECT_EQ(L.total, 1024 + L.rk + 64 * 4);
+      EXPECT_EQ(L.queue, L.rk + 64 * 4); // the queue kernel's next item
+      EXPECT_EQ(L.total, 1024 + L.queue + 16);
     }
 
   // wgmma's 128-byte swizzle repeats every 1024 bytes: every image (and so

@@ -23,15 +23,26 @@ module attributes {delta.targets = ["sm_90a"]} {
 // chunks: 256 threads, ChunksWarpgroupSmem's 72 KiB (three blocks per SM).
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
 // CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 73728
+// CHECK-SAME: delta.dynamic_smem = 73744
+// chunks' form for the overlapped launch (PrefillOverlap.cpp): the same
+// block, held to three blocks per SM.
+// CHECK: gpu.func @qwen_k128_v128_prefill_queue(
+// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.dynamic_smem = 73744
+// CHECK-SAME: nvvm.minctasm = 3
 
 // Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
 // (two stages, one more where the device has room; at V tile 64 without
 // the S^T and V'^T images).
+// Only the transposed recur (V tile 64) takes the overlapped launch.
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.dynamic_smem = [[SMEM64:[0-9]+]]
 // CHECK-SAME: delta.dynamic_smem_stage = [[STAGE64:[0-9]+]]
+// CHECK-SAME: delta.overlap_blocks_per_sm = 1
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v32(
+// CHECK-NOT: delta.overlap_blocks_per_sm
+// CHECK-SAME: known_block_size
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.dynamic_smem = 135168
@@ -53,6 +64,21 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 1;
 // PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
 // PTX-SAME: cp.async.bulk.wait_group 0
+// PTX-NOT: fence.acq_rel.gpu
+// The queue: the block's SM (those below `overlap` leave it to recur),
+// items from the queue, and per item, once its results are complete
+// (bulk copies waited for, the async proxy fenced), the release of its
+// ready flag.
+// PTX: gpu.binary @qwen_k128_v128_prefill_queue_gpu
+// PTX-SAME: .minnctapersm 3
+// PTX-SAME: griddepcontrol.launch_dependents
+// PTX-SAME: mov.u32 {{[^;]*}}, %smid;
+// PTX-SAME: atom.relaxed.gpu.global.add.u32
+// PTX-SAME: wgmma.mma_async
+// PTX-SAME: fence.acq_rel.gpu;
+// PTX-SAME: st.relaxed.gpu.global.u32
+// PTX-SAME: cp.async.bulk.wait_group 0;
+// PTX-SAME: fence.proxy.async.global;
 // At V tile 64, recur is the transposed form (PrefillRecurTransposed.cpp):
 // S^T and V'^T are wgmma's A operand from registers ({4 registers}, one
 // immediate: imm-trans-b), U^T comes by ldmatrix.trans, and only O^T goes
@@ -60,15 +86,20 @@ module attributes {delta.targets = ["sm_90a"]} {
 // V' = S^T W^T and O = S^T Qg^T (8 + 8 k steps), S^T += V'^T Kd (Kd read
 // MN-major, 2 x 4), O += V'^T P^T (4).
 // (The loop's staging of O^T is laid out before its products.)
+// Overlapped, the refilling thread waits for the chunk's flag (acquire,
+// then an async-proxy fence before its bulk copies) instead of the grid.
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
 // PTX-NOT: mma.sync
 // PTX-SAME: griddepcontrol.wait
+// PTX-SAME: ld.acquire.gpu.global.u32
+// PTX-SAME: nanosleep.u32
+// PTX-SAME: fence.proxy.async.global;
 // PTX-SAME: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0;
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0;
-// PTX-NOT: fence.proxy.async
+// PTX-NOT: fence.proxy.async.shared::cta
 // PTX-SAME: st.global.v4.b32
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // PTX-NOT: mma.sync
@@ -87,4 +118,5 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-NOT: wgmma.mma_async
 
-// TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73728},
+// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 73744, 1, &qwen_k128_v128_prefill_queue_kernel},
+// TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},

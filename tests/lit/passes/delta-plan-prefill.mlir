@@ -6,7 +6,9 @@
 // SMs (min_blocks_per_sm counts quarters of a block per SM: 2), tile 64 of
 // a scalar gate from a quarter (1), the narrowest otherwise
 // (unconditional, last). Tile 64 only where the state fits its warps'
-// registers (K <= 128).
+// registers (K <= 128). Tile 64 of a scalar gate also takes the overlapped
+// launch (chunks and recur side by side) where its grid needs at most a
+// quarter of the SMs (overlap_blocks_per_sm, in quarters too).
 delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 64 entries = [prefill]
 delta.spec @kda rule = kda dims = [128x128] io = bf16 state = f32
@@ -15,12 +17,12 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 32 entries = [prefill]
 
 // CHECK-LABEL: func.func @gdn_k128_v128_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 // CHECK-LABEL: func.func @kda_k128_v128_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 // CHECK-LABEL: func.func @wide_k256_v256_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 
-// OVERRIDE: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// OVERRIDE: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 
 // BAD: error: value tile 24 must be a multiple of 8 that divides V = 128
