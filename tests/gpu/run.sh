@@ -50,6 +50,10 @@ run_tests() {
   # Every case through the V tile 64 recur (the transposed form on sm_90a).
   DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_v64.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_v64.log" | sed 's/^/V tile 64: /'
+  # Every case through the overlapped launch where the code has it (sm_90a:
+  # chunks' queue form beside recur, PrefillOverlap.cpp).
+  DELTAC_PREFILL_OVERLAP=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'
@@ -79,6 +83,9 @@ run_tests() {
     # barriers: racecheck finds a missing hand-over, synccheck a misused one.
     sanitize racecheck prefill_test racecheck_prefill
     sanitize synccheck prefill_test synccheck_prefill
+    # The overlapped launch's flags and queue (the tool may serialise the
+    # two kernels: the launch must then still finish, in order).
+    DELTAC_PREFILL_OVERLAP=1 sanitize memcheck prefill_test memcheck_prefill_overlap
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
