@@ -307,6 +307,13 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
           return {DELTAC_CUDA_ERROR, error};
         chosen = o;
         overlapSMs = overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
+        // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
+        static const long forcedSMs = [] {
+          const char *e = std::getenv("DELTAC_PREFILL_OVERLAP_SMS");
+          return e ? std::strtol(e, nullptr, 10) : 0L;
+        }();
+        if (forcedSMs > 0)
+          overlapSMs = std::min<int64_t>(forcedSMs, sms - 1);
       }
     }
   }
