@@ -201,8 +201,7 @@ std::string altValues(const deltac::EmittedKernel &chunks, const deltac::Emitted
       out += ", " + std::to_string(alt ? k.altSmemStage : k.smemStage);
     return out;
   };
-  std::string out = ", \"" + target + "\"" + values(recur, true) + values(chunks, false);
-  return out;
+  return ", \"" + target + "\"" + values(recur, true) + values(chunks, false);
 }
 } // namespace
 

@@ -279,6 +279,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       // Only sm_90a's transposed recur, beside the warpgroup chunks, is
       // fast enough per chunk to keep pace on a quarter of the SMs.
       int64_t overlap = plan.transposedRecur && plan.chunkFlags ? r.overlap : 0;
+      plan.chunkFlags = overlap > 0; // recur waits for flags only where it may
       if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
                       moduleSuffix(k), overlap)))
         return failure();

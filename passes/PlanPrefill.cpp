@@ -15,8 +15,11 @@
 // its `value_tile` and `min_blocks_per_sm` (the first variant whose grid
 // has at least a quarter that many blocks per SM is launched; 0: always; the
 // grid counts N sequences, or T / max_seqlen where the host knows the
-// longest: the call lasts as long as that sequence's chain), which
-// delta-lower-prefill-to-gpu and the host wrapper consume.
+// longest: the call lasts as long as that sequence's chain), and
+// `overlap_blocks_per_sm` (the overlapped launch, chunks and recur side by
+// side, where the variant's N * HV * V / tile blocks are at most a quarter
+// that many per SM; 0: never), which delta-lower-prefill-to-gpu and the
+// host wrapper consume.
 //
 //===----------------------------------------------------------------------===//
 

@@ -824,16 +824,16 @@ private:
                               LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
   }
 
-  // Bulk copies (sm_90+): cp.async.bulk global -> shared, completion
-  // counted in bytes on an mbarrier (inline PTX, as CUTLASS writes it).
   /// Inline PTX with one result of type `t` ($0, "=r" or "=l" first in
-  /// `constraints`).
+  /// `constraints`); never hoisted or merged (it has side effects).
   Value ptxValue(Type t, StringRef text, StringRef constraints, ValueRange args) {
     return LLVM::InlineAsmOp::create(b, t, args, text, constraints,
                                      /*has_side_effects=*/true, /*is_align_stack=*/false,
                                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
         .getResult(0);
   }
+  // Bulk copies (sm_90+): cp.async.bulk global -> shared, completion
+  // counted in bytes on an mbarrier (inline PTX, as CUTLASS writes it).
   void ptx(StringRef text, StringRef constraints, ValueRange args) {
     LLVM::InlineAsmOp::create(b, Type(), args, text, constraints,
                               /*has_side_effects=*/true, /*is_align_stack=*/false,
