@@ -255,6 +255,9 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       return "";
     return k == cpAsync ? "" : k == bulk ? "_bulk" : "_wgmma";
   };
+  // The overlapped launch's chunks (PrefillOverlap.cpp), where a recur
+  // variant takes that launch.
+  bool overlaps = llvm::any_of(recurs, [](const Recur &r) { return r.overlap > 0; });
   for (Kind k : kinds) {
     PrefillPlan plan = first;
     plan.gridDependency = k != cpAsync;
@@ -262,10 +265,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       useWarpgroupRecur(plan, spec);
     if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
-    // The overlapped launch's chunks (PrefillOverlap.cpp), where a recur
-    // variant takes that launch.
-    bool overlaps = llvm::any_of(recurs, [](const Recur &r) { return r.overlap > 0; });
-    if (plan.chunkFlags && overlaps &&
+    if (plan.warpgroupChunks && overlaps &&
         failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
   }
@@ -278,7 +278,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         useWarpgroupRecur(plan, spec);
       // Only sm_90a's transposed recur, beside the warpgroup chunks, is
       // fast enough per chunk to keep pace on a quarter of the SMs.
-      int64_t overlap = plan.transposedRecur && plan.chunkFlags ? r.overlap : 0;
+      int64_t overlap = plan.transposedRecur && plan.warpgroupChunks ? r.overlap : 0;
       plan.chunkFlags = overlap > 0; // recur waits for flags only where it may
       if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
                       moduleSuffix(k), overlap)))

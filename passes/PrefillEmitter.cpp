@@ -161,9 +161,9 @@ void PrefillEmitter::mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B,
 // [5] Kd [C, K + 8]; [6] P [C, C + 8] (16-bit, all row-major). W, Qg, Kd
 // and P have recur's shared-memory rows (kPad elements of padding), so
 // each is one contiguous copy there; U is read in V tiles. Regions start
-// on 256-byte bounds. [7] serves the overlapped launch (PrefillPlan::
-// chunkFlags): a work-queue counter and an exit counter in its first 256
-// bytes, then a ready flag (u32) per (chunk, head).
+// on 256-byte bounds. [7] serves the overlapped launch (PrefillOverlap.cpp):
+// a work-queue counter and an exit counter in its first
+// kOverlapCounterBytes, then a ready flag (u32) per (chunk, head).
 Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);

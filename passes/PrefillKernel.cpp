@@ -92,7 +92,6 @@ void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) 
   auto wide = [](int64_t n) { return n == 64 || n == 128; };
   if (spec.rule != Rule::kda && wide(spec.k) && wide(spec.v)) {
     plan.warpgroupChunks = true;
-    plan.chunkFlags = true;
     plan.chunksThreads = 256; // the Q K^T / W warpgroup, the K K^T / U warpgroup
     plan.chunksSmem = ChunksWarpgroupSmem(spec).total;
   }
@@ -140,9 +139,9 @@ int64_t mlir::delta::prefillWorkspaceBytes(const PrefillSpec &s, int64_t maxChun
   int64_t total = align256((numSeqs + 1) * 4);
   for (int64_t per : prefillChunkRegionBytes(s))
     total += align256(chunks * per);
-  // [7] the overlapped launch's work queue and ready flags (PrefillPlan::
-  // chunkFlags): 256 bytes of counters, then a u32 per (chunk, head).
-  return total + 256 + align256(chunks * 4);
+  // [7] the overlapped launch's work queue and ready flags
+  // (PrefillOverlap.cpp): counters, then a u32 per (chunk, head).
+  return total + prefill::kOverlapCounterBytes + align256(chunks * 4);
 }
 
 ArrayRef<StringRef> mlir::delta::prefillKernelParts() {

@@ -130,13 +130,13 @@ struct PrefillPlan {
   /// size as warpgroupRecur, which it implies; O^T's staging buffers take
   /// the place of the S^T and V'^T images (RecurWarpgroupSmem).
   bool transposedRecur = false;
-  /// sm_90a with warpgroupChunks: the kernels can run overlapped
-  /// (PrefillOverlap.cpp): chunks' queue form takes its items from a queue
-  /// in workspace region 7 and publishes a ready flag per (chunk, head),
-  /// and a recur with chunkFlags (the variants the plan marks, on the
-  /// transposed form), launched as the queue's programmatic dependent on
-  /// the SMs it leaves free, copies each chunk once its flag is up instead
-  /// of waiting for the whole grid when the `overlap` parameter is set.
+  /// recur of the overlapped launch (PrefillOverlap.cpp; sm_90a, the
+  /// transposed recur beside warpgroupChunks, on the variants the plan
+  /// marks): chunks' queue form takes its items from a queue in workspace
+  /// region 7 and publishes a ready flag per (chunk, head), and this recur,
+  /// launched as the queue's programmatic dependent on the SMs it leaves
+  /// free, copies each chunk once its flag is up instead of waiting for the
+  /// whole grid when the `overlap` parameter is set.
   bool chunkFlags = false;
 };
 /// `threads` (0: chosen) fixes prep's block size, and the others' where

@@ -1,6 +1,6 @@
 //===- PrefillOverlap.cpp - chunks and recur side by side --------*- C++ -*-===//
 //
-// The overlapped launch (PrefillPlan::chunkFlags; the host's
+// The overlapped launch (the queue kernel and PrefillPlan::chunkFlags; the host's
 // prefillOverlap decides per call). Where recur's grid needs only a few SMs
 // (one long sequence at V tile 64: N * HV * V / 64 blocks, 32 at H = 16 on
 // 132 SMs), its chains need not wait for the whole chunks grid, and chunks
@@ -42,8 +42,8 @@ using namespace mlir::delta;
 using namespace mlir::delta::prefill;
 
 namespace {
-// Region 7: counters, then a u32 ready flag per item.
-constexpr int64_t kQueueCounter = 0, kLeaveCounter = 1, kFlagsAt = 256;
+// Region 7: counters (u32 slots), then a u32 ready flag per item.
+constexpr int64_t kQueueCounter = 0, kLeaveCounter = 1, kFlagsAt = kOverlapCounterBytes;
 // A flag not up after this long raises the error flag (nanoseconds).
 constexpr int64_t kAwaitTimeout = 4'000'000'000;
 } // namespace

@@ -270,12 +270,14 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       return s;
   if (a.T == 0 && !a.final_state)
     return {}; // nothing to compute or write
-  // The dispatch table: the SM count only matters when a predicate asks.
+  // The dispatch table: the SM count only matters when a predicate asks
+  // (the table's, or the overlapped launch's where the library has it).
   int sms = 0;
   std::string error;
   for (int i = 0; i < count && sms == 0; ++i)
     if (variants[i].K == a.K && variants[i].V == a.V &&
-        variants[i].minBlocksPerSM > 0 &&
+        (variants[i].minBlocksPerSM > 0 ||
+         (variants[i].overlapBlocksPerSM > 0 && variants[i].queue && programmaticLaunches())) &&
         (sms = multiprocessorCount(&error)) == 0)
       return {DELTAC_CUDA_ERROR, error};
   const PrefillVariant *chosen =
@@ -289,12 +291,6 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   }();
   int64_t overlapSMs = 0;
   if (programmaticLaunches()) {
-    bool asks = false;
-    for (int i = 0; i < count && !asks; ++i)
-      asks = variants[i].K == a.K && variants[i].V == a.V && variants[i].overlapBlocksPerSM > 0 &&
-             variants[i].queue;
-    if (asks && sms == 0 && (sms = multiprocessorCount(&error)) == 0)
-      return {DELTAC_CUDA_ERROR, error};
     if (const PrefillVariant *o = chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
                                                        sms, forcedOverlap)) {
       // The queue kernel has only the code of altTarget (sm_90a): load it
