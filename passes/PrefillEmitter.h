@@ -876,11 +876,12 @@ private:
   /// warpgroup; its column: 8 j + 2 t (+ 1 for odd e).
   Value wgRow(Value wl, int64_t e) { return add(mul(wl, cI32(16)), add(group, cI32(e >= 2 ? 8 : 0))); }
   Value wgCol(int64_t j, int64_t e) { return add(cI32(8 * j), add(mul(quad, cI32(2)), cI32(e % 2))); }
-  /// An inline-asm statement that takes `acc` and gives it back, so that
-  /// LLVM orders every use of the accumulators after it and every
-  /// definition before it (wgmma's fence and wait must bracket them).
+  /// An inline-asm statement that takes `acc` (f32) and, if given,
+  /// `frags` (i32) and gives them back, so that LLVM orders every use of
+  /// them after it and every definition before it (wgmma's fence and wait
+  /// must bracket them).
   void throughAsm(StringRef text, ArrayRef<Value> extra, StringRef extraConstraints,
-                  SmallVector<Value> &acc);
+                  SmallVector<Value> &acc, SmallVector<Value> *frags = nullptr);
   void wgFence(SmallVector<Value> &acc) { throughAsm("wgmma.fence.sync.aligned;", {}, "", acc); }
   void wgWait(int64_t pending, SmallVector<Value> &acc) {
     throughAsm("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", {}, "", acc);

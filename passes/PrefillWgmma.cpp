@@ -19,23 +19,31 @@ std::pair<Value, Value> PrefillEmitter::alignedSmem() {
 }
 
 void PrefillEmitter::throughAsm(StringRef text, ArrayRef<Value> extra,
-                                StringRef extraConstraints, SmallVector<Value> &acc) {
-  int64_t n = acc.size();
+                                StringRef extraConstraints, SmallVector<Value> &acc,
+                                SmallVector<Value> *frags) {
+  int64_t n = acc.size(), m = frags ? frags->size() : 0;
   std::string constraints;
-  for (int64_t i = 0; i < n; ++i)
-    constraints += "=f,";
+  SmallVector<Type> types;
+  for (int64_t i = 0; i < n + m; ++i) {
+    constraints += i < n ? "=f," : "=r,";
+    types.push_back(i < n ? f32 : i32);
+  }
   constraints += extraConstraints.str();
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0; i < n + m; ++i)
     constraints += (constraints.back() == ',' ? "" : ",") + std::to_string(i);
   SmallVector<Value> operands(extra);
   operands.append(acc);
-  auto type = LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(n, f32));
+  if (frags)
+    operands.append(*frags);
+  auto type = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
   auto op = LLVM::InlineAsmOp::create(b, type, operands, text, constraints,
                                       /*has_side_effects=*/true, /*is_align_stack=*/false,
                                       LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
                                       ArrayAttr());
   for (int64_t i = 0; i < n; ++i)
     acc[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), i);
+  for (int64_t i = 0; i < m; ++i)
+    (*frags)[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), n + i);
 }
 
 void PrefillEmitter::wgmmaAsm(SmallVector<Value> &acc, ArrayRef<Value> ab,
@@ -71,24 +79,5 @@ void PrefillEmitter::wgmmaRegA(SmallVector<Value> &acc, ArrayRef<Value> a, Value
 }
 
 void PrefillEmitter::wgFenceAll(SmallVector<Value> &acc, SmallVector<Value> &frags) {
-  int64_t n = acc.size(), m = frags.size();
-  std::string constraints;
-  SmallVector<Type> types;
-  for (int64_t i = 0; i < n + m; ++i) {
-    constraints += i < n ? "=f," : "=r,";
-    types.push_back(i < n ? f32 : i32);
-  }
-  for (int64_t i = 0; i < n + m; ++i)
-    constraints += (i ? "," : "") + std::to_string(i);
-  SmallVector<Value> operands(acc);
-  operands.append(frags);
-  auto type = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
-  auto op = LLVM::InlineAsmOp::create(b, type, operands, "wgmma.fence.sync.aligned;", constraints,
-                                      /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                      ArrayAttr());
-  for (int64_t i = 0; i < n; ++i)
-    acc[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), i);
-  for (int64_t i = 0; i < m; ++i)
-    frags[i] = LLVM::ExtractValueOp::create(b, op.getResult(0), n + i);
+  throughAsm("wgmma.fence.sync.aligned;", {}, "", acc, &frags);
 }
