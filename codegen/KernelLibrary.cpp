@@ -55,6 +55,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.gridX = integer(delta::DeltaDialect::kGridXAttrName);
   k.minBlocksPerSM = integer(delta::DeltaDialect::kMinBlocksPerSMAttrName);
   k.overlapBlocksPerSM = integer(delta::DeltaDialect::kOverlapBlocksPerSMAttrName);
+  k.rawQK = func->hasAttr(delta::DeltaDialect::kRecurRawQKAttrName);
   // K and V: the kernel name carries them, the spec lists them; take them
   // from the name's specialization part as written by delta-expand-spec
   // (variants append a suffix).
@@ -121,6 +122,7 @@ deltac::lowerToPtx(ModuleOp module) {
     deltac::EmittedKernel &into = merged[it->second];
     // Only the wgmma form's module has the overlapped launch.
     into.overlapBlocksPerSM = std::max(into.overlapBlocksPerSM, kernel.overlapBlocksPerSM);
+    into.rawQK = into.rawQK || kernel.rawQK; // likewise the raw q/k form
     auto chipOf = [&] {
       return cast<NVVM::NVVMTargetAttr>(
                  cast<gpu::ObjectAttr>(binaryOp.getObjects()[0]).getTarget())
@@ -341,7 +343,9 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             (recur.overlapBlocksPerSM > 0 && queue
                  ? ", " + std::to_string(recur.overlapBlocksPerSM) + ", &" + queue->name +
                        "_kernel"
-                 : "") +
+                 : recur.rawQK ? ", 0, nullptr" : "") +
+            // recur reads raw q and k where the host asks (qk_raw).
+            (recur.rawQK ? ", true" : "") +
             "},\n";
       }
     }

@@ -34,6 +34,8 @@ struct EmittedKernel {
   /// prefill recur: the overlapped launch up to this many quarter blocks
   /// per SM, for altTarget's code (0: none).
   int64_t overlapBlocksPerSM = 0;
+  /// prefill recur: altTarget's code can read raw q and k (qk_raw).
+  bool rawQK = false;
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
   std::string rule, beta;         ///< as the spec spells them
   bool qkL2Norm = false;

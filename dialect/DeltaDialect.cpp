@@ -138,6 +138,11 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (name == kRecurRawQKAttrName) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
   if (name == kEntryAttrName) {
     if (!isa<EntryKindAttr>(value))
       return op->emitError() << "'" << name

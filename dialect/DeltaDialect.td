@@ -51,6 +51,10 @@ def Delta_Dialect : Dialect {
     /// quarters of a block per SM (passes/PrefillOverlap.cpp).
     static constexpr ::llvm::StringLiteral kOverlapBlocksPerSMAttrName =
         "delta.overlap_blocks_per_sm";
+    /// Prefill recur: the transposed form that also reads raw q and k
+    /// (PrefillPlan::recurRawQK), taken per call by the host's qk_raw.
+    static constexpr ::llvm::StringLiteral kRecurRawQKAttrName =
+        "delta.recur_raw_qk";
     /// Prefill recur kernels and their dispatch (delta-plan-prefill).
     static constexpr ::llvm::StringLiteral kRecurVariantsAttrName =
         "delta.recur_variants";

@@ -215,6 +215,8 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       if (overlap > 0)
         k->setAttr(DeltaDialect::kOverlapBlocksPerSMAttrName,
                    builder.getI64IntegerAttr(overlap));
+      if (part == "recur" && plan.recurRawQK)
+        k->setAttr(DeltaDialect::kRecurRawQKAttrName, builder.getUnitAttr());
     }
     return success();
   };

@@ -55,6 +55,10 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
         {dst, addrAt(from), cI32(bytes)});
     ptx("cp.async.bulk.commit_group;", "", {});
   };
+  // fq [C], then fk [C] (f32) after P's image and G_last's 16 bytes, in
+  // the padding of region 6's slot.
+  auto rawFactorsAt = [&](int64_t which) { return (C * C * 2 + 16) / 4 + which * C; };
+  assert(C * C * 2 + 16 + 2 * C * 4 <= perChunk[5] && "no room for the raw q/k factors");
 
   // (1) The raw q and k rows (one copy group), then v's (another), by
   // cp.async into swizzled images. Padding rows copy the chunk's first
@@ -101,8 +105,11 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // recurrence's Qg = scale Q e^G / |q| and Kd = K e^(G_last - G) / |k|
   // straight to the workspace (one vector store per lane). Each warp takes
   // two rows per step: the four butterfly sums (q and k of each) are
-  // independent chains of shuffles, interleaved.
-  {
+  // independent chains of shuffles, interleaved. Where recur scales raw q
+  // and k itself (qk_raw: PrefillPlan::recurRawQK), only each row's factor
+  // goes out, after P and G_last in region 6: one loop per case, so that
+  // the common one carries no branch per row.
+  auto normRows = [&](bool raw) {
     int64_t epl = K / 32, rowsPerStep = 2;
     Value qg = tileOf(4), kd = tileOf(5);
     Value col = mul(lane, cI32(epl));
@@ -138,15 +145,32 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     for (size_t n = 0; n < passes.size(); ++n) {
       const RowPass &p = passes[n];
       bool q = n % 2;
-      ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)),
-             [&] { store(p.scale, q ? rq : rk, p.i, 4); });
       Value factor = fmul(p.scale, q ? fmul(load(f32, f.eg, p.i, 4), param(pScale))
                                      : load(f32, f.egl, p.i, 4));
+      // The inverse for the products here.
+      ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)),
+             [&] { store(p.scale, q ? rq : rk, p.i, 4); });
+      if (raw) {
+        ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)), [&] {
+          store(factor, tileOf(6), add(cI32(rawFactorsAt(q ? 0 : 1)), p.i), 4);
+        });
+        continue;
+      }
       Value row = LLVM::UndefOp::create(b, outVec);
       for (int64_t e = 0; e < epl; ++e)
         row = LLVM::InsertElementOp::create(b, row, toOp(fmul(p.x[e], factor)), cI32(e));
       storeVec(row, q ? qg : kd, opType, workTileAt(q ? 4 : 5, p.i, col), epl * 2);
     }
+  };
+  if (queued) {
+    normRows(false); // the overlapped launch's recur reads Qg and Kd
+  } else {
+    auto rawOn = scf::IfOp::create(b, qkRaw(), true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rawOn.thenBlock());
+    normRows(true);
+    b.setInsertionPointToStart(rawOn.elseBlock());
+    normRows(false);
   }
   wgWait(0, acc);
   barrier(); // the inverses are stored; q's image is free

@@ -33,7 +33,7 @@ namespace mlir::delta::prefill {
 enum Param {
   pQ, pK, pV, pO, pG, pBeta, pALog, pDtBias, pInitial, pFinal, pInIdx,
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
-  pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap
+  pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw
 };
 
 constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
@@ -206,7 +206,7 @@ struct RecurWarpgroupSmem {
     wb = take(C * K * 2);
     kd = take(C * K * 2);
     qgb = take(C * K * 2);
-    pb = take(C * C * 2 + 16);
+    pb = take(C * C * 2 + 16 + (transposed ? 2 * C * 4 : 0)); // + fq, fk (recurRawQK)
     ub = take(C * bv * 2);
     if (s.rule == Rule::kda)
       gl = take(K * 4);
@@ -356,6 +356,9 @@ private:
   bool queued = false;
   /// recur: whether this call is overlapped (the `overlap` parameter).
   Value overlapped() { return cmp(arith::CmpIPredicate::ne, param(pOverlap), cI32(0)); }
+  /// The call's transposed recur reads raw q and k (PrefillPlan::recurRawQK
+  /// and the host's `qk_raw`), so chunks writes no Qg and Kd.
+  Value qkRaw() { return cmp(arith::CmpIPredicate::ne, param(pQkRaw), cI32(0)); }
   /// recur, one thread: waits until item `ch` (chunk * HV + head) is
   /// published, when the call is overlapped.
   void awaitChunk(Value ch);
@@ -407,9 +410,10 @@ private:
   /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.
   void copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
                  const RecurSequence &q, Value c);
-  /// Thread 0 initialises the ring's three stage mbarriers at `base`, then
-  /// a block barrier.
-  void initRingBarriers(Value base);
+  /// Thread 0 initialises the ring's three stage mbarriers at `base` (each
+  /// phase completing after `arrivals` arrivals and its bytes), then a
+  /// block barrier.
+  void initRingBarriers(Value base, Value arrivals = Value());
   /// Thread 0 issues `copies` for the sequence's first chunks, one per
   /// stage the launch granted.
   void fillRing(const RecurRing &ring, Value c1, function_ref<void(Value)> copies);
@@ -844,8 +848,9 @@ private:
   }
   /// A shared-memory pointer as the 32-bit address PTX's [reg] takes.
   Value sharedAddr(Value p) { return LLVM::PtrToIntOp::create(b, i32, p); }
-  void mbarInit(Value bar, int64_t count) {
-    ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {sharedAddr(bar), cI32(count)});
+  void mbarInit(Value bar, int64_t count) { mbarInit(bar, cI32(count)); }
+  void mbarInit(Value bar, Value count) {
+    ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {sharedAddr(bar), count});
   }
   /// Makes the initialised mbarriers visible to the bulk-copy unit.
   void mbarInitFence() { ptx("fence.mbarrier_init.release.cluster;", "", {}); }

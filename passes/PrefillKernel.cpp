@@ -29,6 +29,7 @@ const KernelParam kParams[] = {
     {"k_stride", ParamKind::I64},        {"v_stride", ParamKind::I64},
     {"o_stride", ParamKind::I64},        {"slots", ParamKind::I64},
     {"scale", ParamKind::F32},           {"overlap", ParamKind::I32},
+    {"qk_raw", ParamKind::I32},
 };
 } // namespace
 
@@ -95,6 +96,7 @@ void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) 
     plan.chunksThreads = 256; // the Q K^T / W warpgroup, the K K^T / U warpgroup
     plan.chunksSmem = ChunksWarpgroupSmem(spec).total;
   }
+  plan.recurRawQK = plan.transposedRecur && plan.warpgroupChunks;
 }
 
 bool mlir::delta::targetHasWarpgroupMma(StringRef chip) { return chip == "sm_90a"; }
@@ -190,7 +192,9 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // The queue's loop (PrefillOverlap.cpp) has ptxas take more registers
   // than chunks' single item (108 against 79 at K = V = 128): hold it to
   // three blocks per SM, which it fits without spilling.
-  if (part == "queue")
+  // chunks' warpgroup form too: with both forms of its norm loop (qk_raw)
+  // ptxas would otherwise take 89.
+  if (part == "queue" || (part == "chunks" && plan.warpgroupChunks))
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());

@@ -60,7 +60,10 @@ constexpr int64_t kPrefillInlineSequences = 32;
 ///   tensors [N or slots, HV, ...] (null: zeros / not written); in_idx,
 ///   out_idx: int32 [N] slots (null: sequence n uses row n); cu_seqlens
 ///   [N + 1] int32 or int64 per cu_is_i64 (null: N rows of T / N tokens);
-///   work: the workspace; error_flag: int32 set to 1 on bad device data.
+///   work: the workspace; error_flag: int32 set to 1 on bad device data;
+///   overlap: the SMs left to recur in the overlapped launch (0: not
+///   overlapped); qk_raw: recur reads raw q and k, chunks skips Qg and Kd
+///   (PrefillPlan::recurRawQK).
 llvm::ArrayRef<KernelParam> prefillKernelParams();
 
 /// What the prefill kernels are specialised for, read from the chunk IR.
@@ -130,6 +133,14 @@ struct PrefillPlan {
   /// size as warpgroupRecur, which it implies; O^T's staging buffers take
   /// the place of the S^T and V'^T images (RecurWarpgroupSmem).
   bool transposedRecur = false;
+  /// The transposed recur beside warpgroupChunks reads the raw q and k rows
+  /// itself (cp.async into its ring) and scales them in registers by the
+  /// per-token factors chunks leaves after P (fq = scale e^G / |q|,
+  /// fk = e^(G_last - G) / |k|): O^T's first product is scaled by column,
+  /// V'^T by column before it meets k. Where the host says so (the
+  /// `qk_raw` parameter), chunks then writes no Qg and Kd: 32 of the 72
+  /// KiB per (chunk, value head) it would write and recur read.
+  bool recurRawQK = false;
   /// recur of the overlapped launch (PrefillOverlap.cpp; sm_90a, the
   /// transposed recur beside warpgroupChunks, on the variants the plan
   /// marks): chunks' queue form takes its items from a queue in workspace

@@ -58,6 +58,50 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   auto barOf = [&](Value c) { return gep(base, i64, ringSlot(ring, c)); };
   auto oStage = [&](Value parity) { return add(aligned, add(cI32(L.st), mul(parity, cI32(oBytes)))); };
 
+  // recurRawQK: the output warpgroup fills a stage. One thread moves W, P
+  // (with G_last and the factors fq, fk) and the U tile by bulk copies;
+  // every thread copies 8 + 8 16-byte pieces of the raw q and k rows
+  // (head h = hv / (HV / H)) into the swizzled images where the other form
+  // receives Qg and Kd, and arrives on the stage's mbarrier when they land
+  // (cp.async.mbarrier.arrive.noinc: 128 arrivals beside the bulk
+  // copies' one). Rows past the sequence copy its chunk's first token,
+  // whose factors are 0 there.
+  int64_t rawArrivals = 128 + 1;
+  auto rawCopies = [&](Value c, Value u) {
+    Value ch = chunkHead(c, q.hv);
+    std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
+    auto from = [&](int64_t which) {
+      return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
+    };
+    int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16 + 2 * C * 4, uBytes = C * BV * 2;
+    Value bar = barOf(c);
+    ifThen(cmp(arith::CmpIPredicate::eq, u, cI32(0)), [&] {
+      if (plan.chunkFlags)
+        awaitChunk(ch); // overlapped: chunks may still be computing this chunk
+      mbarArriveExpect(bar, kBytes + pBytes + uBytes);
+      bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
+      bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
+      bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
+    });
+    Value t0, rows;
+    std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
+    Value h = divu(q.hv, divu(param(pHV), param(pH)));
+    Value qkOffset = mul(toI64(h), cI64(K));
+    int64_t pieces = K / 8;
+    for (int which = 0; which < 2; ++which) {
+      Value src = param(which ? pK : pQ), stride = param(which ? pKStride : pQStride);
+      Value dst = stagePtr(c, which ? L.kd : L.qgb);
+      for (int64_t i = 0; i < C * pieces / 128; ++i) {
+        Value at = add(u, cI32(128 * i));
+        Value r = divu(at, cI32(pieces)), col = mul(remu(at, cI32(pieces)), cI32(8));
+        Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
+        Value fromRow = gep(src, s.ioType, add(add(mul(tok, stride), qkOffset), toI64(col)));
+        LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                      ValueRange{gep(dst, opType, swizzledAt(r, col, C)), fromRow});
+      }
+    }
+    ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(bar)});
+  };
   auto copies = [&](Value c) { copyStage(L, ring, base, q, c); };
   // The A fragment of k step ks from m64nN accumulators `acc` (n-tiles
   // 2 ks and 2 ks + 1), rounded to 16 bits.
@@ -67,7 +111,33 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
             packI32(acc[4 * j + 4], acc[4 * j + 5]), packI32(acc[4 * j + 6], acc[4 * j + 7])};
   };
 
-  initRingBarriers(base);
+  // With recurRawQK the kernel has both forms of the loops below, chosen
+  // per call by `qk_raw` (a uniform branch around each loop): the raw form
+  // wins where recur's grid fills the GPU and its bytes bound it, the other
+  // where one chain's latency does (PERFORMANCE.md, session 15).
+  bool hasRaw = plan.recurRawQK;
+  Value rawOn = hasRaw ? qkRaw() : Value();
+  // Emits body(raw) for the forms the kernel has: under `if (qk_raw)` with
+  // both, the results (types `types`) joined.
+  auto forms = [&](TypeRange types,
+                   function_ref<SmallVector<Value>(bool)> body) -> SmallVector<Value> {
+    if (!hasRaw)
+      return body(false);
+    auto op = scf::IfOp::create(b, types, rawOn, true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(op.thenBlock());
+      SmallVector<Value> r = body(true);
+      if (!types.empty())
+        scf::YieldOp::create(b, r);
+      b.setInsertionPointToStart(op.elseBlock());
+      r = body(false);
+      if (!types.empty())
+        scf::YieldOp::create(b, r);
+    }
+    return SmallVector<Value>(op.getResults());
+  };
+  initRingBarriers(base, hasRaw ? sel(rawOn, cI32(rawArrivals), cI32(1)) : Value());
   auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
 
   // The chain's warpgroup: S^T in K / 64 accumulator blocks of m64n64
@@ -85,7 +155,14 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     });
     if (plan.gridDependency) // chunks' results are read from here on
       waitForChunks();
-    fillRing(ring, c1, copies);
+    if (hasRaw) // else the output warpgroup fills the ring
+      ifThen(notI(rawOn), [&] { fillRing(ring, c1, copies); });
+    else
+      fillRing(ring, c1, copies);
+    SmallVector<Type> sTypes(sRegs, f32);
+    SmallVector<Value> S0 = S; // each form's loop starts from these
+    S = forms(sTypes, [&](bool raw) -> SmallVector<Value> {
+    S = S0;
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
     {
       OpBuilder::InsertionGuard g2(b);
@@ -100,6 +177,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         for (Value a : fragment(ArrayRef<Value>(S).slice((ks / 4) * nT * 4, nT * 4), ks % 4))
           sFrag.push_back(a);
       mbarWait(barOf(c), ringPhase(ring, c));
+      if (raw) // q and k came by cp.async, a generic-proxy write wgmma reads
+        fenceProxyAsync();
       // The decay, before any product is in flight (S^T's registers are
       // the next product's accumulators).
       if (gated) {
@@ -147,22 +226,51 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       for (int64_t ks = 0; ks < C / 16; ++ks)
         for (Value a : fragment(vacc, ks))
           vFrag.push_back(a);
+      // recurRawQK: token t's factors, after P and G_last in the stage.
+      Value factors = gep(stagePtr(c, L.pb), i8, cI32(C * C * 2 + 16));
+      auto byColumn = [&](SmallVector<Value> &x, int64_t which) {
+        for (int64_t j = 0; j < nT; ++j)
+          for (int64_t e = 0; e < 4; ++e)
+            x[4 * j + e] = fmul(x[4 * j + e],
+                                load(f32, factors, add(cI32(which * C), wgCol(j, e)), 4));
+      };
+      // The state step's A: V'^T, or V'^T diag(fk) where it meets raw k.
+      SmallVector<Value> kFrag;
+      if (raw) {
+        byColumn(vacc, 1);
+        for (int64_t ks = 0; ks < C / 16; ++ks)
+          for (Value a : fragment(vacc, ks))
+            kFrag.push_back(a);
+      }
       // S^T = e^G_last S^T + V'^T Kd (Kd's 64-column blocks MN-major),
       // then O^T += V'^T P^T.
-      SmallVector<Value> fenced(S);
+      SmallVector<Value> fenced(S), frags(vFrag);
+      frags.append(kFrag);
       fenced.append(oacc);
-      wgFenceAll(fenced, vFrag);
+      wgFenceAll(fenced, frags);
       std::copy(fenced.begin(), fenced.begin() + sRegs, S.begin());
       std::copy(fenced.begin() + sRegs, fenced.end(), oacc.begin());
+      std::copy(frags.begin(), frags.begin() + vFrag.size(), vFrag.begin());
+      if (raw)
+        kFrag.assign(frags.begin() + vFrag.size(), frags.end());
+      else
+        kFrag = vFrag;
       Value kdDesc = smemDesc(stageAddr(c, L.kd), mnMajor), pDesc = smemDesc(stageAddr(c, L.pb), kMajor);
       for (int64_t kb = 0; kb < kBlocks; ++kb) {
         SmallVector<Value> block(S.begin() + kb * nT * 4, S.begin() + (kb + 1) * nT * 4);
         for (int64_t ks = 0; ks < C / 16; ++ks)
-          wgmmaRegA(block, ArrayRef<Value>(vFrag).slice(4 * ks, 4),
+          wgmmaRegA(block, ArrayRef<Value>(kFrag).slice(4 * ks, 4),
                     descPlus(kdDesc, kb * C * 128 + ks * 2048), true, /*transB=*/true);
         std::copy(block.begin(), block.end(), S.begin() + kb * nT * 4);
       }
       wgCommit();
+      if (raw) {
+        // O^T's first product (raw q) is complete once the state step is
+        // the only group in flight: scale it by column (fq), then add V'^T P^T.
+        wgWait(1, oacc);
+        byColumn(oacc, 0);
+        wgFenceAll(oacc, vFrag);
+      }
       for (int64_t ks = 0; ks < C / 16; ++ks)
         wgmmaRegA(oacc, ArrayRef<Value>(vFrag).slice(4 * ks, 4), descPlus(pDesc, ks * 32), true,
                   false);
@@ -190,8 +298,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       namedArrive(add(cI32(kTrOReady), parity), both);
       scf::YieldOp::create(b, S);
     }
-    for (int64_t i = 0; i < sRegs; ++i)
-      S[i] = loop.getResult(i);
+    return SmallVector<Value>(loop.getResults());
+    });
     syncLastRounds(kTrODone, c0, c1, both); // every oDone round completes
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
     b.setInsertionPointToStart(ifWrite.thenBlock());
@@ -210,21 +318,34 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     b.setInsertionPointToStart(roles.elseBlock());
     if (plan.gridDependency) // its refills read chunks' results
       waitForChunks();
+    Value u = sub(tid, cI32(128));
+    forms({}, [&](bool raw) -> SmallVector<Value> {
+    if (raw) // the first chunks' stages, one per stage the launch granted
+      for (int64_t i = 0; i < 3; ++i) {
+        Value c = add(c0, cI32(i));
+        ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
+                    cmp(arith::CmpIPredicate::slt, c, c1)),
+               [&] { rawCopies(c, u); });
+      }
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(loop.getBody());
     Value c = loop.getInductionVar();
     Value parity = remu(sub(c, c0), cI32(2));
     namedSync(add(cI32(kTrOReady), parity), both);
-    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
+    if (raw) {
       Value ahead = add(c, stages);
-      ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
-    });
+      ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { rawCopies(ahead, u); });
+    } else {
+      ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
+        Value ahead = add(c, stages);
+        ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
+      });
+    }
     Value t0, rows;
     std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
     // 16 bytes per lane, 8 lanes per row (o and its token stride are
     // 16-byte aligned: the host checks both).
-    Value u = sub(tid, cI32(128));
     Value staged = gep(base, i8, add(cI32(L.st), mul(parity, cI32(oBytes))));
     Value seg = remu(u, cI32(8));
     Value first = add(add(mul(t0, param(pOStride)), mul(toI64(q.hv), cI64(s.v))),
@@ -239,5 +360,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       });
     }
     namedArrive(add(cI32(kTrODone), parity), both);
+    return {};
+    });
   }
 }

@@ -71,10 +71,12 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
     bulkCopy(stagePtr(c, L.gl), from(1), K * 4, bar);
 }
 
-void PrefillEmitter::initRingBarriers(Value base) {
+void PrefillEmitter::initRingBarriers(Value base, Value arrivals) {
+  if (!arrivals)
+    arrivals = cI32(1);
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
     for (int64_t i = 0; i < 3; ++i)
-      mbarInit(gep(base, i64, cI32(i)), 1);
+      mbarInit(gep(base, i64, cI32(i)), arrivals);
     mbarInitFence();
   });
   barrier(); // the mbarriers are initialised

@@ -47,6 +47,11 @@ struct PrefillVariant {
   /// chunks' form for the overlapped launch: the same items, taken from a
   /// queue by a grid of every block the SMs hold at once.
   Kernel *queue = nullptr;
+  /// altTarget's recur can read the raw q and k rows itself (the compiler's
+  /// PrefillPlan::recurRawQK): with `qk_raw` set, chunks writes no Qg and
+  /// Kd. The host sets it where recur's grid fills a wave (not in the
+  /// overlapped launch): there recur's bytes bound it.
+  bool rawQK = false;
 };
 
 /// The first 256 bytes of workspace region 7 hold the overlapped launch's
@@ -89,6 +94,11 @@ const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
                                            int64_t N, int64_t HV, int sms,
                                            int forced = 0);
+
+/// Whether recur variant `v` (its altTarget code loaded) reads raw q and k
+/// for a call of `recurGrid` recur blocks on `sms` SMs: where the grid
+/// fills a wave (forced > 0: wherever the code can; < 0: never).
+bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced);
 
 /// The SMs an overlapped launch of `recurGrid` recur blocks leaves to
 /// recur: the grid, at most half of the `sms`.

@@ -144,6 +144,12 @@ const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
   return nullptr;
 }
 
+bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
+  if (!v.rawQK || forced < 0)
+    return false;
+  return forced > 0 || (sms > 0 && recurGrid >= sms);
+}
+
 int64_t overlapReservedSMs(int64_t recurGrid, int sms) {
   return std::max<int64_t>(1, std::min<int64_t>(recurGrid, sms / 2));
 }
@@ -362,10 +368,23 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   int32_t chunks = (int32_t)maxChunks(v, a.T, a.N);
   float scale = a.scale;
   int32_t overlap = (int32_t)overlapSMs;
+  // recur reads raw q and k (chunks then skips Qg and Kd) where its grid
+  // fills a wave and the code loaded has that form; never overlapped.
+  // DELTAC_PREFILL_QK_RAW=0|1 turns it off or on wherever it can be (tests).
+  static const int forcedRaw = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_QK_RAW");
+    return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
+  }();
+  int32_t qkRaw = overlapSMs == 0 && chosen->altTarget &&
+                          chosen->recur->imageTarget() == chosen->altTarget &&
+                          useRawQK(*chosen, a.N * a.HV * int64_t(chosen->valueTiles), sms,
+                                   forcedRaw)
+                      ? 1
+                      : 0;
   void *params[] = {&q,     &k,    &vv,    &o,    &g,     &beta,   &aLog,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
-                    &qs,    &ks,   &vs,    &os,   &slots, &scale, &overlap};
+                    &qs,    &ks,   &vs,    &os,   &slots, &scale, &overlap, &qkRaw};
   // recur's sm_90 code is a programmatic dependent of chunks: it may start
   // while chunks' last blocks run, and waits for their results itself
   // (PrefillPlan::gridDependency). Only that code may be launched so.
@@ -409,7 +428,7 @@ const char *const *prefillParamNames(int *count) {
       "in_idx",   "out_idx", "cu_seqlens", "work",       "error_flag",
       "cu_is_i64", "T",      "N",          "H",          "HV",
       "max_chunks", "q_stride", "k_stride", "v_stride",  "o_stride",
-      "slots",    "scale",   "overlap"};
+      "slots",    "scale",   "overlap", "qk_raw"};
   *count = sizeof(names) / sizeof(names[0]);
   return names;
 }

@@ -54,6 +54,15 @@ run_tests() {
   # chunks' queue form beside recur, PrefillOverlap.cpp).
   DELTAC_PREFILL_OVERLAP=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
+  # Every case through the transposed recur that reads raw q and k (chunks
+  # writes no Qg and Kd; sm_90a, taken where recur's grid fills a wave),
+  # also with one and two ring stages.
+  DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_raw.log" | sed 's/^/raw q, k: /'
+  for st in 1 2; do
+    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw$st.log" 2>&1 || status=1
+    grep -E "^(FAIL|==)" "$OUT/prefill_test_raw$st.log" | sed "s/^/raw q, k, $st stage(s): /"
+  done
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'
@@ -86,6 +95,8 @@ run_tests() {
     # The overlapped launch's flags and queue (the tool may serialise the
     # two kernels: the launch must then still finish, in order).
     DELTAC_PREFILL_OVERLAP=1 sanitize memcheck prefill_test memcheck_prefill_overlap
+    # The raw q/k form's cp.async arrivals on the ring's mbarriers.
+    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 sanitize racecheck prefill_test racecheck_prefill_raw
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi

@@ -93,6 +93,25 @@ TEST(PrefillDispatch, ScalarGateTile64FromAQuarterWave) {
   EXPECT_EQ(tiles(8, 32), 2);  // varlen 8 x HV32
 }
 
+TEST(PrefillDispatch, RawQKWhereRecurFillsAWave) {
+  // sm_90a's transposed recur reading raw q and k (qk_raw): where its grid
+  // N * HV * valueTiles fills the SMs once; forced (DELTAC_PREFILL_QK_RAW=1)
+  // wherever the code has it, -1 never; never without the form.
+  deltac_rt::PrefillVariant tile64 = variant(128, 128, 2, 1);
+  tile64.rawQK = true;
+  const int sms = 132; // H200
+  EXPECT_TRUE(deltac_rt::useRawQK(tile64, 8 * 32 * 2, sms, 0));   // varlen 8 x HV32
+  EXPECT_TRUE(deltac_rt::useRawQK(tile64, 132, sms, 0));
+  EXPECT_FALSE(deltac_rt::useRawQK(tile64, 131, sms, 0));
+  EXPECT_FALSE(deltac_rt::useRawQK(tile64, 1 * 32 * 2, sms, 0));  // T = 4K, HV32
+  EXPECT_TRUE(deltac_rt::useRawQK(tile64, 64, sms, 1));
+  EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, sms, -1));
+  EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, 0, 0)); // SM count not known
+  tile64.rawQK = false;
+  EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, sms, 0));
+  EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, sms, 1));
+}
+
 TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   // delta-plan-prefill's GDN table with sm_90a's overlapped launch on the
   // tile-64 variant (overlap_blocks_per_sm = 1, in quarters): chunks' queue

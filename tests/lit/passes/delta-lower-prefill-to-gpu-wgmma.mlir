@@ -1,5 +1,6 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=RAW
 // RUN: rm -rf %t && deltac %s --target=sm_80,sm_90a -o %t --name=lib > /dev/null
 // RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
 
@@ -40,8 +41,10 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.dynamic_smem = [[SMEM64:[0-9]+]]
 // CHECK-SAME: delta.dynamic_smem_stage = [[STAGE64:[0-9]+]]
 // CHECK-SAME: delta.overlap_blocks_per_sm = 1
+// CHECK-SAME: delta.recur_raw_qk
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v32(
 // CHECK-NOT: delta.overlap_blocks_per_sm
+// CHECK-NOT: delta.recur_raw_qk
 // CHECK-SAME: known_block_size
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
 // CHECK-SAME: delta.block_threads = 256
@@ -118,5 +121,15 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-NOT: wgmma.mma_async
 
-// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 73744, 1, &qwen_k128_v128_prefill_queue_kernel},
+// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 73744, 1, &qwen_k128_v128_prefill_queue_kernel, true},
 // TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
+
+// The transposed recur has a second form, taken per call by qk_raw
+// (PrefillPlan::recurRawQK): every thread of the output warpgroup copies
+// raw q and k rows by cp.async into the ring, arriving on the stage's
+// mbarrier when they land; the chain fences them for wgmma. The other V
+// tiles have no such form.
+// RAW: gpu.binary @qwen_k128_v128_prefill_recur_gpu
+// RAW-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
+// RAW: gpu.binary @qwen_k128_v128_prefill_recur_v32_gpu
+// RAW-NOT: cp.async.mbarrier.arrive.noinc
