@@ -15,8 +15,10 @@
 // results rather than their operands (1 / |k_j| goes into the WY factor
 // A_w = A diag(beta e^G / |k|)), so the products start as soon as q and k
 // have landed and run while the warps compute the norms and write Qg and
-// Kd. P leaves through a staging image and a bulk copy, W and U through
-// the images of k and v, which their products free block by block.
+// Kd (with `qk_raw`, only their per-row factors: the transposed recur
+// scales raw q and k itself, PrefillPlan::recurRawQK). P leaves through a
+// staging image and a bulk copy, W and U through the images of k and v,
+// which their products free block by block.
 //
 //===----------------------------------------------------------------------===//
 

@@ -24,6 +24,20 @@
 // c transposed (stmatrix.trans) into buffer c % 2, the output warpgroup
 // writes the chunk's rows to `o` and refills the stage chunk c read.
 //
+// Beside the warpgroup chunks (PrefillPlan::recurRawQK) the kernel has a
+// second form of both loops, taken per call by `qk_raw`: Qg and Kd are q
+// and k scaled per row, so the output warpgroup copies the raw rows into
+// their images and the chain scales in registers,
+//
+//   S^T = e^G_last S^T + (V'^T diag(fk)) K     fk = e^(G_last - G) / |k|
+//   O^T = (S^T Q^T) diag(fq) + V'^T P^T         fq = scale e^G / |q|
+//
+// with the factors chunks leaves after P; chunks then writes no Qg and Kd.
+// That saves 32 of the 72 KiB per (chunk, head) both kernels move, which
+// pays where recur's grid fills the GPU and bytes bound it, and costs
+// latency per chunk where one chain bounds it (the scalings sit on the
+// chain), so the host chooses (PERFORMANCE.md, session 15).
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/PrefillEmitter.h"
@@ -162,143 +176,143 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     SmallVector<Type> sTypes(sRegs, f32);
     SmallVector<Value> S0 = S; // each form's loop starts from these
     S = forms(sTypes, [&](bool raw) -> SmallVector<Value> {
-    S = S0;
-    auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value c = loop.getInductionVar();
-      for (int64_t i = 0; i < sRegs; ++i)
-        S[i] = loop.getRegionIterArg(i);
-      Value parity = remu(sub(c, c0), cI32(2));
-      // S^T as A fragments, before the stage lands.
-      SmallVector<Value> sFrag;
-      for (int64_t ks = 0; ks < K / 16; ++ks)
-        for (Value a : fragment(ArrayRef<Value>(S).slice((ks / 4) * nT * 4, nT * 4), ks % 4))
-          sFrag.push_back(a);
-      mbarWait(barOf(c), ringPhase(ring, c));
-      if (raw) // q and k came by cp.async, a generic-proxy write wgmma reads
-        fenceProxyAsync();
-      // The decay, before any product is in flight (S^T's registers are
-      // the next product's accumulators).
-      if (gated) {
-        Value decay = exp(load(f32, stagePtr(c, L.pb), cI32(C * C / 2), 4));
-        for (Value &x : S)
-          x = fmul(x, decay);
-      }
-      Value wDesc = smemDesc(stageAddr(c, L.wb), kMajor), qDesc = smemDesc(stageAddr(c, L.qgb), kMajor);
-      SmallVector<Value> vacc(nT * 4, cF32(0.0)), oacc(nT * 4, cF32(0.0));
-      wgFenceAll(vacc, sFrag);
-      // V'^T = S^T W^T, then O^T = S^T Qg^T: two groups, V' first.
-      for (int64_t ks = 0; ks < K / 16; ++ks)
-        wgmmaRegA(vacc, ArrayRef<Value>(sFrag).slice(4 * ks, 4),
-                  descPlus(wDesc, (ks / 4) * C * 128 + (ks % 4) * 32), ks > 0, false);
-      wgCommit();
-      for (int64_t ks = 0; ks < K / 16; ++ks)
-        wgmmaRegA(oacc, ArrayRef<Value>(sFrag).slice(4 * ks, 4),
-                  descPlus(qDesc, (ks / 4) * C * 128 + (ks % 4) * 32), ks > 0, false);
-      wgCommit();
-      // U^T (U: [V tile / 16][C][16], rows of 16 V columns) in the
-      // accumulators' layout, while they run: ldmatrix.trans of the 8x8
-      // tiles (t rows, 8 columns of v) gives n-tiles j and j + 1 of this
-      // warp's 16 rows, lane l addressing row l % 8 of tile l / 8.
-      SmallVector<Value> u(nT * 4);
+      S = S0;
+      auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
       {
-        Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
-        Value ub = stagePtr(c, L.ub);
-        for (int64_t j = 0; j < nT; j += 2) {
-          Value t = add(mul(add(cI32(j), divu(mi, cI32(2))), cI32(8)), r);
-          Value at = add(mul(wl, cI32(C * 16)), add(mul(t, cI32(16)), mul(remu(mi, cI32(2)), cI32(8))));
-          SmallVector<Value> x = ldsm(gep(ub, opType, at), 4, /*trans=*/true);
-          auto pairTy = VectorType::get({2}, opType);
-          for (int64_t i = 0; i < 4; ++i) {
-            Value pair = LLVM::BitcastOp::create(b, pairTy, x[i]);
-            int64_t at2 = 4 * (j + i / 2) + 2 * (i % 2);
-            u[at2] = toF32(elt(pair, 0));
-            u[at2 + 1] = toF32(elt(pair, 1));
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value c = loop.getInductionVar();
+        for (int64_t i = 0; i < sRegs; ++i)
+          S[i] = loop.getRegionIterArg(i);
+        Value parity = remu(sub(c, c0), cI32(2));
+        // S^T as A fragments, before the stage lands.
+        SmallVector<Value> sFrag;
+        for (int64_t ks = 0; ks < K / 16; ++ks)
+          for (Value a : fragment(ArrayRef<Value>(S).slice((ks / 4) * nT * 4, nT * 4), ks % 4))
+            sFrag.push_back(a);
+        mbarWait(barOf(c), ringPhase(ring, c));
+        if (raw) // q and k came by cp.async, a generic-proxy write wgmma reads
+          fenceProxyAsync();
+        // The decay, before any product is in flight (S^T's registers are
+        // the next product's accumulators).
+        if (gated) {
+          Value decay = exp(load(f32, stagePtr(c, L.pb), cI32(C * C / 2), 4));
+          for (Value &x : S)
+            x = fmul(x, decay);
+        }
+        Value wDesc = smemDesc(stageAddr(c, L.wb), kMajor), qDesc = smemDesc(stageAddr(c, L.qgb), kMajor);
+        SmallVector<Value> vacc(nT * 4, cF32(0.0)), oacc(nT * 4, cF32(0.0));
+        wgFenceAll(vacc, sFrag);
+        // V'^T = S^T W^T, then O^T = S^T Qg^T: two groups, V' first.
+        for (int64_t ks = 0; ks < K / 16; ++ks)
+          wgmmaRegA(vacc, ArrayRef<Value>(sFrag).slice(4 * ks, 4),
+                    descPlus(wDesc, (ks / 4) * C * 128 + (ks % 4) * 32), ks > 0, false);
+        wgCommit();
+        for (int64_t ks = 0; ks < K / 16; ++ks)
+          wgmmaRegA(oacc, ArrayRef<Value>(sFrag).slice(4 * ks, 4),
+                    descPlus(qDesc, (ks / 4) * C * 128 + (ks % 4) * 32), ks > 0, false);
+        wgCommit();
+        // U^T (U: [V tile / 16][C][16], rows of 16 V columns) in the
+        // accumulators' layout, while they run: ldmatrix.trans of the 8x8
+        // tiles (t rows, 8 columns of v) gives n-tiles j and j + 1 of this
+        // warp's 16 rows, lane l addressing row l % 8 of tile l / 8.
+        SmallVector<Value> u(nT * 4);
+        {
+          Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
+          Value ub = stagePtr(c, L.ub);
+          for (int64_t j = 0; j < nT; j += 2) {
+            Value t = add(mul(add(cI32(j), divu(mi, cI32(2))), cI32(8)), r);
+            Value at = add(mul(wl, cI32(C * 16)), add(mul(t, cI32(16)), mul(remu(mi, cI32(2)), cI32(8))));
+            SmallVector<Value> x = ldsm(gep(ub, opType, at), 4, /*trans=*/true);
+            auto pairTy = VectorType::get({2}, opType);
+            for (int64_t i = 0; i < 4; ++i) {
+              Value pair = LLVM::BitcastOp::create(b, pairTy, x[i]);
+              int64_t at2 = 4 * (j + i / 2) + 2 * (i % 2);
+              u[at2] = toF32(elt(pair, 0));
+              u[at2 + 1] = toF32(elt(pair, 1));
+            }
           }
         }
-      }
-      wgWait(1, vacc);
-      for (int64_t i = 0; i < nT * 4; ++i)
-        vacc[i] = fsub(u[i], vacc[i]);
-      SmallVector<Value> vFrag;
-      for (int64_t ks = 0; ks < C / 16; ++ks)
-        for (Value a : fragment(vacc, ks))
-          vFrag.push_back(a);
-      // recurRawQK: token t's factors, after P and G_last in the stage.
-      Value factors = gep(stagePtr(c, L.pb), i8, cI32(C * C * 2 + 16));
-      auto byColumn = [&](SmallVector<Value> &x, int64_t which) {
-        for (int64_t j = 0; j < nT; ++j)
-          for (int64_t e = 0; e < 4; ++e)
-            x[4 * j + e] = fmul(x[4 * j + e],
-                                load(f32, factors, add(cI32(which * C), wgCol(j, e)), 4));
-      };
-      // The state step's A: V'^T, or V'^T diag(fk) where it meets raw k.
-      SmallVector<Value> kFrag;
-      if (raw) {
-        byColumn(vacc, 1);
+        wgWait(1, vacc);
+        for (int64_t i = 0; i < nT * 4; ++i)
+          vacc[i] = fsub(u[i], vacc[i]);
+        SmallVector<Value> vFrag;
         for (int64_t ks = 0; ks < C / 16; ++ks)
           for (Value a : fragment(vacc, ks))
-            kFrag.push_back(a);
-      }
-      // S^T = e^G_last S^T + V'^T Kd (Kd's 64-column blocks MN-major),
-      // then O^T += V'^T P^T.
-      SmallVector<Value> fenced(S), frags(vFrag);
-      frags.append(kFrag);
-      fenced.append(oacc);
-      wgFenceAll(fenced, frags);
-      std::copy(fenced.begin(), fenced.begin() + sRegs, S.begin());
-      std::copy(fenced.begin() + sRegs, fenced.end(), oacc.begin());
-      std::copy(frags.begin(), frags.begin() + vFrag.size(), vFrag.begin());
-      if (raw)
-        kFrag.assign(frags.begin() + vFrag.size(), frags.end());
-      else
-        kFrag = vFrag;
-      Value kdDesc = smemDesc(stageAddr(c, L.kd), mnMajor), pDesc = smemDesc(stageAddr(c, L.pb), kMajor);
-      for (int64_t kb = 0; kb < kBlocks; ++kb) {
-        SmallVector<Value> block(S.begin() + kb * nT * 4, S.begin() + (kb + 1) * nT * 4);
-        for (int64_t ks = 0; ks < C / 16; ++ks)
-          wgmmaRegA(block, ArrayRef<Value>(kFrag).slice(4 * ks, 4),
-                    descPlus(kdDesc, kb * C * 128 + ks * 2048), true, /*transB=*/true);
-        std::copy(block.begin(), block.end(), S.begin() + kb * nT * 4);
-      }
-      wgCommit();
-      if (raw) {
-        // O^T's first product (raw q) is complete once the state step is
-        // the only group in flight: scale it by column (fq), then add V'^T P^T.
-        wgWait(1, oacc);
-        byColumn(oacc, 0);
-        wgFenceAll(oacc, vFrag);
-      }
-      for (int64_t ks = 0; ks < C / 16; ++ks)
-        wgmmaRegA(oacc, ArrayRef<Value>(vFrag).slice(4 * ks, 4), descPlus(pDesc, ks * 32), true,
-                  false);
-      wgCommit();
-      wgWait(1, S);
-      wgWait(0, oacc);
-      // O^T of chunk c, transposed, into buffer `parity` once the output
-      // warpgroup has stored chunk c - 2 from it.
-      ifThen(cmp(arith::CmpIPredicate::sge, sub(c, c0), cI32(2)),
-             [&] { namedSync(add(cI32(kTrODone), parity), both); });
-      {
-        Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
-        for (int64_t j0 = 0; j0 < nT; j0 += 2) {
-          Value t = add(mul(add(cI32(j0), divu(mi, cI32(2))), cI32(8)), r);
-          Value v = add(mul(wl, cI32(16)), mul(remu(mi, cI32(2)), cI32(8)));
-          SmallVector<Value> ops{add(oStage(parity), add(mul(t, cI32(oRow)), mul(v, cI32(2))))};
-          for (int64_t i = 0; i < 4; ++i) {
-            int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
-            ops.push_back(packI32(oacc[at], oacc[at + 1]));
-          }
-          ptx("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
-              "r,r,r,r,r", ops);
+            vFrag.push_back(a);
+        // recurRawQK: token t's factors, after P and G_last in the stage.
+        Value factors = gep(stagePtr(c, L.pb), i8, cI32(C * C * 2 + 16));
+        auto byColumn = [&](SmallVector<Value> &x, int64_t which) {
+          for (int64_t j = 0; j < nT; ++j)
+            for (int64_t e = 0; e < 4; ++e)
+              x[4 * j + e] = fmul(x[4 * j + e],
+                                  load(f32, factors, add(cI32(which * C), wgCol(j, e)), 4));
+        };
+        // The state step's A: V'^T, or V'^T diag(fk) where it meets raw k.
+        SmallVector<Value> kFrag;
+        if (raw) {
+          byColumn(vacc, 1);
+          for (int64_t ks = 0; ks < C / 16; ++ks)
+            for (Value a : fragment(vacc, ks))
+              kFrag.push_back(a);
         }
+        // S^T = e^G_last S^T + V'^T Kd (Kd's 64-column blocks MN-major),
+        // then O^T += V'^T P^T.
+        SmallVector<Value> fenced(S), frags(vFrag);
+        frags.append(kFrag);
+        fenced.append(oacc);
+        wgFenceAll(fenced, frags);
+        std::copy(fenced.begin(), fenced.begin() + sRegs, S.begin());
+        std::copy(fenced.begin() + sRegs, fenced.end(), oacc.begin());
+        std::copy(frags.begin(), frags.begin() + vFrag.size(), vFrag.begin());
+        if (raw)
+          kFrag.assign(frags.begin() + vFrag.size(), frags.end());
+        else
+          kFrag = vFrag;
+        Value kdDesc = smemDesc(stageAddr(c, L.kd), mnMajor), pDesc = smemDesc(stageAddr(c, L.pb), kMajor);
+        for (int64_t kb = 0; kb < kBlocks; ++kb) {
+          SmallVector<Value> block(S.begin() + kb * nT * 4, S.begin() + (kb + 1) * nT * 4);
+          for (int64_t ks = 0; ks < C / 16; ++ks)
+            wgmmaRegA(block, ArrayRef<Value>(kFrag).slice(4 * ks, 4),
+                      descPlus(kdDesc, kb * C * 128 + ks * 2048), true, /*transB=*/true);
+          std::copy(block.begin(), block.end(), S.begin() + kb * nT * 4);
+        }
+        wgCommit();
+        if (raw) {
+          // O^T's first product (raw q) is complete once the state step is
+          // the only group in flight: scale it by column (fq), then add V'^T P^T.
+          wgWait(1, oacc);
+          byColumn(oacc, 0);
+          wgFenceAll(oacc, vFrag);
+        }
+        for (int64_t ks = 0; ks < C / 16; ++ks)
+          wgmmaRegA(oacc, ArrayRef<Value>(vFrag).slice(4 * ks, 4), descPlus(pDesc, ks * 32), true,
+                    false);
+        wgCommit();
+        wgWait(1, S);
+        wgWait(0, oacc);
+        // O^T of chunk c, transposed, into buffer `parity` once the output
+        // warpgroup has stored chunk c - 2 from it.
+        ifThen(cmp(arith::CmpIPredicate::sge, sub(c, c0), cI32(2)),
+               [&] { namedSync(add(cI32(kTrODone), parity), both); });
+        {
+          Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
+          for (int64_t j0 = 0; j0 < nT; j0 += 2) {
+            Value t = add(mul(add(cI32(j0), divu(mi, cI32(2))), cI32(8)), r);
+            Value v = add(mul(wl, cI32(16)), mul(remu(mi, cI32(2)), cI32(8)));
+            SmallVector<Value> ops{add(oStage(parity), add(mul(t, cI32(oRow)), mul(v, cI32(2))))};
+            for (int64_t i = 0; i < 4; ++i) {
+              int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
+              ops.push_back(packI32(oacc[at], oacc[at + 1]));
+            }
+            ptx("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
+                "r,r,r,r,r", ops);
+          }
+        }
+        namedArrive(add(cI32(kTrOReady), parity), both);
+        scf::YieldOp::create(b, S);
       }
-      namedArrive(add(cI32(kTrOReady), parity), both);
-      scf::YieldOp::create(b, S);
-    }
-    return SmallVector<Value>(loop.getResults());
+      return SmallVector<Value>(loop.getResults());
     });
     syncLastRounds(kTrODone, c0, c1, both); // every oDone round completes
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
@@ -320,47 +334,47 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       waitForChunks();
     Value u = sub(tid, cI32(128));
     forms({}, [&](bool raw) -> SmallVector<Value> {
-    if (raw) // the first chunks' stages, one per stage the launch granted
-      for (int64_t i = 0; i < 3; ++i) {
-        Value c = add(c0, cI32(i));
-        ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
-                    cmp(arith::CmpIPredicate::slt, c, c1)),
-               [&] { rawCopies(c, u); });
-      }
-    auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value c = loop.getInductionVar();
-    Value parity = remu(sub(c, c0), cI32(2));
-    namedSync(add(cI32(kTrOReady), parity), both);
-    if (raw) {
-      Value ahead = add(c, stages);
-      ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { rawCopies(ahead, u); });
-    } else {
-      ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
+      if (raw) // the first chunks' stages, one per stage the launch granted
+        for (int64_t i = 0; i < 3; ++i) {
+          Value c = add(c0, cI32(i));
+          ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
+                      cmp(arith::CmpIPredicate::slt, c, c1)),
+                 [&] { rawCopies(c, u); });
+        }
+      auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value c = loop.getInductionVar();
+      Value parity = remu(sub(c, c0), cI32(2));
+      namedSync(add(cI32(kTrOReady), parity), both);
+      if (raw) {
         Value ahead = add(c, stages);
-        ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
-      });
-    }
-    Value t0, rows;
-    std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
-    // 16 bytes per lane, 8 lanes per row (o and its token stride are
-    // 16-byte aligned: the host checks both).
-    Value staged = gep(base, i8, add(cI32(L.st), mul(parity, cI32(oBytes))));
-    Value seg = remu(u, cI32(8));
-    Value first = add(add(mul(t0, param(pOStride)), mul(toI64(q.hv), cI64(s.v))),
-                      toI64(add(q.v0, mul(seg, cI32(8)))));
-    auto vecTy = VectorType::get({8}, s.ioType);
-    for (int64_t i = 0; i < C * BV / 8 / 128; ++i) {
-      Value row = add(divu(u, cI32(8)), cI32(16 * i));
-      ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
-        Value x = LLVM::LoadOp::create(
-            b, vecTy, gep(staged, i8, add(mul(row, cI32(oRow)), mul(seg, cI32(16)))), 16);
-        storeVec(x, param(pO), s.ioType, add(first, mul(toI64(row), param(pOStride))), 16);
-      });
-    }
-    namedArrive(add(cI32(kTrODone), parity), both);
-    return {};
+        ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { rawCopies(ahead, u); });
+      } else {
+        ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
+          Value ahead = add(c, stages);
+          ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
+        });
+      }
+      Value t0, rows;
+      std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
+      // 16 bytes per lane, 8 lanes per row (o and its token stride are
+      // 16-byte aligned: the host checks both).
+      Value staged = gep(base, i8, add(cI32(L.st), mul(parity, cI32(oBytes))));
+      Value seg = remu(u, cI32(8));
+      Value first = add(add(mul(t0, param(pOStride)), mul(toI64(q.hv), cI64(s.v))),
+                        toI64(add(q.v0, mul(seg, cI32(8)))));
+      auto vecTy = VectorType::get({8}, s.ioType);
+      for (int64_t i = 0; i < C * BV / 8 / 128; ++i) {
+        Value row = add(divu(u, cI32(8)), cI32(16 * i));
+        ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
+          Value x = LLVM::LoadOp::create(
+              b, vecTy, gep(staged, i8, add(mul(row, cI32(oRow)), mul(seg, cI32(16)))), 16);
+          storeVec(x, param(pO), s.ioType, add(first, mul(toI64(row), param(pOStride))), 16);
+        });
+      }
+      namedArrive(add(cI32(kTrODone), parity), both);
+      return {};
     });
   }
 }
