@@ -315,6 +315,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
       };
       const EmittedKernel *chunks = part("_chunks");
       const EmittedKernel *queue = part("_queue");
+      const EmittedKernel *chunksRaw = part("_chunks_raw");
       if (!chunks)
         continue;
       // One table entry per recur kernel, in dispatch order.
@@ -343,9 +344,10 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             (recur.overlapBlocksPerSM > 0 && queue
                  ? ", " + std::to_string(recur.overlapBlocksPerSM) + ", &" + queue->name +
                        "_kernel"
-                 : recur.rawQK ? ", 0, nullptr" : "") +
-            // recur reads raw q and k where the host asks (qk_raw).
-            (recur.rawQK ? ", true" : "") +
+                 : recur.rawQK && chunksRaw ? ", 0, nullptr" : "") +
+            // recur reads raw q and k where the host asks (qk_raw), after
+            // chunks' form that writes the factors instead of Qg and Kd.
+            (recur.rawQK && chunksRaw ? ", &" + chunksRaw->name + "_kernel" : "") +
             "},\n";
       }
     }

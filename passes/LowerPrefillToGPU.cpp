@@ -270,6 +270,15 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     if (plan.warpgroupChunks && overlaps &&
         failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
+    // chunks' form for the recur that reads raw q and k (recurRawQK, on
+    // the tile-64 variant): only where that recur exists.
+    PrefillPlan rawPlan = plan;
+    rawPlan.chunksRawQK = true;
+    if (k == wgmma && plan.warpgroupChunks &&
+        llvm::any_of(recurs, [](const Recur &r) { return r.tile == 64; }) &&
+        failed(emit("chunks", rawPlan, "_raw", 0, builder.getArrayAttr(groups[k]),
+                    moduleSuffix(k))))
+      return failure();
   }
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.tile);

@@ -15,8 +15,8 @@
 // results rather than their operands (1 / |k_j| goes into the WY factor
 // A_w = A diag(beta e^G / |k|)), so the products start as soon as q and k
 // have landed and run while the warps compute the norms and write Qg and
-// Kd (with `qk_raw`, only their per-row factors: the transposed recur
-// scales raw q and k itself, PrefillPlan::recurRawQK). P leaves through a
+// Kd (the `_chunks_raw` form only their per-row factors: the transposed
+// recur scales raw q and k itself, PrefillPlan::recurRawQK). P leaves through a
 // staging image and a bulk copy, W and U through the images of k and v,
 // which their products free block by block.
 //
@@ -107,11 +107,11 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // recurrence's Qg = scale Q e^G / |q| and Kd = K e^(G_last - G) / |k|
   // straight to the workspace (one vector store per lane). Each warp takes
   // two rows per step: the four butterfly sums (q and k of each) are
-  // independent chains of shuffles, interleaved. Where recur scales raw q
-  // and k itself (qk_raw: PrefillPlan::recurRawQK), only each row's factor
-  // goes out, after P and G_last in region 6: one loop per case, so that
-  // the common one carries no branch per row.
-  auto normRows = [&](bool raw) {
+  // independent chains of shuffles, interleaved. In the `_chunks_raw` form
+  // (PrefillPlan::chunksRawQK: recur scales raw q and k itself) only each
+  // row's factor goes out, after P and G_last in region 6.
+  {
+    bool raw = plan.chunksRawQK;
     int64_t epl = K / 32, rowsPerStep = 2;
     Value qg = tileOf(4), kd = tileOf(5);
     Value col = mul(lane, cI32(epl));
@@ -163,16 +163,6 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
         row = LLVM::InsertElementOp::create(b, row, toOp(fmul(p.x[e], factor)), cI32(e));
       storeVec(row, q ? qg : kd, opType, workTileAt(q ? 4 : 5, p.i, col), epl * 2);
     }
-  };
-  if (queued) {
-    normRows(false); // the overlapped launch's recur reads Qg and Kd
-  } else {
-    auto rawOn = scf::IfOp::create(b, qkRaw(), true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(rawOn.thenBlock());
-    normRows(true);
-    b.setInsertionPointToStart(rawOn.elseBlock());
-    normRows(false);
   }
   wgWait(0, acc);
   barrier(); // the inverses are stored; q's image is free

@@ -357,7 +357,7 @@ private:
   /// recur: whether this call is overlapped (the `overlap` parameter).
   Value overlapped() { return cmp(arith::CmpIPredicate::ne, param(pOverlap), cI32(0)); }
   /// The call's transposed recur reads raw q and k (PrefillPlan::recurRawQK
-  /// and the host's `qk_raw`), so chunks writes no Qg and Kd.
+  /// and the host's `qk_raw`): chunks ran as `_chunks_raw`, without Qg, Kd.
   Value qkRaw() { return cmp(arith::CmpIPredicate::ne, param(pQkRaw), cI32(0)); }
   /// recur, one thread: waits until item `ch` (chunk * HV + head) is
   /// published, when the call is overlapped.

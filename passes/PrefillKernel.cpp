@@ -192,9 +192,7 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // The queue's loop (PrefillOverlap.cpp) has ptxas take more registers
   // than chunks' single item (108 against 79 at K = V = 128): hold it to
   // three blocks per SM, which it fits without spilling.
-  // chunks' warpgroup form too: with both forms of its norm loop (qk_raw)
-  // ptxas would otherwise take 89.
-  if (part == "queue" || (part == "chunks" && plan.warpgroupChunks))
+  if (part == "queue")
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());

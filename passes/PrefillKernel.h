@@ -62,8 +62,8 @@ constexpr int64_t kPrefillInlineSequences = 32;
 ///   [N + 1] int32 or int64 per cu_is_i64 (null: N rows of T / N tokens);
 ///   work: the workspace; error_flag: int32 set to 1 on bad device data;
 ///   overlap: the SMs left to recur in the overlapped launch (0: not
-///   overlapped); qk_raw: recur reads raw q and k, chunks skips Qg and Kd
-///   (PrefillPlan::recurRawQK).
+///   overlapped); qk_raw: recur reads raw q and k (PrefillPlan::recurRawQK;
+///   the host launches chunks' `_chunks_raw` form with it).
 llvm::ArrayRef<KernelParam> prefillKernelParams();
 
 /// What the prefill kernels are specialised for, read from the chunk IR.
@@ -141,6 +141,9 @@ struct PrefillPlan {
   /// `qk_raw` parameter), chunks then writes no Qg and Kd: 32 of the 72
   /// KiB per (chunk, value head) it would write and recur read.
   bool recurRawQK = false;
+  /// chunks' form beside it (`_chunks_raw`, launched with qk_raw): writes
+  /// each row's factor fq or fk after P instead of the scaled rows Qg, Kd.
+  bool chunksRawQK = false;
   /// recur of the overlapped launch (PrefillOverlap.cpp; sm_90a, the
   /// transposed recur beside warpgroupChunks, on the variants the plan
   /// marks): chunks' queue form takes its items from a queue in workspace

@@ -145,7 +145,7 @@ const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
 }
 
 bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
-  if (!v.rawQK || forced < 0)
+  if (!v.chunksRaw || forced < 0)
     return false;
   return forced > 0 || (sms > 0 && recurGrid >= sms);
 }
@@ -368,19 +368,22 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   int32_t chunks = (int32_t)maxChunks(v, a.T, a.N);
   float scale = a.scale;
   int32_t overlap = (int32_t)overlapSMs;
-  // recur reads raw q and k (chunks then skips Qg and Kd) where its grid
-  // fills a wave and the code loaded has that form; never overlapped.
-  // DELTAC_PREFILL_QK_RAW=0|1 turns it off or on wherever it can be (tests).
+  // recur reads raw q and k, after chunks' `_chunks_raw` form (factors
+  // instead of Qg and Kd), where its grid fills a wave and both kernels
+  // run altTarget's code; never overlapped. DELTAC_PREFILL_QK_RAW=0|1 turns
+  // it off or on wherever it can be (tests).
   static const int forcedRaw = [] {
     const char *e = std::getenv("DELTAC_PREFILL_QK_RAW");
     return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
   }();
-  int32_t qkRaw = overlapSMs == 0 && chosen->altTarget &&
-                          chosen->recur->imageTarget() == chosen->altTarget &&
-                          useRawQK(*chosen, a.N * a.HV * int64_t(chosen->valueTiles), sms,
-                                   forcedRaw)
-                      ? 1
-                      : 0;
+  int32_t qkRaw = 0;
+  if (overlapSMs == 0 && chosen->altTarget &&
+      chosen->recur->imageTarget() == chosen->altTarget &&
+      useRawQK(*chosen, a.N * a.HV * int64_t(chosen->valueTiles), sms, forcedRaw)) {
+    if (!chosen->chunksRaw->load(&error))
+      return {DELTAC_CUDA_ERROR, error};
+    qkRaw = chosen->chunksRaw->imageTarget() == chosen->altTarget ? 1 : 0;
+  }
   void *params[] = {&q,     &k,    &vv,    &o,    &g,     &beta,   &aLog,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
@@ -394,7 +397,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // whose blocks take items from the queue (those on the SMs left to recur
   // leave).
   unsigned chunksGrid = (unsigned)(chunks * a.HV);
-  Kernel *chunksKernel = overlapSMs > 0 ? chosen->queue : chosen->chunks;
+  Kernel *chunksKernel = overlapSMs > 0 ? chosen->queue
+                         : qkRaw         ? chosen->chunksRaw
+                                         : chosen->chunks;
   if (overlapSMs > 0) {
     int64_t regionBytes = 0;
     int64_t at = prefillOverlapRegion(v, a.T, a.N, a.HV, &regionBytes);

@@ -10,6 +10,7 @@
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_queue_images;
+extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_v16_images;
@@ -18,6 +19,7 @@ extern const deltac_rt::KernelImages fla_kv_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_queue_images;
+extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_v16_images;
@@ -32,6 +34,7 @@ extern const deltac_rt::KernelImages fla_kv_256_k256_v256_decode_small_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_queue_images;
+extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_v16_images;
@@ -40,6 +43,7 @@ extern const deltac_rt::KernelImages fla_vk_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_queue_images;
+extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_v16_images;
@@ -54,6 +58,7 @@ extern const deltac_rt::KernelImages fla_vk_256_k256_v256_decode_small_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_queue_images;
+extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_v16_images;
@@ -62,6 +67,7 @@ extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_queue_images;
+extern const deltac_rt::KernelImages serving_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_v16_images;
@@ -70,6 +76,7 @@ extern const deltac_rt::KernelImages serving_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_queue_images;
+extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_v16_images;
@@ -81,6 +88,7 @@ namespace {
 deltac_rt::Kernel fla_kv_k64_v64_prefill_prep_kernel(fla_kv_k64_v64_prefill_prep_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_kernel(fla_kv_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_queue_kernel(fla_kv_k64_v64_prefill_queue_images);
+deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_raw_kernel(fla_kv_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_kernel(fla_kv_k64_v64_prefill_recur_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v32_kernel(fla_kv_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v16_kernel(fla_kv_k64_v64_prefill_recur_v16_images);
@@ -89,6 +97,7 @@ deltac_rt::Kernel fla_kv_k64_v64_decode_small_kernel(fla_kv_k64_v64_decode_small
 deltac_rt::Kernel fla_kv_k128_v128_prefill_prep_kernel(fla_kv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_kernel(fla_kv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_queue_kernel(fla_kv_k128_v128_prefill_queue_images);
+deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_raw_kernel(fla_kv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_kernel(fla_kv_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v32_kernel(fla_kv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v16_kernel(fla_kv_k128_v128_prefill_recur_v16_images);
@@ -103,6 +112,7 @@ deltac_rt::Kernel fla_kv_256_k256_v256_decode_small_kernel(fla_kv_256_k256_v256_
 deltac_rt::Kernel fla_vk_k64_v64_prefill_prep_kernel(fla_vk_k64_v64_prefill_prep_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_kernel(fla_vk_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_queue_kernel(fla_vk_k64_v64_prefill_queue_images);
+deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_raw_kernel(fla_vk_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_kernel(fla_vk_k64_v64_prefill_recur_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v32_kernel(fla_vk_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v16_kernel(fla_vk_k64_v64_prefill_recur_v16_images);
@@ -111,6 +121,7 @@ deltac_rt::Kernel fla_vk_k64_v64_decode_small_kernel(fla_vk_k64_v64_decode_small
 deltac_rt::Kernel fla_vk_k128_v128_prefill_prep_kernel(fla_vk_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_kernel(fla_vk_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_queue_kernel(fla_vk_k128_v128_prefill_queue_images);
+deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_raw_kernel(fla_vk_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_kernel(fla_vk_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v32_kernel(fla_vk_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v16_kernel(fla_vk_k128_v128_prefill_recur_v16_images);
@@ -125,6 +136,7 @@ deltac_rt::Kernel fla_vk_256_k256_v256_decode_small_kernel(fla_vk_256_k256_v256_
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_prep_kernel(fla_kv_f16_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_kernel(fla_kv_f16_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_queue_kernel(fla_kv_f16_k128_v128_prefill_queue_images);
+deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_raw_kernel(fla_kv_f16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_kernel(fla_kv_f16_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v32_kernel(fla_kv_f16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v16_kernel(fla_kv_f16_k128_v128_prefill_recur_v16_images);
@@ -133,6 +145,7 @@ deltac_rt::Kernel fla_kv_f16_k128_v128_decode_small_kernel(fla_kv_f16_k128_v128_
 deltac_rt::Kernel serving_k128_v128_prefill_prep_kernel(serving_k128_v128_prefill_prep_images);
 deltac_rt::Kernel serving_k128_v128_prefill_chunks_kernel(serving_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel serving_k128_v128_prefill_queue_kernel(serving_k128_v128_prefill_queue_images);
+deltac_rt::Kernel serving_k128_v128_prefill_chunks_raw_kernel(serving_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_kernel(serving_k128_v128_prefill_recur_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_v32_kernel(serving_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_v16_kernel(serving_k128_v128_prefill_recur_v16_images);
@@ -141,6 +154,7 @@ deltac_rt::Kernel serving_k128_v128_decode_small_kernel(serving_k128_v128_decode
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_prep_kernel(serving_bf16_k128_v128_prefill_prep_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_kernel(serving_bf16_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_queue_kernel(serving_bf16_k128_v128_prefill_queue_images);
+deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_raw_kernel(serving_bf16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_kernel(serving_bf16_k128_v128_prefill_recur_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v32_kernel(serving_bf16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v16_kernel(serving_bf16_k128_v128_prefill_recur_v16_images);
@@ -274,10 +288,10 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 57360, 1, &fla_kv_k64_v64_prefill_queue_kernel, true},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 57360, 1, &fla_kv_k64_v64_prefill_queue_kernel, &fla_kv_k64_v64_prefill_chunks_raw_kernel},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 2, 2, 2048, 57856, 103168, 42240, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 57360},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2048, 57856, 89856, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 57360},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &fla_kv_k128_v128_prefill_queue_kernel, true},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &fla_kv_k128_v128_prefill_queue_kernel, &fla_kv_k128_v128_prefill_chunks_raw_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 2, 2048, 74240, 160512, 66816, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 73744},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
 };
@@ -332,10 +346,10 @@ extern "C" int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 57360, 1, &fla_vk_k64_v64_prefill_queue_kernel, true},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2048, 57856, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 57360, 1, &fla_vk_k64_v64_prefill_queue_kernel, &fla_vk_k64_v64_prefill_chunks_raw_kernel},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 128, 2, 2, 2048, 57856, 103168, 42240, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 57360},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 4, 0, 2048, 57856, 89856, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 57360},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &fla_vk_k128_v128_prefill_queue_kernel, true},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &fla_vk_k128_v128_prefill_queue_kernel, &fla_vk_k128_v128_prefill_chunks_raw_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 128, 4, 2, 2048, 74240, 160512, 66816, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 73744},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
 };
@@ -390,7 +404,7 @@ extern "C" int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_f16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, true},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel},
     {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 2, 2048, 74240, 160512, 66816, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 73744},
     {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
 };
@@ -418,7 +432,7 @@ extern "C" int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant serving_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &serving_k128_v128_prefill_queue_kernel, true},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &serving_k128_v128_prefill_queue_kernel, &serving_k128_v128_prefill_chunks_raw_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 128, 4, 2, 2048, 74240, 160512, 66816, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 73744},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
 };
@@ -446,7 +460,7 @@ extern "C" int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int
 
 namespace {
 const deltac_rt::PrefillVariant serving_bf16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &serving_bf16_k128_v128_prefill_queue_kernel, true},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &serving_bf16_k128_v128_prefill_queue_kernel, &serving_bf16_k128_v128_prefill_chunks_raw_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 128, 4, 2, 2048, 74240, 160512, 66816, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 73744},
     {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
 };

@@ -96,9 +96,10 @@ TEST(PrefillDispatch, ScalarGateTile64FromAQuarterWave) {
 TEST(PrefillDispatch, RawQKWhereRecurFillsAWave) {
   // sm_90a's transposed recur reading raw q and k (qk_raw): where its grid
   // N * HV * valueTiles fills the SMs once; forced (DELTAC_PREFILL_QK_RAW=1)
-  // wherever the code has it, -1 never; never without the form.
+  // wherever the code has it, -1 never; never without chunks' raw form.
+  deltac_rt::Kernel *chunksRaw = reinterpret_cast<deltac_rt::Kernel *>(&chunksRaw);
   deltac_rt::PrefillVariant tile64 = variant(128, 128, 2, 1);
-  tile64.rawQK = true;
+  tile64.chunksRaw = chunksRaw;
   const int sms = 132; // H200
   EXPECT_TRUE(deltac_rt::useRawQK(tile64, 8 * 32 * 2, sms, 0));   // varlen 8 x HV32
   EXPECT_TRUE(deltac_rt::useRawQK(tile64, 132, sms, 0));
@@ -107,7 +108,7 @@ TEST(PrefillDispatch, RawQKWhereRecurFillsAWave) {
   EXPECT_TRUE(deltac_rt::useRawQK(tile64, 64, sms, 1));
   EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, sms, -1));
   EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, 0, 0)); // SM count not known
-  tile64.rawQK = false;
+  tile64.chunksRaw = nullptr; // a library without the raw form
   EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, sms, 0));
   EXPECT_FALSE(deltac_rt::useRawQK(tile64, 512, sms, 1));
 }

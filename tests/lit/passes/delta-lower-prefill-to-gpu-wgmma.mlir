@@ -31,6 +31,10 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.dynamic_smem = 73744
 // CHECK-SAME: nvvm.minctasm = 3
+// chunks' form beside the recur that reads raw q and k: the same block.
+// CHECK: gpu.func @qwen_k128_v128_prefill_chunks_raw(
+// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.dynamic_smem = 73744
 
 // Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
 // (two stages, one more where the device has room; at V tile 64 without
@@ -121,7 +125,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-NOT: wgmma.mma_async
 
-// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 73744, 1, &qwen_k128_v128_prefill_queue_kernel, true},
+// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 73744, 1, &qwen_k128_v128_prefill_queue_kernel, &qwen_k128_v128_prefill_chunks_raw_kernel},
 // TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
 
 // The transposed recur has a second form, taken per call by qk_raw
@@ -129,6 +133,12 @@ module attributes {delta.targets = ["sm_90a"]} {
 // raw q and k rows by cp.async into the ring, arriving on the stage's
 // mbarrier when they land; the chain fences them for wgmma. The other V
 // tiles have no such form.
+// chunks' raw form writes each row's factor (one 4-byte store per row by
+// lane 0) instead of the scaled rows (8 bytes per lane).
+// RAW: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
+// RAW-SAME: st.global.v2.b32
+// RAW: gpu.binary @qwen_k128_v128_prefill_chunks_raw_gpu
+// RAW-NOT: st.global.v2.b32
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_gpu
 // RAW-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_v32_gpu
