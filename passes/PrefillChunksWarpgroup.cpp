@@ -16,9 +16,9 @@
 // A_w = A diag(beta e^G / |k|)), so the products start as soon as q and k
 // have landed and run while the warps compute the norms and write Qg and
 // Kd (the `_chunks_raw` form only their per-row factors: the transposed
-// recur scales raw q and k itself, PrefillPlan::recurRawQK). P leaves through a
-// staging image and a bulk copy, W and U through the images of k and v,
-// which their products free block by block.
+// recur scales raw q and k itself, PrefillPlan::recurRawQK). P leaves
+// through a staging image and a bulk copy, W and U through the images of
+// k and v, which their products free block by block.
 //
 //===----------------------------------------------------------------------===//
 
