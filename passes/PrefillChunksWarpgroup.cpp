@@ -67,15 +67,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // token: their norms' inverses and beta are 0, so nothing of them reaches
   // a result.
   auto copyImage = [&](int64_t to, Value src, Value stride, Value headOffset, int64_t width) {
-    int64_t pieces = width / 8;
-    Value dst = ptrAt(to);
-    threadLoop(C * pieces, [&](Value i) {
-      Value r = divu(i, cI32(pieces)), col = mul(remu(i, cI32(pieces)), cI32(8));
-      Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
-      Value from = gep(src, s.ioType, add(add(mul(tok, stride), headOffset), toI64(col)));
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                    ValueRange{gep(dst, opType, swizzledAt(r, col, C)), from});
-    }, /*unroll=*/true);
+    copySwizzledRows(ptrAt(to), src, stride, headOffset, width, t0, rows);
   };
   Value qkOffset = mul(toI64(site.h), cI64(K));
   copyImage(L.qs, param(pQ), param(pQStride), qkOffset, K);

@@ -408,8 +408,10 @@ private:
   /// The warpgroup forms' ring: chunk c's operands into its stage (at
   /// `base`, the aligned shared memory), one thread's five bulk copies
   /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.
+  /// rawQK (the transposed recur's raw form): no Qg and Kd, and P comes
+  /// with the factors fq, fk after G_last.
   void copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
-                 const RecurSequence &q, Value c);
+                 const RecurSequence &q, Value c, bool rawQK = false);
   /// Thread 0 initialises the ring's three stage mbarriers at `base` (each
   /// phase completing after `arrivals` arrivals and its bytes), then a
   /// block barrier.
@@ -770,6 +772,23 @@ private:
       Value at = toI64(mul(i, cI32(8)));
       LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
                                     ValueRange{gep(dst, opType, at), gep(from, opType, at)});
+    }, /*unroll=*/true);
+  }
+  /// Starts copying a chunk's rows (token t0 on, `rows` of them real) of
+  /// one head of q, k or v (`width` 16-bit columns at `headOffset`, tokens
+  /// `stride` apart) by 16-byte cp.async into a 128-byte-swizzled image at
+  /// `dst` ([width / 64][C][64]), every piece in flight at once. Rows past
+  /// the sequence copy its chunk's first token: the callers' factors are
+  /// 0 there, so nothing of them reaches a result.
+  void copySwizzledRows(Value dst, Value src, Value stride, Value headOffset, int64_t width,
+                        Value t0, Value rows) {
+    int64_t pieces = width / 8, C = s.chunk;
+    threadLoop(C * pieces, [&](Value i) {
+      Value r = divu(i, cI32(pieces)), col = mul(remu(i, cI32(pieces)), cI32(8));
+      Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
+      Value from = gep(src, s.ioType, add(add(mul(tok, stride), headOffset), toI64(col)));
+      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                    ValueRange{gep(dst, opType, swizzledAt(r, col, C)), from});
     }, /*unroll=*/true);
   }
   void commitCopies() {

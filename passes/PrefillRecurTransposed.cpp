@@ -82,39 +82,17 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // whose factors are 0 there.
   int64_t rawArrivals = 128 + 1;
   auto rawCopies = [&](Value c, Value u) {
-    Value ch = chunkHead(c, q.hv);
-    std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
-    auto from = [&](int64_t which) {
-      return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
-    };
-    int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16 + 2 * C * 4, uBytes = C * BV * 2;
-    Value bar = barOf(c);
-    ifThen(cmp(arith::CmpIPredicate::eq, u, cI32(0)), [&] {
-      if (plan.chunkFlags)
-        awaitChunk(ch); // overlapped: chunks may still be computing this chunk
-      mbarArriveExpect(bar, kBytes + pBytes + uBytes);
-      bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
-      bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
-      bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
-    });
+    ifThen(cmp(arith::CmpIPredicate::eq, u, cI32(0)),
+           [&] { copyStage(L, ring, base, q, c, /*rawQK=*/true); });
     Value t0, rows;
     std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
-    Value h = divu(q.hv, divu(param(pHV), param(pH)));
-    Value qkOffset = mul(toI64(h), cI64(K));
-    int64_t pieces = K / 8;
-    for (int which = 0; which < 2; ++which) {
-      Value src = param(which ? pK : pQ), stride = param(which ? pKStride : pQStride);
-      Value dst = stagePtr(c, which ? L.kd : L.qgb);
-      for (int64_t i = 0; i < C * pieces / 128; ++i) {
-        Value at = add(u, cI32(128 * i));
-        Value r = divu(at, cI32(pieces)), col = mul(remu(at, cI32(pieces)), cI32(8));
-        Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
-        Value fromRow = gep(src, s.ioType, add(add(mul(tok, stride), qkOffset), toI64(col)));
-        LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                      ValueRange{gep(dst, opType, swizzledAt(r, col, C)), fromRow});
-      }
+    Value qkOffset = mul(toI64(divu(q.hv, divu(param(pHV), param(pH)))), cI64(K));
+    {
+      WarpRole outputs(*this, 4, 4); // the output warpgroup's 128 threads
+      copySwizzledRows(stagePtr(c, L.qgb), param(pQ), param(pQStride), qkOffset, K, t0, rows);
+      copySwizzledRows(stagePtr(c, L.kd), param(pK), param(pKStride), qkOffset, K, t0, rows);
     }
-    ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(bar)});
+    ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(barOf(c))});
   };
   auto copies = [&](Value c) { copyStage(L, ring, base, q, c); };
   // The A fragment of k step ks from m64nN accumulators `acc` (n-tiles

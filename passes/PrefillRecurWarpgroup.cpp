@@ -44,7 +44,7 @@ enum WarpgroupBarrier : int64_t { kStateOnly = 1, kWgSReady = 2, kWgVReady = 4, 
                                   kWgADone = 8 };
 
 void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
-                               const RecurSequence &q, Value c) {
+                               const RecurSequence &q, Value c, bool rawQK) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   bool kda = s.rule == Rule::kda;
   Type i8 = b.getI8Type();
@@ -56,14 +56,17 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   auto from = [&](int64_t which) {
     return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
   };
-  int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16, uBytes = C * BV * 2;
+  int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16 + (rawQK ? 2 * C * 4 : 0),
+          uBytes = C * BV * 2;
   Value bar = gep(base, i64, ringSlot(ring, c));
   if (plan.chunkFlags)
     awaitChunk(ch); // overlapped: chunks may still be computing this chunk
-  mbarArriveExpect(bar, 3 * kBytes + pBytes + uBytes + (kda ? K * 4 : 0));
+  mbarArriveExpect(bar, (rawQK ? 1 : 3) * kBytes + pBytes + uBytes + (kda ? K * 4 : 0));
   bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
-  bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
-  bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
+  if (!rawQK) {
+    bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
+    bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
+  }
   bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
   // U in 16-column tiles: the V tile's are one block at column v0.
   bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);

@@ -10,6 +10,13 @@
 
 namespace deltac_rt {
 namespace {
+// A tuning and test switch read from the environment: -1 for "0", 1 for
+// "1", 0 when unset or anything else (the dispatch decides).
+int envSwitch(const char *name) {
+  const char *e = std::getenv(name);
+  return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
+}
+
 int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 
 int64_t maxChunks(const PrefillVariant &v, int64_t T, int64_t N) {
@@ -291,10 +298,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // The overlapped launch (chooseOverlapVariant), where the device runs the
   // code that has it and programmatic launches are on. Tuning and tests:
   // DELTAC_PREFILL_OVERLAP=0 never, =1 wherever the code has it.
-  static const int forcedOverlap = [] {
-    const char *e = std::getenv("DELTAC_PREFILL_OVERLAP");
-    return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
-  }();
+  static const int forcedOverlap = envSwitch("DELTAC_PREFILL_OVERLAP");
   int64_t overlapSMs = 0;
   if (programmaticLaunches()) {
     if (const PrefillVariant *o = chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
@@ -372,10 +376,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // instead of Qg and Kd), where its grid fills a wave and both kernels
   // run altTarget's code; never overlapped. DELTAC_PREFILL_QK_RAW=0|1 turns
   // it off or on wherever it can be (tests).
-  static const int forcedRaw = [] {
-    const char *e = std::getenv("DELTAC_PREFILL_QK_RAW");
-    return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
-  }();
+  static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
   int32_t qkRaw = 0;
   if (overlapSMs == 0 && chosen->altTarget &&
       chosen->recur->imageTarget() == chosen->altTarget &&
