@@ -67,3 +67,8 @@ func.func @f() attributes {delta.min_blocks_per_sm = -1} { return }
 
 // expected-error @+1 {{'delta.dynamic_smem_stage' must be a non-negative integer}}
 func.func @f() attributes {delta.dynamic_smem_stage = -1} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.recur_raw_qk' must be a unit attribute}}
+func.func @f() attributes {delta.recur_raw_qk = 1} { return }
