@@ -322,34 +322,9 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
       for (const EmittedKernel &recur : kernels) {
         StringRef rest = recur.name;
         if (!rest.consume_front(base + "_recur") ||
-            !(rest.empty() || rest.starts_with("_v")) || rest.ends_with("_pair"))
+            !(rest.empty() || rest.starts_with("_v")))
           continue;
         ++count;
-        // The table entry's optional tail, in PrefillVariant's order: the
-        // overlapped launch (its bound and chunks' queue form), chunks' raw
-        // q/k form, the paired recur and its launch values.
-        const EmittedKernel *pair = part(StringRef(recur.name).drop_front(base.size()).str() + "_pair");
-        std::vector<std::string> tail;
-        if (recur.overlapBlocksPerSM > 0 && queue) {
-          tail.push_back(std::to_string(recur.overlapBlocksPerSM));
-          tail.push_back("&" + queue->name + "_kernel");
-        } else {
-          tail.push_back("0");
-          tail.push_back("nullptr");
-        }
-        tail.push_back(recur.rawQK && chunksRaw ? "&" + chunksRaw->name + "_kernel" : "nullptr");
-        if (pair) {
-          tail.push_back("&" + pair->name + "_kernel");
-          tail.push_back(std::to_string(pair->altTarget.empty() ? pair->threads : pair->altThreads));
-          tail.push_back(std::to_string(pair->altTarget.empty() ? pair->smem : pair->altSmem));
-          tail.push_back(
-              std::to_string(pair->altTarget.empty() ? pair->smemStage : pair->altSmemStage));
-        }
-        while (!tail.empty() && (tail.back() == "nullptr" || tail.back() == "0"))
-          tail.pop_back(); // the members' defaults
-        std::string tailText;
-        for (const std::string &x : tail)
-          tailText += ", " + x;
         variants +=
             "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) + ", " +
             std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) + ", " +
@@ -363,7 +338,17 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             ", " + std::to_string(recur.smem) + ", " +
             std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
             chunks->name + "_kernel, &" + recur.name + "_kernel" +
-            altValues(*chunks, recur) + tailText + "},\n";
+            altValues(*chunks, recur) +
+            // The overlapped launch: its variant's bound and chunks' queue
+            // form (passes/PrefillOverlap.cpp).
+            (recur.overlapBlocksPerSM > 0 && queue
+                 ? ", " + std::to_string(recur.overlapBlocksPerSM) + ", &" + queue->name +
+                       "_kernel"
+                 : recur.rawQK && chunksRaw ? ", 0, nullptr" : "") +
+            // recur reads raw q and k where the host asks (qk_raw), after
+            // chunks' form that writes the factors instead of Qg and Kd.
+            (recur.rawQK && chunksRaw ? ", &" + chunksRaw->name + "_kernel" : "") +
+            "},\n";
       }
     }
     if (count == 0)

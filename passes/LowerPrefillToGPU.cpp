@@ -294,18 +294,6 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
                       moduleSuffix(k), overlap)))
         return failure();
-      // Beside sm_90a's tile-64 transposed recur, its paired form over
-      // tiles of 128 (PrefillPlan::pairedRecur), which the host takes per
-      // call: the same flags where the tile-64 one waits for them.
-      if (plan.transposedRecur && r.tile == 64 && prefillPairFits(spec)) {
-        PrefillPlan pair = planPrefill(spec, r.tile, threads);
-        pair.bulkCopies = pair.gridDependency = true;
-        usePairedRecur(pair, spec);
-        pair.chunkFlags = plan.chunkFlags;
-        if (failed(emit("recur", pair, suffix + "_pair", r.minBlocks,
-                        builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
-          return failure();
-      }
     }
   }
   func.erase();

@@ -84,7 +84,7 @@ bool mlir::delta::prefillWarpgroupFits(const PrefillSpec &spec, ArrayRef<int64_t
 }
 
 void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) {
-  plan.transposedRecur = spec.rule != Rule::kda && (plan.valueTile == 64 || plan.pairedRecur);
+  plan.transposedRecur = spec.rule != Rule::kda && plan.valueTile == 64;
   RecurWarpgroupSmem L(spec, plan.valueTile, plan.transposedRecur);
   plan.warpgroupRecur = true;
   plan.recurThreads = 256; // the state warpgroup, then the output warpgroup
@@ -97,19 +97,6 @@ void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) 
     plan.chunksSmem = ChunksWarpgroupSmem(spec).total;
   }
   plan.recurRawQK = plan.transposedRecur && plan.warpgroupChunks;
-}
-
-bool mlir::delta::prefillPairFits(const PrefillSpec &spec) {
-  return spec.rule != Rule::kda && spec.chunk == 64 && (spec.k == 64 || spec.k == 128) &&
-         spec.v % 128 == 0;
-}
-
-void mlir::delta::usePairedRecur(PrefillPlan &plan, const PrefillSpec &spec) {
-  plan.valueTile = 128;
-  plan.pairedRecur = true;
-  useWarpgroupRecur(plan, spec);
-  plan.recurThreads = 384; // two chain warpgroups, then the output warpgroup
-  plan.recurRawQK = false;
 }
 
 bool mlir::delta::targetHasWarpgroupMma(StringRef chip) { return chip == "sm_90a"; }
@@ -207,10 +194,6 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // three blocks per SM, which it fits without spilling.
   if (part == "queue")
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
-  // The paired recur's setmaxnreg budgets (PrefillRecurTransposed.cpp):
-  // without .minnctapersm ptxas allocates as if they were not there.
-  if (part == "recur" && plan.pairedRecur)
-    func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(1));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
   Value smem = LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(ctx, 3), smemName);

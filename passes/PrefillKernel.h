@@ -133,13 +133,6 @@ struct PrefillPlan {
   /// size as warpgroupRecur, which it implies; O^T's staging buffers take
   /// the place of the S^T and V'^T images (RecurWarpgroupSmem).
   bool transposedRecur = false;
-  /// The transposed recur over a V tile of 128 (valueTile 128): two chain
-  /// warpgroups, one per 64 columns, share each ring stage and one output
-  /// warpgroup (384 threads; setmaxnreg gives the chains 232 registers).
-  /// Half the blocks of tile 64 read each chunk's W, Qg, Kd and P once per
-  /// two chains. Emitted beside the tile-64 recur as `<recur>_pair`
-  /// (usePairedRecur); the host chooses per call.
-  bool pairedRecur = false;
   /// The transposed recur beside warpgroupChunks reads the raw q and k rows
   /// itself (cp.async into its ring) and scales them in registers by the
   /// per-token factors chunks leaves after P (fq = scale e^G / |q|,
@@ -172,12 +165,6 @@ bool prefillWarpgroupFits(const PrefillSpec &spec, llvm::ArrayRef<int64_t> tiles
 /// Turns `plan` (of its V tile) into the warpgroup form: recur's block
 /// size and shared memory (RecurWarpgroupSmem), chunks' swizzled writes.
 void useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec);
-
-/// Whether the spec has the paired transposed recur (PrefillPlan::pairedRecur):
-/// scalar gate, C = 64, K of 64 or 128, V a multiple of 128.
-bool prefillPairFits(const PrefillSpec &spec);
-/// Turns `plan` into the paired form of the warpgroup recur (V tile 128).
-void usePairedRecur(PrefillPlan &plan, const PrefillSpec &spec);
 
 /// Whether `chip` has wgmma (sm_90a only: sm_100a has tcgen05 instead).
 bool targetHasWarpgroupMma(llvm::StringRef chip);

@@ -54,18 +54,13 @@ enum TransposedBarrier : int64_t { kTrOReady = 2, kTrODone = 4 };
 void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   RecurWarpgroupSmem L(s, BV, /*transposed=*/true);
-  // PrefillPlan::pairedRecur: two chain warpgroups, one per 64 columns of
-  // the 128-column V tile, share each stage and the output warpgroup.
-  int64_t chains = plan.pairedRecur ? 2 : 1;
-  int64_t kBlocks = K / 64, both = 128 * (chains + 1);
+  int64_t kBlocks = K / 64, both = 256;
   bool gated = s.rule == Rule::gated;
   Type i8 = b.getI8Type();
   const uint64_t kMajor = wgmmaKMajor, mnMajor = wgmmaDescHigh(C * 128, 1024);
   const int64_t oRow = L.oRow, oBytes = L.oBytes; // O^T's staging buffers
 
   Value wl = remu(warp, cI32(4)); // the warp in its warpgroup
-  // A chain warpgroup's first column in the V tile.
-  Value chainCol = chains == 2 ? mul(divu(warp, cI32(4)), cI32(64)) : cI32(0);
   Value base, aligned;
   std::tie(base, aligned) = alignedSmem();
   Value c0 = q.c0, c1 = q.c1;
@@ -135,26 +130,20 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     return SmallVector<Value>(op.getResults());
   };
   initRingBarriers(base, hasRaw ? sel(rawOn, cI32(rawArrivals), cI32(1)) : Value());
-  auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4 * chains)), true);
+  auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
 
   // The chain's warpgroup: S^T in K / 64 accumulator blocks of m64n64
   // (row: column of the V tile, column: K index).
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
-    // Paired: 384 threads leave ptxas 168 registers each at launch; the
-    // output warpgroup gives back all but 56, so each chain warpgroup has
-    // 224 (2 * 224 + 56 = 504 of 512 per thread slot; ptxas spills the
-    // output warpgroup's loop at 40).
-    if (chains == 2)
-      ptx("setmaxnreg.inc.sync.aligned.u32 224;", "", {});
     int64_t nT = 8, sRegs = kBlocks * nT * 4;
     SmallVector<Value> S = initialStateOrZero(q.readOk, sRegs, [&](auto &vals) {
       for (int64_t kb = 0; kb < kBlocks; ++kb)
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t e = 0; e < 4; ++e)
             vals.push_back(loadInitialState(
-                q.stateIndex(q.inSlot, add(cI32(64 * kb), wgCol(j, e)), add(chainCol, wgRow(wl, e)))));
+                q.stateIndex(q.inSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e))));
     });
     if (plan.gridDependency) // chunks' results are read from here on
       waitForChunks();
@@ -209,10 +198,9 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         {
           Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
           Value ub = stagePtr(c, L.ub);
-          Value slab = add(wl, divu(chainCol, cI32(16))); // the warp's 16 columns
           for (int64_t j = 0; j < nT; j += 2) {
             Value t = add(mul(add(cI32(j), divu(mi, cI32(2))), cI32(8)), r);
-            Value at = add(mul(slab, cI32(C * 16)), add(mul(t, cI32(16)), mul(remu(mi, cI32(2)), cI32(8))));
+            Value at = add(mul(wl, cI32(C * 16)), add(mul(t, cI32(16)), mul(remu(mi, cI32(2)), cI32(8))));
             SmallVector<Value> x = ldsm(gep(ub, opType, at), 4, /*trans=*/true);
             auto pairTy = VectorType::get({2}, opType);
             for (int64_t i = 0; i < 4; ++i) {
@@ -289,7 +277,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
           Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
           for (int64_t j0 = 0; j0 < nT; j0 += 2) {
             Value t = add(mul(add(cI32(j0), divu(mi, cI32(2))), cI32(8)), r);
-            Value v = add(add(chainCol, mul(wl, cI32(16))), mul(remu(mi, cI32(2)), cI32(8)));
+            Value v = add(mul(wl, cI32(16)), mul(remu(mi, cI32(2)), cI32(8)));
             SmallVector<Value> ops{add(oStage(parity), add(mul(t, cI32(oRow)), mul(v, cI32(2))))};
             for (int64_t i = 0; i < 4; ++i) {
               int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
@@ -311,7 +299,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       for (int64_t j = 0; j < nT; ++j)
         for (int64_t e = 0; e < 4; ++e)
           storeFinalState(S[kb * nT * 4 + 4 * j + e], [&] {
-            return q.stateIndex(q.outSlot, add(cI32(64 * kb), wgCol(j, e)), add(chainCol, wgRow(wl, e)));
+            return q.stateIndex(q.outSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e));
           });
   }
 
@@ -320,11 +308,9 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
-    if (chains == 2)
-      ptx("setmaxnreg.dec.sync.aligned.u32 56;", "", {});
     if (plan.gridDependency) // its refills read chunks' results
       waitForChunks();
-    Value u = sub(tid, cI32(128 * chains));
+    Value u = sub(tid, cI32(128));
     forms({}, [&](bool raw) -> SmallVector<Value> {
       if (raw) // the first chunks' stages, one per stage the launch granted
         for (int64_t i = 0; i < 3; ++i) {
@@ -343,23 +329,22 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         Value ahead = add(c, stages);
         ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { rawCopies(ahead, u); });
       } else {
-        ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128 * chains)), [&] {
+        ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
           Value ahead = add(c, stages);
           ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { copies(ahead); });
         });
       }
       Value t0, rows;
       std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
-      // 16 bytes per lane, BV / 8 lanes per row (o and its token stride
-      // are 16-byte aligned: the host checks both).
-      int64_t rowLanes = BV / 8, passRows = 128 / rowLanes;
+      // 16 bytes per lane, 8 lanes per row (o and its token stride are
+      // 16-byte aligned: the host checks both).
       Value staged = gep(base, i8, add(cI32(L.st), mul(parity, cI32(oBytes))));
-      Value seg = remu(u, cI32(rowLanes));
+      Value seg = remu(u, cI32(8));
       Value first = add(add(mul(t0, param(pOStride)), mul(toI64(q.hv), cI64(s.v))),
                         toI64(add(q.v0, mul(seg, cI32(8)))));
       auto vecTy = VectorType::get({8}, s.ioType);
       for (int64_t i = 0; i < C * BV / 8 / 128; ++i) {
-        Value row = add(divu(u, cI32(rowLanes)), cI32(passRows * i));
+        Value row = add(divu(u, cI32(8)), cI32(16 * i));
         ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
           Value x = LLVM::LoadOp::create(
               b, vecTy, gep(staged, i8, add(mul(row, cI32(oRow)), mul(seg, cI32(16)))), 16);

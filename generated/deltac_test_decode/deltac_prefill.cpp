@@ -137,7 +137,7 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
 const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
                                            int64_t N, int64_t HV, int sms,
-                                           int forced, int forcedPair) {
+                                           int forced) {
   if (forced < 0)
     return nullptr;
   for (int i = 0; i < count; ++i) {
@@ -145,22 +145,10 @@ const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
     if (c.K != K || c.V != V || c.overlapBlocksPerSM <= 0 || !c.queue)
       continue;
     // Every recur block needs an SM of its own beside chunks' blocks.
-    int64_t grid = recurGridOf(c, N, HV, usePairedRecur(c, 0, sms, true, forcedPair));
-    if (forced > 0 || 4 * grid <= c.overlapBlocksPerSM * int64_t(sms))
+    if (forced > 0 || 4 * N * HV * int64_t(c.valueTiles) <= c.overlapBlocksPerSM * int64_t(sms))
       return &c;
   }
   return nullptr;
-}
-
-bool usePairedRecur(const PrefillVariant &v, int64_t recurGrid, int sms, bool overlapped,
-                    int forced) {
-  if (!v.recurPair || forced < 0)
-    return false;
-  return forced > 0 || overlapped || (sms > 0 && recurGrid > sms);
-}
-
-int64_t recurGridOf(const PrefillVariant &v, int64_t N, int64_t HV, bool paired) {
-  return N * HV * int64_t(v.valueTiles) / (paired ? 2 : 1);
 }
 
 bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
@@ -311,12 +299,10 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // code that has it and programmatic launches are on. Tuning and tests:
   // DELTAC_PREFILL_OVERLAP=0 never, =1 wherever the code has it.
   static const int forcedOverlap = envSwitch("DELTAC_PREFILL_OVERLAP");
-  // DELTAC_PREFILL_PAIR=0|1: recur's paired form never / wherever it can be.
-  static const int forcedPair = envSwitch("DELTAC_PREFILL_PAIR");
   int64_t overlapSMs = 0;
   if (programmaticLaunches()) {
     if (const PrefillVariant *o = chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
-                                                       sms, forcedOverlap, forcedPair)) {
+                                                       sms, forcedOverlap)) {
       // The queue kernel has only the code of altTarget (sm_90a): load it
       // only where recur (and chunks) run that code.
       if (!o->chunks->load(&error) || !o->recur->load(&error))
@@ -326,8 +312,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         if (!o->queue->load(&error))
           return {DELTAC_CUDA_ERROR, error};
         chosen = o;
-        overlapSMs = overlapReservedSMs(
-            recurGridOf(*o, a.N, a.HV, usePairedRecur(*o, 0, sms, true, forcedPair)), sms);
+        overlapSMs = overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
         // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
         static const long forcedSMs = [] {
           const char *e = std::getenv("DELTAC_PREFILL_OVERLAP_SMS");
@@ -368,22 +353,6 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                                    " code; their workspace layouts differ"};
   PrefillVariant launched =
       forImages(*chosen, chosen->chunks->imageTarget(), chosen->recur->imageTarget());
-  // recur's paired form (altTarget's code only): its block and shared memory.
-  bool altRecur = chosen->altTarget && chosen->recur->imageTarget() == chosen->altTarget;
-  bool paired = altRecur && usePairedRecur(*chosen, recurGridOf(*chosen, a.N, a.HV, false), sms,
-                                           overlapSMs > 0, forcedPair);
-  Kernel *recurKernel = chosen->recur;
-  if (paired) {
-    if (!chosen->recurPair->load(&error))
-      return {DELTAC_CUDA_ERROR, error};
-    if (chosen->recurPair->imageTarget() != chosen->altTarget)
-      return {DELTAC_UNSUPPORTED, "prefill: recur's paired form loaded the " +
-                                      chosen->recurPair->imageTarget() + " code"};
-    recurKernel = chosen->recurPair;
-    launched.recurThreads = chosen->recurPairThreads;
-    launched.smemRecur = chosen->smemRecurPair;
-    launched.smemRecurStage = chosen->smemRecurPairStage;
-  }
   int perBlock = 0;
   if (launched.smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
     return {DELTAC_CUDA_ERROR, error};
@@ -409,8 +378,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // it off or on wherever it can be (tests).
   static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
   int32_t qkRaw = 0;
-  if (overlapSMs == 0 && altRecur && !paired &&
-      useRawQK(*chosen, recurGridOf(*chosen, a.N, a.HV, false), sms, forcedRaw)) {
+  if (overlapSMs == 0 && chosen->altTarget &&
+      chosen->recur->imageTarget() == chosen->altTarget &&
+      useRawQK(*chosen, a.N * a.HV * int64_t(chosen->valueTiles), sms, forcedRaw)) {
     if (!chosen->chunksRaw->load(&error))
       return {DELTAC_CUDA_ERROR, error};
     qkRaw = chosen->chunksRaw->imageTarget() == chosen->altTarget ? 1 : 0;
@@ -422,7 +392,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // recur's sm_90 code is a programmatic dependent of chunks: it may start
   // while chunks' last blocks run, and waits for their results itself
   // (PrefillPlan::gridDependency). Only that code may be launched so.
-  bool dependent = recurKernel->loadedCapability() >= 90;
+  bool dependent = chosen->recur->loadedCapability() >= 90;
   // Overlapped (PrefillOverlap.cpp): the queue and flags start at zero, and
   // chunks' queue form runs as a grid of every block the SMs hold at once,
   // whose blocks take items from the queue (those on the SMs left to recur
@@ -450,9 +420,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                              chosen->smemPrep)) ||
       !chunksKernel->launch(chunksGrid, 1, 1, launched.chunksThreads,
                              stream, params, &error, launched.smemChunks) ||
-      !recurKernel->launch((unsigned)recurGridOf(*chosen, a.N, a.HV, paired), 1, 1,
-                           launched.recurThreads, stream, params, &error, recurSmem,
-                           dependent))
+      !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
+                            launched.recurThreads, stream, params, &error,
+                            recurSmem, dependent))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

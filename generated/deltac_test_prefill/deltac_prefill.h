@@ -53,12 +53,6 @@ struct PrefillVariant {
   /// none). The host takes the pair, with `qk_raw` set, where recur's grid
   /// fills a wave (not in the overlapped launch): there its bytes bound it.
   Kernel *chunksRaw = nullptr;
-  /// altTarget's recur in its paired form (the compiler's
-  /// PrefillPlan::pairedRecur): one block per two of this variant's V
-  /// tiles, two chains sharing each chunk's operands (null: none), and its
-  /// block size and shared memory (two stages; one more stage's bytes).
-  Kernel *recurPair = nullptr;
-  unsigned recurPairThreads = 0, smemRecurPair = 0, smemRecurPairStage = 0;
 };
 
 /// The first 256 bytes of workspace region 7 hold the overlapped launch's
@@ -100,20 +94,7 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
 const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
                                            int64_t N, int64_t HV, int sms,
-                                           int forced = 0, int forcedPair = 0);
-
-/// Whether variant `v` (its altTarget code loaded) runs recur in its paired
-/// form (half the blocks, two chains each) for a call whose unpaired recur
-/// grid has `recurGrid` blocks on `sms` SMs: always in the overlapped
-/// launch (its grid then leaves chunks more SMs), else where the unpaired
-/// grid overflows a wave. `forced` (DELTAC_PREFILL_PAIR): 1 wherever the
-/// code has it, -1 never.
-bool usePairedRecur(const PrefillVariant &v, int64_t recurGrid, int sms, bool overlapped,
-                    int forced);
-
-/// recur's grid for variant `v`: N * HV * valueTiles blocks, half as many
-/// paired.
-int64_t recurGridOf(const PrefillVariant &v, int64_t N, int64_t HV, bool paired);
+                                           int forced = 0);
 
 /// Whether recur variant `v` (its altTarget code loaded) reads raw q and k
 /// for a call of `recurGrid` recur blocks on `sms` SMs: where the grid

@@ -12,7 +12,6 @@ extern const deltac_rt::KernelImages gkv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_pair_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_prep_images;
@@ -54,7 +53,6 @@ deltac_rt::Kernel gkv_k128_v128_prefill_chunks_kernel(gkv_k128_v128_prefill_chun
 deltac_rt::Kernel gkv_k128_v128_prefill_queue_kernel(gkv_k128_v128_prefill_queue_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_chunks_raw_kernel(gkv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_kernel(gkv_k128_v128_prefill_recur_images);
-deltac_rt::Kernel gkv_k128_v128_prefill_recur_pair_kernel(gkv_k128_v128_prefill_recur_pair_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_v32_kernel(gkv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_v16_kernel(gkv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel dn_k64_v64_prefill_prep_kernel(dn_k64_v64_prefill_prep_images);
@@ -93,7 +91,7 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_r
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel, &gkv_k128_v128_prefill_recur_pair_kernel, 384, 186368, 74752},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 74240, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 73744, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 2, 2048, 74240, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 73744},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 74240, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
 };

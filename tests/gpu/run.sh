@@ -57,20 +57,12 @@ run_tests() {
   # Every case through the transposed recur that reads raw q and k (chunks
   # writes no Qg and Kd; sm_90a, taken where recur's grid fills a wave),
   # also with one and two ring stages.
-  DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_PAIR=0 DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw.log" 2>&1 || status=1
+  DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_raw.log" | sed 's/^/raw q, k: /'
   for st in 1 2; do
-    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_PAIR=0 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw$st.log" 2>&1 || status=1
+    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw$st.log" 2>&1 || status=1
     grep -E "^(FAIL|==)" "$OUT/prefill_test_raw$st.log" | sed "s/^/raw q, k, $st stage(s): /"
   done
-  # recur's paired form (sm_90a, two chains per block over V tile 128):
-  # every case through it, overlapped and not, and none.
-  DELTAC_PREFILL_PAIR=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_pair.log" 2>&1 || status=1
-  grep -E "^(FAIL|==)" "$OUT/prefill_test_pair.log" | sed 's/^/paired: /'
-  DELTAC_PREFILL_PAIR=1 DELTAC_PREFILL_OVERLAP=0 DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_pair_plain.log" 2>&1 || status=1
-  grep -E "^(FAIL|==)" "$OUT/prefill_test_pair_plain.log" | sed 's/^/paired, not overlapped: /'
-  DELTAC_PREFILL_PAIR=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopair.log" 2>&1 || status=1
-  grep -E "^(FAIL|==)" "$OUT/prefill_test_nopair.log" | sed 's/^/not paired: /'
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'
@@ -104,10 +96,7 @@ run_tests() {
     # two kernels: the launch must then still finish, in order).
     DELTAC_PREFILL_OVERLAP=1 sanitize memcheck prefill_test memcheck_prefill_overlap
     # The raw q/k form's cp.async arrivals on the ring's mbarriers.
-    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_PAIR=0 DELTAC_PREFILL_VALUE_TILE=64 sanitize racecheck prefill_test racecheck_prefill_raw
-    # The paired recur's three warpgroups on one ring (not overlapped).
-    DELTAC_PREFILL_PAIR=1 DELTAC_PREFILL_OVERLAP=0 DELTAC_PREFILL_VALUE_TILE=64 sanitize racecheck prefill_test racecheck_prefill_pair
-    DELTAC_PREFILL_PAIR=1 DELTAC_PREFILL_OVERLAP=0 DELTAC_PREFILL_VALUE_TILE=64 sanitize synccheck prefill_test synccheck_prefill_pair
+    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 sanitize racecheck prefill_test racecheck_prefill_raw
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
