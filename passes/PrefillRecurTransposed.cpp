@@ -248,13 +248,14 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         else
           kFrag = vFrag;
         Value kdDesc = smemDesc(stageAddr(c, L.kd), mnMajor), pDesc = smemDesc(stageAddr(c, L.pb), kMajor);
-        for (int64_t kb = 0; kb < kBlocks; ++kb) {
-          SmallVector<Value> block(S.begin() + kb * nT * 4, S.begin() + (kb + 1) * nT * 4);
-          for (int64_t ks = 0; ks < C / 16; ++ks)
-            wgmmaRegA(block, ArrayRef<Value>(kFrag).slice(4 * ks, 4),
-                      descPlus(kdDesc, kb * C * 128 + ks * 2048), true, /*transB=*/true);
-          std::copy(block.begin(), block.end(), S.begin() + kb * nT * 4);
-        }
+        // One m64nKk16 per k step over all K / 64 blocks of Kd: the
+        // descriptor's leading offset (C * 128 bytes) is the distance from
+        // one 64-column block to the next, and S's registers are the blocks'
+        // accumulators in order. Wider N keeps the tensor cores busier than
+        // a product per block (the chain is bound by them: session 16).
+        for (int64_t ks = 0; ks < C / 16; ++ks)
+          wgmmaRegA(S, ArrayRef<Value>(kFrag).slice(4 * ks, 4), descPlus(kdDesc, ks * 2048), true,
+                    /*transB=*/true);
         wgCommit();
         if (raw) {
           // O^T's first product (raw q) is complete once the state step is

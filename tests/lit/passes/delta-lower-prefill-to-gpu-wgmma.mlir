@@ -104,7 +104,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0;
 // PTX-SAME: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1;
+// The state step: one m64n128k16 per k step over both 64-column blocks of Kd.
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0;
 // PTX-NOT: fence.proxy.async.shared::cta
 // PTX-SAME: st.global.v4.b32
