@@ -251,8 +251,9 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         // One m64nKk16 per k step over all K / 64 blocks of Kd: the
         // descriptor's leading offset (C * 128 bytes) is the distance from
         // one 64-column block to the next, and S's registers are the blocks'
-        // accumulators in order. Wider N keeps the tensor cores busier than
-        // a product per block (the chain is bound by them: session 16).
+        // accumulators in order. Half the instructions of a product per
+        // block; no faster measured (the chain is not bound by how many
+        // wgmma it issues: PERFORMANCE.md, session 16).
         for (int64_t ks = 0; ks < C / 16; ++ks)
           wgmmaRegA(S, ArrayRef<Value>(kFrag).slice(4 * ks, 4), descPlus(kdDesc, ks * 2048), true,
                     /*transB=*/true);
