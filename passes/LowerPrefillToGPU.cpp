@@ -270,12 +270,16 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     if (plan.warpgroupChunks && overlaps &&
         failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
-    // chunks' form for the recur that reads raw q and k (recurRawQK, on
-    // the tile-64 variant): only where that recur exists.
+    // chunks' form for the recur that reads raw q and k: only where one of
+    // the recur variants of this kind is that form (PrefillPlan::recurRawQK).
     PrefillPlan rawPlan = plan;
     rawPlan.chunksRawQK = true;
-    if (k == wgmma && plan.warpgroupChunks &&
-        llvm::any_of(recurs, [](const Recur &r) { return r.tile == 64; }) &&
+    auto readsRaw = [&](const Recur &r) {
+      PrefillPlan recur = planPrefill(spec, r.tile, threads);
+      useWarpgroupRecur(recur, spec);
+      return recur.recurRawQK;
+    };
+    if (k == wgmma && plan.warpgroupChunks && llvm::any_of(recurs, readsRaw) &&
         failed(emit("chunks", rawPlan, "_raw", 0, builder.getArrayAttr(groups[k]),
                     moduleSuffix(k))))
       return failure();

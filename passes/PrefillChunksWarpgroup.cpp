@@ -59,8 +59,8 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   };
   // fq [C], then fk [C] (f32) after P's image and G_last's 16 bytes, in
   // the padding of region 6's slot.
-  auto rawFactorsAt = [&](int64_t which) { return (C * C * 2 + 16) / 4 + which * C; };
-  assert(C * C * 2 + 16 + 2 * C * 4 <= perChunk[5] && "no room for the raw q/k factors");
+  auto rawFactorsAt = [&](int64_t which) { return pGLastBytes(C) / 4 + which * C; };
+  assert(pGLastBytes(C) + rawFactorBytes(C) <= perChunk[5] && "no room for the raw q/k factors");
 
   // (1) The raw q and k rows (one copy group), then v's (another), by
   // cp.async into swizzled images. Padding rows copy the chunk's first
@@ -249,7 +249,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   barrier();
   // P leaves; its copy has read af before the solve stores A there.
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-    bulkStore(tileOf(6), L.af, C * C * 2 + 16);
+    bulkStore(tileOf(6), L.af, pGLastBytes(C));
     ptx("cp.async.bulk.wait_group.read 0;", "", {});
   });
   barrier();

@@ -37,6 +37,13 @@ enum Param {
 };
 
 constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
+
+/// The warpgroup forms' slot of region 6 per (chunk, head), as chunks
+/// writes it and recur's ring stage receives it: P's [C][C] 16-bit image
+/// and G_last's 16 bytes (pGLastBytes), then, for the transposed recur's
+/// raw q/k form, the factors fq [C] and fk [C] as f32 (rawFactorBytes).
+constexpr int64_t pGLastBytes(int64_t C) { return C * C * 2 + 16; }
+constexpr int64_t rawFactorBytes(int64_t C) { return 2 * C * 4; }
 inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 /// Workspace region 7 (the overlapped launch, PrefillOverlap.cpp) starts
 /// with this many bytes of counters; a u32 ready flag per item follows.
@@ -206,7 +213,7 @@ struct RecurWarpgroupSmem {
     wb = take(C * K * 2);
     kd = take(C * K * 2);
     qgb = take(C * K * 2);
-    pb = take(C * C * 2 + 16 + (transposed ? 2 * C * 4 : 0)); // + fq, fk (recurRawQK)
+    pb = take(pGLastBytes(C) + (transposed ? rawFactorBytes(C) : 0)); // + fq, fk (recurRawQK)
     ub = take(C * bv * 2);
     if (s.rule == Rule::kda)
       gl = take(K * 4);
@@ -311,7 +318,7 @@ struct ChunksWarpgroupSmem {
     ab2 = ab1 + C * C * 2;
     ks = take(C * K * 2);
     vs = take(C * V * 2);
-    af = take(std::max(lBytes, C * C * 2 + 16));
+    af = take(std::max(lBytes, pGLastBytes(C)));
     int64_t row = off;
     gam = row, gr = row + C * 4, beta = row + 2 * C * 4, eg = row + 3 * C * 4,
     egl = row + 4 * C * 4, beg = row + 5 * C * 4, rq = row + 6 * C * 4, rk = row + 7 * C * 4;

@@ -219,7 +219,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
           for (Value a : fragment(vacc, ks))
             vFrag.push_back(a);
         // recurRawQK: token t's factors, after P and G_last in the stage.
-        Value factors = gep(stagePtr(c, L.pb), i8, cI32(C * C * 2 + 16));
+        Value factors = gep(stagePtr(c, L.pb), i8, cI32(pGLastBytes(C)));
         auto byColumn = [&](SmallVector<Value> &x, int64_t which) {
           for (int64_t j = 0; j < nT; ++j)
             for (int64_t e = 0; e < 4; ++e)

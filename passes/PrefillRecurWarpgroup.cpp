@@ -56,7 +56,7 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   auto from = [&](int64_t which) {
     return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
   };
-  int64_t kBytes = C * K * 2, pBytes = C * C * 2 + 16 + (rawQK ? 2 * C * 4 : 0),
+  int64_t kBytes = C * K * 2, pBytes = pGLastBytes(C) + (rawQK ? rawFactorBytes(C) : 0),
           uBytes = C * BV * 2;
   Value bar = gep(base, i64, ringSlot(ring, c));
   if (plan.chunkFlags)
