@@ -31,7 +31,8 @@ void PrefillEmitter::chunkItem(Value flat) {
   Value N = param(pN);
   // The chunk map: scanned here (the first block checks cu_seqlens) or
   // prep's offsets.
-  auto [inlineMap, scan] = chunkMap(cmp(arith::CmpIPredicate::eq, flat, cI32(0)));
+  ChunkMap map = chunkMap(cmp(arith::CmpIPredicate::eq, flat, cI32(0)));
+  Value inlineMap = map.inlineMap, scan = map.scan;
   Value total = chunkOffsetOf(inlineMap, scan, N);
   // Inline: the sequence of chunk c is the number of sequences l whose
   // chunks end at or before c (a warp sum).
@@ -67,7 +68,7 @@ void PrefillEmitter::chunkItem(Value flat) {
   }
   Value n = seqOf.getResult(0);
   Value j = sub(c, chunkOffsetOf(inlineMap, scan, n));
-  Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
+  auto [bos, eos] = sequenceBounds(map, n);
   Value t0 = add(bos, mul(toI64(j), cI64(C)));
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
   Value h = divu(hv, divu(param(pHV), param(pH)));

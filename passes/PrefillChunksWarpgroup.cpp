@@ -82,78 +82,81 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   fenceProxyAsync();
   barrier();
 
-  // (2) Q K^T (warpgroup 0) and K K^T (warpgroup 1): one code, the A
-  // operand chosen per warpgroup; in flight while (3) runs.
+  // (2) The norms' inverses from the diagonals of Q Q^T (warpgroup 0) and
+  // K K^T (warpgroup 1) on the tensor cores: a lane-per-element loop over
+  // the rows (loads, squares, a butterfly per row) was a third of the
+  // kernel's instructions. Then each row's scale, fq = scale e^G / |q| and
+  // fk = e^(G_last - G) / |k| (0 on padding rows), for Qg = fq q and
+  // Kd = fk k, or, in the `_chunks_raw` form (PrefillPlan::chunksRawQK:
+  // recur scales raw q and k itself), straight to the workspace after P and
+  // G_last in region 6.
+  bool raw = plan.chunksRawQK;
   Value kDesc = smemDesc(addrAt(L.ks), wgmmaKMajor);
   Value aDesc = sel(first, smemDesc(addrAt(L.qs), wgmmaKMajor), kDesc);
   SmallVector<Value> acc(C / 2, cF32(0.0)); // m64n64: 32 per thread
-  wgFence(acc);
-  for (int64_t ks = 0; ks < K / 16; ++ks) {
-    int64_t off = ks / 4 * C * 128 + ks % 4 * 32;
-    wgmma(acc, descPlus(aDesc, off), descPlus(kDesc, off), /*accumulate=*/ks > 0,
-          /*transA=*/false);
+  auto product = [&](Value bDesc) {
+    wgFence(acc);
+    for (int64_t ks = 0; ks < K / 16; ++ks) {
+      int64_t off = ks / 4 * C * 128 + ks % 4 * 32;
+      wgmma(acc, descPlus(aDesc, off), descPlus(bDesc, off), /*accumulate=*/ks > 0,
+            /*transA=*/false);
+    }
+    wgCommit();
+  };
+  auto storeRowScale = [&](Value row, Value inverse) {
+    Value valid = cmp(arith::CmpIPredicate::slt, row, rows);
+    inverse = sel(valid, inverse, cF32(0.0));
+    store(inverse, sel(first, rq, rk), row, 4);
+    Value factor = fmul(inverse, fmul(load(f32, sel(first, f.eg, f.egl), row, 4),
+                                      sel(first, param(pScale), cF32(1.0))));
+    if (raw)
+      store(factor, tileOf(6),
+            add(sel(first, cI32(rawFactorsAt(0)), cI32(rawFactorsAt(1))), row), 4);
+    else
+      store(factor, sel(first, ptrAt(L.fq), ptrAt(L.fk)), row, 4);
+  };
+  if (s.qkL2Norm) {
+    product(aDesc);
+    wgWait(0, acc);
+    // Element (r, r) of the accumulator: row 16 wl + 8 h + group sits in
+    // column block j = 2 wl + h at column 2 quad + (group % 2) of its 8, so
+    // the lane with quad = group / 2 holds it, in acc[4 j + 2 h + group % 2].
+    Value odd = cmp(arith::CmpIPredicate::ne, remu(group, cI32(2)), cI32(0));
+    Value holds = cmp(arith::CmpIPredicate::eq, quad, divu(group, cI32(2)));
+    for (int64_t h = 0; h < 2; ++h) {
+      Value d = cF32(0.0);
+      for (int64_t w = 0; w < 4; ++w) {
+        int64_t at = 4 * (2 * w + h) + 2 * h;
+        d = sel(cmp(arith::CmpIPredicate::eq, wl, cI32(w)), sel(odd, acc[at + 1], acc[at]), d);
+      }
+      Value row = wgRow(wl, 2 * h);
+      ifThen(holds, [&] { storeRowScale(row, rsqrt(fadd(d, cF32(1e-6)))); });
+    }
+  } else {
+    Value row = remu(tid, cI32(128)); // C = 64: a thread per row of its warpgroup's
+    ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] { storeRowScale(row, cF32(1.0)); });
   }
-  wgCommit();
 
-  // (3) The norms' inverses (0 on padding rows), a warp per row, and the
-  // recurrence's Qg = scale Q e^G / |q| and Kd = K e^(G_last - G) / |k|
-  // straight to the workspace (one vector store per lane). Each warp takes
-  // two rows per step: the four butterfly sums (q and k of each) are
-  // independent chains of shuffles, interleaved. In the `_chunks_raw` form
-  // (PrefillPlan::chunksRawQK: recur scales raw q and k itself) only each
-  // row's factor goes out, after P and G_last in region 6.
-  {
-    bool raw = plan.chunksRawQK;
-    int64_t epl = K / 32, rowsPerStep = 2;
-    Value qg = tileOf(4), kd = tileOf(5);
-    Value col = mul(lane, cI32(epl));
-    auto inVec = VectorType::get({epl}, s.ioType), outVec = VectorType::get({epl}, opType);
-    auto rowLoop = scf::ForOp::create(b, warp, cI32(C), cI32(rowsPerStep * nWarps));
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(rowLoop.getBody());
-    struct RowPass {
-      Value i, valid, at;
-      SmallVector<Value> x;
-      Value ss, scale;
-    };
-    SmallVector<RowPass> passes;
-    for (int64_t r = 0; r < rowsPerStep; ++r) {
-      Value i = add(rowLoop.getInductionVar(), cI32(r * nWarps));
-      Value valid = cmp(arith::CmpIPredicate::slt, i, rows);
-      Value at = swizzledAt(i, col, C);
-      for (int which = 0; which < 2; ++which) {
-        RowPass p{i, valid, at, {}, cF32(0.0), Value()};
-        Value vec = LLVM::LoadOp::create(b, inVec, gep(ptrAt(which ? L.qs : L.ks), opType, at),
-                                         epl * 2);
-        for (int64_t e = 0; e < epl; ++e) {
-          p.x.push_back(toF32(elt(vec, e)));
-          p.ss = fadd(p.ss, fmul(p.x.back(), p.x.back()));
-        }
-        passes.push_back(p);
-      }
-    }
-    for (RowPass &p : passes) {
-      p.scale = s.qkL2Norm ? rsqrt(fadd(xorSum(p.ss, 1, 16), cF32(1e-6))) : cF32(1.0);
-      p.scale = sel(p.valid, p.scale, cF32(0.0));
-    }
-    for (size_t n = 0; n < passes.size(); ++n) {
-      const RowPass &p = passes[n];
-      bool q = n % 2;
-      Value factor = fmul(p.scale, q ? fmul(load(f32, f.eg, p.i, 4), param(pScale))
-                                     : load(f32, f.egl, p.i, 4));
-      // The inverse for the products here.
-      ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)),
-             [&] { store(p.scale, q ? rq : rk, p.i, 4); });
-      if (raw) {
-        ifThen(cmp(arith::CmpIPredicate::eq, lane, cI32(0)), [&] {
-          store(factor, tileOf(6), add(cI32(rawFactorsAt(q ? 0 : 1)), p.i), 4);
-        });
-        continue;
-      }
-      Value row = LLVM::UndefOp::create(b, outVec);
-      for (int64_t e = 0; e < epl; ++e)
-        row = LLVM::InsertElementOp::create(b, row, toOp(fmul(p.x[e], factor)), cI32(e));
-      storeVec(row, q ? qg : kd, opType, workTileAt(q ? 4 : 5, p.i, col), epl * 2);
+  // (3) Q K^T (warpgroup 0) and K K^T (warpgroup 1), in flight while the
+  // rows Qg = fq q and Kd = fk k go to the workspace (not in the raw form),
+  // 16 bytes per thread and step: the workspace tiles have the images'
+  // swizzled layout, so each 16-byte group goes where it was.
+  product(kDesc);
+  barrier(); // the row scales are stored
+  if (!raw) {
+    int64_t groups = C * K / 8, n = nWarps * 32;
+    assert(groups % n == 0 && "a step of 16-byte groups is not one image's");
+    auto vec = VectorType::get({8}, opType);
+    for (int64_t base = 0; base < 2 * groups; base += n) {
+      bool q = base < groups;
+      Value g = add(tid, cI32(base % groups));
+      Value row = remu(divu(g, cI32(8)), cI32(C)), at = mul(g, cI32(8));
+      Value x = LLVM::LoadOp::create(b, vec, gep(ptrAt(q ? L.qs : L.ks), opType, at), 16);
+      Value factor = load(f32, ptrAt(q ? L.fq : L.fk), row, 4);
+      Value y = LLVM::UndefOp::create(b, vec);
+      for (int64_t e = 0; e < 8; ++e)
+        y = LLVM::InsertElementOp::create(b, y, toOp(fmul(toF32(elt(x, e)), factor)), cI32(e));
+      storeVec(y, tileOf(q ? 4 : 5), opType, toI64(at), 16);
     }
   }
   wgWait(0, acc);

@@ -300,10 +300,10 @@ void PrefillEmitter::emitPrep() {
 // The chunk map without prep
 //===----------------------------------------------------------------------===//
 
-Value PrefillEmitter::inlineChunkScan(Value check) {
+ChunkMap PrefillEmitter::inlineChunkScan(Value check) {
   Value N = param(pN);
   Value inside = cmp(arith::CmpIPredicate::ult, lane, N);
-  auto count = scf::IfOp::create(b, TypeRange{i32}, inside, true);
+  auto count = scf::IfOp::create(b, TypeRange{i32, i64, i64}, inside, true);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(count.thenBlock());
@@ -319,16 +319,16 @@ Value PrefillEmitter::inlineChunkScan(Value check) {
                        cmp(arith::CmpIPredicate::ne, add(first, len), param(pT))));
       ifThen(bad, [&] { raiseError(); });
     });
-    scf::YieldOp::create(b, chunksOf(len));
+    scf::YieldOp::create(b, ValueRange{chunksOf(len), first, len});
     b.setInsertionPointToStart(count.elseBlock());
-    scf::YieldOp::create(b, cI32(0));
+    scf::YieldOp::create(b, ValueRange{cI32(0), cI64(0), cI64(0)});
   }
   Value x = count.getResult(0);
   for (int32_t off = 1; off < 32; off *= 2) {
     Value up = gpu::ShuffleOp::create(b, x, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
     x = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), add(x, up), x);
   }
-  return x;
+  return {Value(), x, count.getResult(1), count.getResult(2)};
 }
 
 Value PrefillEmitter::chunkOffset(Value scan, Value n) {
@@ -349,15 +349,37 @@ Value PrefillEmitter::chunkOffsetOf(Value inlineMap, Value scan, Value n) {
   return r.getResult(0);
 }
 
-std::pair<Value, Value> PrefillEmitter::chunkMap(Value check) {
+ChunkMap PrefillEmitter::chunkMap(Value check) {
   Value inlineMap = cmp(arith::CmpIPredicate::sle, param(pN), cI32(kPrefillInlineSequences));
-  auto r = scf::IfOp::create(b, TypeRange{i32}, inlineMap, true);
+  auto r = scf::IfOp::create(b, TypeRange{i32, i64, i64}, inlineMap, true);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(r.thenBlock());
-    scf::YieldOp::create(b, inlineChunkScan(check));
+    ChunkMap m = inlineChunkScan(check);
+    scf::YieldOp::create(b, ValueRange{m.scan, m.first, m.len});
     b.setInsertionPointToStart(r.elseBlock());
-    scf::YieldOp::create(b, cI32(0));
+    scf::YieldOp::create(b, ValueRange{cI32(0), cI64(0), cI64(0)});
   }
-  return {inlineMap, r.getResult(0)};
+  return {inlineMap, r.getResult(0), r.getResult(1), r.getResult(2)};
+}
+
+std::pair<Value, Value> PrefillEmitter::sequenceBounds(const ChunkMap &map, Value n) {
+  // An i64 through two 32-bit shuffles from lane n (uniform: every lane runs them).
+  auto fromLane = [&](Value x) {
+    Value lo = toI32(x), hi = toI32(arith::ShRUIOp::create(b, x, cI64(32)));
+    auto idx = [&](Value v) {
+      return gpu::ShuffleOp::create(b, v, n, cI32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+    };
+    Value wideLo = arith::ExtUIOp::create(b, i64, idx(lo));
+    Value wideHi = arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, idx(hi)), cI64(32));
+    return orI(wideHi, wideLo);
+  };
+  Value bos = fromLane(map.first), len = fromLane(map.len);
+  auto r = scf::IfOp::create(b, TypeRange{i64, i64}, map.inlineMap, true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(r.thenBlock());
+  scf::YieldOp::create(b, ValueRange{bos, add(bos, len)});
+  b.setInsertionPointToStart(r.elseBlock());
+  scf::YieldOp::create(b, ValueRange{cuAt(n), cuAt(add(n, cI32(1)))});
+  return {r.getResult(0), r.getResult(1)};
 }

@@ -290,6 +290,13 @@ struct ChunkSite {
 
 /// chunks' per-row f32 arrays of a scalar gate: the cumulative log decay
 /// G, the raw one, beta, e^G, e^(G_last - G), beta e^G.
+/// The chunk map as a block reads it (PrefillEmitter::chunkMap): whether
+/// it is the inline scan, the scan, and each lane's sequence's first token
+/// and length (i64; 0 when not inline).
+struct ChunkMap {
+  Value inlineMap, scan, first, len;
+};
+
 struct RowFactors {
   Value gam, gr, beta, eg, egl, beg;
 };
@@ -304,7 +311,8 @@ struct RowFactors {
 /// out, then A. Per row: the scalar gate's factors and the norms' inverse
 /// 1 / |q|, 1 / |k|. With K = V = 128, C = 64: 72 KiB, 3 blocks per SM.
 struct ChunksWarpgroupSmem {
-  int64_t qs, ks, vs, af, lf, tmp, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, queue, total;
+  int64_t qs, ks, vs, af, lf, tmp, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, fq, fk, queue,
+      total;
   ChunksWarpgroupSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) {
@@ -322,7 +330,8 @@ struct ChunksWarpgroupSmem {
     int64_t row = off;
     gam = row, gr = row + C * 4, beta = row + 2 * C * 4, eg = row + 3 * C * 4,
     egl = row + 4 * C * 4, beg = row + 5 * C * 4, rq = row + 6 * C * 4, rk = row + 7 * C * 4;
-    off += 8 * C * 4;
+    fq = row + 8 * C * 4, fk = row + 9 * C * 4;
+    off += 10 * C * 4;
     queue = off; // the overlapped launch's next item (PrefillOverlap.cpp)
     off += 16;
     total = 1024 + off;
@@ -573,9 +582,10 @@ private:
 
   /// The chunk map without prep (N <= kPrefillInlineSequences): lane l of
   /// every warp returns the chunks of sequences 0..l (inclusive scan of
-  /// ceil(len / C)); `check` raises the error flag for a bad cu_seqlens,
-  /// as prep does. chunkOffset(scan, n) is sequence n's first chunk.
-  Value inlineChunkScan(Value check);
+  /// ceil(len / C)), and sequence l's first token and length (0 past N);
+  /// `check` raises the error flag for a bad cu_seqlens, as prep does.
+  /// chunkOffset(scan, n) is sequence n's first chunk.
+  ChunkMap inlineChunkScan(Value check);
   /// Chunks of a sequence of `len` tokens (i64; a negative length, which
   /// the checks flag, counts as empty), as i32.
   Value chunksOf(Value len) {
@@ -587,7 +597,11 @@ private:
   /// else from prep's offsets in the workspace.
   Value chunkOffsetOf(Value inlineMap, Value scan, Value n);
   /// The map's source for this call, and the scan (0 when not inline).
-  std::pair<Value, Value> chunkMap(Value check);
+  ChunkMap chunkMap(Value check);
+  /// Sequence n's first and one-past-last token: shuffled from the lanes
+  /// that read them for the inline scan (a dependent global load less at
+  /// each block's start), else read from cu_seqlens.
+  std::pair<Value, Value> sequenceBounds(const ChunkMap &map, Value n);
 
   // Workspace regions (element offsets computed from the call's sizes).
   Value workRegion(int64_t which);

@@ -76,10 +76,11 @@ void PrefillEmitter::emitRecur() {
     Value vcol = toI64(add(v0, col));
     return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
   };
-  auto [inlineMap, scan] = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  Value inlineMap = map.inlineMap, scan = map.scan;
   Value c0 = chunkOffsetOf(inlineMap, scan, n),
         c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));
-  Value bos = cuAt(n), eos = cuAt(add(n, cI32(1)));
+  auto [bos, eos] = sequenceBounds(map, n);
   if (plan.transposedRecur) {
     recurTransposed(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
                                   stateIndex});

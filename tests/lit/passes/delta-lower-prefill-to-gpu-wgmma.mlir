@@ -21,20 +21,20 @@ module attributes {delta.targets = ["sm_90a"]} {
       layout = vk gate = raw beta = sigmoid l2norm chunk = 64 entries = [prefill]
 }
 
-// chunks: 256 threads, ChunksWarpgroupSmem's 72 KiB (three blocks per SM).
+// chunks: 256 threads, ChunksWarpgroupSmem's 72.5 KiB (three blocks per SM).
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
 // CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 73744
+// CHECK-SAME: delta.dynamic_smem = 74256
 // chunks' form for the overlapped launch (PrefillOverlap.cpp): the same
 // block, held to three blocks per SM.
 // CHECK: gpu.func @qwen_k128_v128_prefill_queue(
 // CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 73744
+// CHECK-SAME: delta.dynamic_smem = 74256
 // CHECK-SAME: nvvm.minctasm = 3
 // chunks' form beside the recur that reads raw q and k: the same block.
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks_raw(
 // CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 73744
+// CHECK-SAME: delta.dynamic_smem = 74256
 
 // Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
 // (two stages, one more where the device has room; at V tile 64 without
@@ -56,15 +56,16 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.dynamic_smem_stage = 60416
 
 // chunks copies q, k, v into the swizzled images (the 16-byte group index
-// XORed with the row), runs Q K^T / K K^T as eight k steps of m64n64 from
-// K-major images, W and U 64 columns at a time with B read MN-major
+// XORed with the row), takes the norms from the diagonals of Q Q^T / K K^T
+// and then runs Q K^T / K K^T, each eight k steps of m64n64 from K-major
+// images, W and U 64 columns at a time with B read MN-major
 // (imm-trans-b = 1), each product's result leaving by a bulk copy.
 // PTX: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
 // PTX-NOT: mma.sync
 // PTX-SAME: xor.b32
 // PTX-SAME: cp.async.cg.shared.global
 // PTX-SAME: fence.proxy.async.shared::cta
-// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// PTX-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-SAME: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
 // PTX-SAME: cp.async.bulk.wait_group.read 0
@@ -126,8 +127,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-NOT: wgmma.mma_async
 
-// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 73744, 1, &qwen_k128_v128_prefill_queue_kernel, &qwen_k128_v128_prefill_chunks_raw_kernel},
-// TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 73744},
+// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 74256, 1, &qwen_k128_v128_prefill_queue_kernel, &qwen_k128_v128_prefill_chunks_raw_kernel},
+// TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 74256},
 
 // The transposed recur has a second form, taken per call by qk_raw
 // (PrefillPlan::recurRawQK): every thread of the output warpgroup copies
@@ -135,11 +136,12 @@ module attributes {delta.targets = ["sm_90a"]} {
 // mbarrier when they land; the chain fences them for wgmma. The other V
 // tiles have no such form.
 // chunks' raw form writes each row's factor (one 4-byte store per row by
-// lane 0) instead of the scaled rows (8 bytes per lane).
+// the lane holding its norm) instead of the scaled rows (16 bytes per
+// thread and step).
 // RAW: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
-// RAW-SAME: st.global.v2.b32
+// RAW-SAME: st.global.v4.b32
 // RAW: gpu.binary @qwen_k128_v128_prefill_chunks_raw_gpu
-// RAW-NOT: st.global.v2.b32
+// RAW-NOT: st.global.v4.b32
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_gpu
 // RAW-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_v32_gpu
