@@ -315,12 +315,18 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     namedSync(bar, 128);
     ifThen(cmp(arith::CmpIPredicate::eq, remu(tid, cI32(128)), cI32(0)), [&] {
       bulkStore(tileOf(which), bOff, C * width * 2);
-      // Complete before the block exits (its shared memory is the source)
-      // and, for the overlapped launch's flag, visible beyond the async
-      // proxy (PrefillOverlap.cpp).
-      ptx("cp.async.bulk.wait_group 0;", "", {});
-      if (queued)
+      // The block's shared memory is the source: read before it exits.
+      // The writes themselves complete with the grid, which is all recur
+      // waits for (griddepcontrol.wait, or the stream), so a block leaves
+      // without their round trip; only the overlapped launch's flag
+      // (PrefillOverlap.cpp) needs them complete and visible beyond the
+      // async proxy first.
+      if (queued) {
+        ptx("cp.async.bulk.wait_group 0;", "", {});
         ptx("fence.proxy.async.global;", "", {});
+      } else {
+        ptx("cp.async.bulk.wait_group.read 0;", "", {});
+      }
     });
   };
   {

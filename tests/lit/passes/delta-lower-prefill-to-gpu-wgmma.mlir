@@ -59,7 +59,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // XORed with the row), takes the norms from the diagonals of Q Q^T / K K^T
 // and then runs Q K^T / K K^T, each eight k steps of m64n64 from K-major
 // images, W and U 64 columns at a time with B read MN-major
-// (imm-trans-b = 1), each product's result leaving by a bulk copy.
+// (imm-trans-b = 1), each product's result leaving by a bulk copy that the
+// block waits for only until it has read the shared source.
 // PTX: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
 // PTX-NOT: mma.sync
 // PTX-SAME: xor.b32
@@ -71,7 +72,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: cp.async.bulk.wait_group.read 0
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 1;
 // PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
-// PTX-SAME: cp.async.bulk.wait_group 0
+// PTX-NOT: cp.async.bulk.wait_group 0;
+// PTX-SAME: cp.async.bulk.wait_group.read 0
 // PTX-NOT: fence.acq_rel.gpu
 // The queue: the block's SM (those below `overlap` leave it to recur),
 // items from the queue, and per item, once its results are complete
