@@ -7,18 +7,20 @@
 // ldmatrix, and the products' operand traffic was most of the kernel's
 // shared-memory traffic):
 //
-//   warpgroup 0   P = scale (Q K^T) ⊙ D / (|q_i| |k_j|)   then W = A_w K
-//   warpgroup 1   L = beta_i (K K^T) ⊙ D / (|k_i| |k_j|)  then U = A_u V
+//   warpgroup 0   |q_i| from diag(Q Q^T), then
+//                 P = scale (Q K^T) ⊙ D / (|q_i| |k_j|)   then W = A_w K
+//   warpgroup 1   |k_i| from diag(K K^T), then
+//                 L = beta_i (K K^T) ⊙ D / (|k_i| |k_j|)  then U = A_u V
 //
 // (D_ij = e^(G_i - G_j) below the diagonal.) q, k and v land raw by cp.async
 // in wgmma's 128-byte-swizzled layout; the L2 norms scale the products'
 // results rather than their operands (1 / |k_j| goes into the WY factor
-// A_w = A diag(beta e^G / |k|)), so the products start as soon as q and k
-// have landed and run while the warps compute the norms and write Qg and
-// Kd (the `_chunks_raw` form only their per-row factors: the transposed
-// recur scales raw q and k itself, PrefillPlan::recurRawQK). P leaves
-// through a staging image and a bulk copy, W and U through the images of
-// k and v, which their products free block by block.
+// A_w = A diag(beta e^G / |k|)), so the second products run while the
+// threads write Qg and Kd (the `_chunks_raw` form only their per-row
+// factors: the transposed recur scales raw q and k itself,
+// PrefillPlan::recurRawQK). P leaves through a staging image and a bulk
+// copy, W and U through the images of k and v, which their products free
+// block by block.
 //
 //===----------------------------------------------------------------------===//
 

@@ -308,8 +308,9 @@ struct RowFactors {
 /// MN-major for the WY products). q's region then holds L and the solve's
 /// scratch, then the two WY factors' images; k's and v's receive W and U
 /// block by block as their products consume them; `af` holds P on its way
-/// out, then A. Per row: the scalar gate's factors and the norms' inverse
-/// 1 / |q|, 1 / |k|. With K = V = 128, C = 64: 72 KiB, 3 blocks per SM.
+/// out, then A. Per row: the scalar gate's factors, the norms' inverse
+/// 1 / |q|, 1 / |k|, and the rows' scales fq, fk (Qg = fq q, Kd = fk k).
+/// With K = V = 128, C = 64: 72.5 KiB, 3 blocks per SM.
 struct ChunksWarpgroupSmem {
   int64_t qs, ks, vs, af, lf, tmp, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, fq, fk, queue,
       total;
