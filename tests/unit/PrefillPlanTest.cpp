@@ -381,7 +381,9 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
       EXPECT_LE(L.tmp + 3 * 256 * 4, L.ks);
       EXPECT_LE(L.ab2 + 64 * 64 * 2, L.ks);
       EXPECT_LE(L.af + 64 * 64 * 2 + 16, L.gam); // P and G_last staged in af
-      EXPECT_EQ(L.queue, L.rk + 64 * 4); // the queue kernel's next item
+      EXPECT_EQ(L.fq, L.rk + 64 * 4); // the rows' scales follow the norms
+      EXPECT_EQ(L.fk, L.fq + 64 * 4);
+      EXPECT_EQ(L.queue, L.fk + 64 * 4); // the queue kernel's next item
       EXPECT_EQ(L.total, 1024 + L.queue + 16);
     }
 
