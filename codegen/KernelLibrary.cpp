@@ -190,9 +190,16 @@ std::string gateKind(delta::GateForm gate) {
 /// A variant table entry's tail of alternative launch values
 /// (PrefillVariant::altTarget ...): recur's, then chunks', for the one
 /// target whose code takes them (each kernel's own values where only the
-/// other differs); empty where neither does.
-std::string altValues(const deltac::EmittedKernel &chunks, const deltac::EmittedKernel &recur) {
-  const std::string &target = recur.altTarget.empty() ? chunks.altTarget : recur.altTarget;
+/// other differs); empty where neither does and the entry ends here. A
+/// library for sm_90a alone has the wgmma forms only, whose values differ
+/// from no other's: where the overlapped launch or the raw q/k form
+/// follows (`wgmmaTail`), which run only on altTarget's code, its one
+/// target is named with its own values.
+std::string altValues(const deltac::EmittedKernel &chunks, const deltac::EmittedKernel &recur,
+                      bool wgmmaTail) {
+  std::string target = recur.altTarget.empty() ? chunks.altTarget : recur.altTarget;
+  if (target.empty() && wgmmaTail && recur.ptx.size() == 1)
+    target = recur.ptx.front().first;
   if (target.empty())
     return "";
   auto values = [&](const deltac::EmittedKernel &k, bool stage) {
@@ -338,7 +345,8 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             ", " + std::to_string(recur.smem) + ", " +
             std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
             chunks->name + "_kernel, &" + recur.name + "_kernel" +
-            altValues(*chunks, recur) +
+            altValues(*chunks, recur,
+                      (recur.overlapBlocksPerSM > 0 && queue) || (recur.rawQK && chunksRaw)) +
             // The overlapped launch: its variant's bound and chunks' queue
             // form (passes/PrefillOverlap.cpp).
             (recur.overlapBlocksPerSM > 0 && queue

@@ -17,6 +17,8 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%deltac_src", config.deltac_src_root))
+# The host compiler: generated wrappers must compile (-fsyntax-only).
+config.substitutions.append(("%cxx", config.deltac_cxx))
 
 tool_dirs = [os.path.join(config.deltac_obj_root, "bin"), config.llvm_tools_dir]
 tools = ["deltac-opt", "deltac", "not", "count", "split-file"]

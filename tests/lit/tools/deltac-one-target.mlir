@@ -1,0 +1,10 @@
+// RUN: rm -rf %t && deltac %deltac_src/examples/qwen3_next_gdn.mlir --target=sm_90a -o %t > /dev/null
+// RUN: FileCheck %s < %t/qwen3_next_gdn.cpp
+// RUN: %cxx -std=c++17 -fsyntax-only -I%t %t/qwen3_next_gdn.cpp
+
+// A library for sm_90a alone holds the wgmma forms only, so no other
+// target's launch values differ from theirs; its variant table still names
+// sm_90a as the target whose code takes the overlapped launch (queue) and
+// the raw q/k form, and lists the launch values in their fields' order
+// (the wrapper did not compile when those fields were left out).
+// CHECK: &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, {{[0-9]+}}, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel},
