@@ -484,7 +484,7 @@ void PrefillEmitter::chunkItem(Value flat) {
   }
   barrier();
   // (5) solve_tril (solveTril), blocks above the diagonal zeroed.
-  solveTril(lf, af, region(L.tmp), /*zeroAbove=*/true);
+  solveTril(lf, af, /*zeroAbove=*/true);
   int64_t ldL = C + 4;
   // (6) The WY products take the row factors on A's columns, so K and V
   // are used as loaded: W = (A diag(beta e^G)) K, U = (A diag(beta)) V.
@@ -583,7 +583,7 @@ void PrefillEmitter::scalarGateCumsum(const RowFactors &f) {
   }
 }
 
-void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove) {
+void PrefillEmitter::solveTril(Value lf, Value af, bool zeroAbove) {
   int64_t C = s.chunk;
   int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
   {
@@ -609,7 +609,72 @@ void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove) {
     for (int64_t i = 0; i < 16; ++i)
       store(a[i], af, add(mul(add(base, cI32(i)), cI32(ldL)), add(base, jl)), 4);
   }
-  // Blocks above the diagonal are zero (four columns per thread).
+  barrier();
+  // (b) Doubling: the inverses of the s x s diagonal blocks give those of
+  // the 2s x 2s ones, A_21 = -A_22 (L_21 A_11), all pairs of a level at
+  // once. T = L_21 A_11 is kept in the pair's block above the diagonal
+  // (A_12's place, never read as A). Sums skip the 16-blocks that are zero
+  // (above the diagonal), so each thread's range is fixed by its warp: the
+  // items are ordered so the 16-block that sets it is warp-uniform.
+  for (int64_t sz = 16; 2 * sz <= C; sz *= 2) {
+    int64_t pairs = C / (2 * sz), perPair = sz * sz / 4, blocks = sz / 16;
+    // Item e of a pair: its 16-block (of columns in (1), rows in (2)),
+    // then the element's row and its four columns.
+    auto forItems = [&](bool byColumn,
+                        function_ref<void(Value, int64_t, Value, Value)> body) {
+      threadLoop(pairs * perPair, [&](Value e) {
+        Value p = divu(e, cI32(perPair)), inPair = remu(e, cI32(perPair));
+        Value blk = divu(inPair, cI32(4 * sz)), rest = remu(inPair, cI32(4 * sz));
+        Value r, c;
+        if (byColumn) { // sz rows x 4 column quads of the 16-block
+          r = divu(rest, cI32(4));
+          c = add(mul(blk, cI32(16)), mul(remu(rest, cI32(4)), cI32(4)));
+        } else { // 16 rows of the 16-block x sz / 4 column quads
+          r = add(mul(blk, cI32(16)), divu(rest, cI32(sz / 4)));
+          c = mul(remu(rest, cI32(sz / 4)), cI32(4));
+        }
+        Value p0 = mul(p, cI32(2 * sz)); // the pair's first row and column
+        for (int64_t bc = 0; bc < blocks; ++bc)
+          ifThen(cmp(arith::CmpIPredicate::eq, blk, cI32(bc)), [&] { body(p0, bc, r, c); });
+      });
+    };
+    // sum_{k = kBegin}^{kEnd - 1} left[leftRow][left0 + k] right[right0 + k]
+    // [col .. col + 3], four columns.
+    auto rowTimes = [&](Value left, Value leftRow, Value left0, Value right, Value right0,
+                        Value col, int64_t kBegin, int64_t kEnd) {
+      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
+      for (int64_t kq = kBegin / 4; kq < kEnd / 4; ++kq) {
+        Value l4 = loadF32x4(left, add(mul(leftRow, cI32(ldL)), add(left0, cI32(4 * kq))));
+        for (int64_t kk = 0; kk < 4; ++kk) {
+          Value k = add(right0, cI32(4 * kq + kk));
+          Value a4 = loadF32x4(right, add(mul(k, cI32(ldL)), col));
+          Value l = elt(l4, kk);
+          for (int64_t x = 0; x < 4; ++x)
+            acc[x] = fadd(acc[x], fmul(l, elt(a4, x)));
+        }
+      }
+      return f32x4(acc);
+    };
+    // (1) T = L_21 A_11: A_11's 16-block column bc is zero above row 16 bc.
+    forItems(/*byColumn=*/true, [&](Value p0, int64_t bc, Value r, Value c) {
+      Value t = rowTimes(lf, add(add(p0, cI32(sz)), r), p0, af, p0, add(p0, c), 16 * bc, sz);
+      storeVec(t, af, f32, add(mul(add(p0, r), cI32(ldL)), add(add(p0, cI32(sz)), c)), 16);
+    });
+    barrier();
+    // (2) A_21 = -A_22 T: A_22's 16-block row br is zero right of column
+    // 16 br + 15. T's row k sits in row p0 + k, from column p0 + sz.
+    forItems(/*byColumn=*/false, [&](Value p0, int64_t br, Value r, Value c) {
+      Value rowG = add(add(p0, cI32(sz)), r);
+      Value t = rowTimes(af, rowG, add(p0, cI32(sz)), af, p0, add(add(p0, cI32(sz)), c), 0,
+                         16 * br + 16);
+      Value neg = f32x4({fsub(cF32(0.0), elt(t, 0)), fsub(cF32(0.0), elt(t, 1)),
+                         fsub(cF32(0.0), elt(t, 2)), fsub(cF32(0.0), elt(t, 3))});
+      storeVec(neg, af, f32, add(mul(rowG, cI32(ldL)), add(p0, c)), 16);
+    });
+    barrier();
+  }
+  // Blocks above the diagonal are zero (four columns per thread); they
+  // held the T's until now.
   if (zeroAbove) {
     threadLoop(C * C / 4, [&](Value e) {
       Value i = divu(e, cI32(C / 4)), jj = mul(remu(e, cI32(C / 4)), cI32(4));
@@ -618,48 +683,6 @@ void PrefillEmitter::solveTril(Value lf, Value af, Value tmp, bool zeroAbove) {
         storeVec(f32x4({cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)}), af, f32,
                  add(mul(i, cI32(ldL)), jj), 16);
       });
-    });
-  }
-  barrier();
-  // Each thread owns four adjacent columns of one row of a 16x16 block:
-  // every 16-byte load of L or A feeds four (or sixteen) products.
-  for (int64_t d = 1; d < nb; ++d) {
-    int64_t pairs = nb - d;
-    // T_p = sum_k L_rk A_kc over the block columns c .. r - 1 (r = p + d, c = p).
-    threadLoop(pairs * 64, [&](Value e) {
-      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
-      Value jq = mul(remu(e, cI32(4)), cI32(4));
-      Value rowG = add(mul(add(pIdx, cI32(d)), cI32(16)), ii), colG = add(mul(pIdx, cI32(16)), jq);
-      Value first = mul(pIdx, cI32(16));
-      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
-      for (int64_t kq = 0; kq < 4 * d; ++kq) {
-        Value l4 = loadF32x4(lf, add(mul(rowG, cI32(ldL)), add(first, cI32(4 * kq))));
-        for (int64_t kk = 0; kk < 4; ++kk) {
-          Value a4 = loadF32x4(af, add(mul(add(first, cI32(4 * kq + kk)), cI32(ldL)), colG));
-          Value l = elt(l4, kk);
-          for (int64_t x = 0; x < 4; ++x)
-            acc[x] = fadd(acc[x], fmul(l, elt(a4, x)));
-        }
-      }
-      storeVec(f32x4(acc), tmp, f32, add(mul(pIdx, cI32(256)), add(mul(ii, cI32(16)), jq)), 16);
-    });
-    barrier();
-    // A_rc = -A_rr T_p.
-    threadLoop(pairs * 64, [&](Value e) {
-      Value pIdx = divu(e, cI32(64)), ii = divu(remu(e, cI32(64)), cI32(4));
-      Value jq = mul(remu(e, cI32(4)), cI32(4));
-      Value r0 = mul(add(pIdx, cI32(d)), cI32(16));
-      Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
-      for (int64_t mq = 0; mq < 4; ++mq) {
-        Value a4 = loadF32x4(af, add(mul(add(r0, ii), cI32(ldL)), add(r0, cI32(4 * mq))));
-        for (int64_t mm = 0; mm < 4; ++mm) {
-          Value t4 = loadF32x4(tmp, add(mul(pIdx, cI32(256)), add(mul(cI32(4 * mq + mm), cI32(16)), jq)));
-          Value a = elt(a4, mm);
-          for (int64_t x = 0; x < 4; ++x)
-            acc[x] = fsub(acc[x], fmul(a, elt(t4, x)));
-        }
-      }
-      storeVec(f32x4(acc), af, f32, add(mul(add(r0, ii), cI32(ldL)), add(mul(pIdx, cI32(16)), jq)), 16);
     });
     barrier();
   }

@@ -261,7 +261,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
 
   // (5) solve_tril (blocks above the diagonal are never stored: (6) drops
   // them).
-  solveTril(ptrAt(L.lf), ptrAt(L.af), ptrAt(L.tmp), /*zeroAbove=*/false);
+  solveTril(ptrAt(L.lf), ptrAt(L.af), /*zeroAbove=*/false);
 
   // (6) The WY factors as swizzled images where L was: A_w = A diag(beta
   // e^G / |k|) (W = A_w K on k as loaded), A_u = A diag(beta); four columns

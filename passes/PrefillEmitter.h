@@ -76,10 +76,11 @@ constexpr uint64_t wgmmaKMajor = wgmmaDescHigh(16, 1024);
 /// Shared-memory regions of the chunks kernel (byte offsets). kb, qb, vb
 /// first receive the raw k, q, v rows (cp.async); q and k are then
 /// normalised in place; lf and af hold L and its inverse in fp32.
-/// One region is reused three times: Q until Q K^T is done, then L (and,
-/// after it, the solve's scratch), then the two 16-bit factors of the WY
-/// products, A diag(beta e^G) and A diag(beta). With K = V = 128, C = 64
-/// that is 72 KiB: 3 blocks per SM.
+/// One region is reused three times: Q until Q K^T is done, then L, then
+/// the two 16-bit factors of the WY products, A diag(beta e^G) and
+/// A diag(beta) (the solve's intermediate products sit in af's blocks
+/// above the diagonal). With K = V = 128, C = 64 that is 70.5 KiB: 3 blocks
+/// per SM.
 ///
 /// Per-channel decays (rule kda) keep Q, L and the operands of the
 /// off-diagonal products alive together, so nothing aliases Q there: the
@@ -95,7 +96,7 @@ constexpr uint64_t wgmmaKMajor = wgmmaDescHigh(16, 1024);
 /// block). 155.5 KiB at K = V = 128, C = 64 (one block per SM; the A100 limit
 /// is 163 KiB).
 struct ChunksSmem {
-  int64_t kb, qb, lf, tmp, ab1, ab2, af, vb, beta = 0, gam = 0, gr = 0, eg = 0, egl = 0, beg = 0,
+  int64_t kb, qb, lf, ab1, ab2, af, vb, beta = 0, gam = 0, gr = 0, eg = 0, egl = 0, beg = 0,
       gk = 0, kl = 0, rb = 0, dl = 0, slow = 0, gkLd = 0, total;
   ChunksSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
@@ -105,7 +106,6 @@ struct ChunksSmem {
     if (s.rule == Rule::kda) {
       qb = take(C * (K + kPad) * 2);
       lf = take(C * (C + 4) * 4);
-      tmp = take((C / 16 - 1) * 256 * 4);
       int64_t klBytes = align256(16 * (K + kPad) * 2),
               rbBytes = align256(C * (K + kPad) * 2),
               dlBytes = align256(48 * (K + kPad) * 2);
@@ -114,10 +114,7 @@ struct ChunksSmem {
       dl = rb + rbBytes;
       ab1 = kl; // K~ and R are dead once L is solved
     } else {
-      int64_t qOrL = align256(std::max(C * (K + kPad) * 2, C * (C + 4) * 4));
-      int64_t scratch = align256((C / 16 - 1) * 256 * 4);
-      qb = lf = ab1 = take(std::max(qOrL + scratch, 2 * abBytes));
-      tmp = qb + qOrL;
+      qb = lf = ab1 = take(std::max({C * (K + kPad) * 2, C * (C + 4) * 4, 2 * abBytes}));
     }
     ab2 = ab1 + abBytes;
     // A's fp32 rows; also the staging area of the results (16-bit rows).
@@ -305,14 +302,15 @@ struct RowFactors {
 /// offsets from the first 1024-byte boundary (`total` has room for the
 /// alignment). q, k and v land as 128-byte-swizzled images ([cols / 64][C]
 /// [64]; wgmma reads them, q and k K-major for Q K^T and K K^T, k and v
-/// MN-major for the WY products). q's region then holds L and the solve's
-/// scratch, then the two WY factors' images; k's and v's receive W and U
-/// block by block as their products consume them; `af` holds P on its way
-/// out, then A. Per row: the scalar gate's factors, the norms' inverse
-/// 1 / |q|, 1 / |k|, and the rows' scales fq, fk (Qg = fq q, Kd = fk k).
-/// With K = V = 128, C = 64: 72.5 KiB, 3 blocks per SM.
+/// MN-major for the WY products). q's region then holds L, then the two
+/// WY factors' images; k's and v's receive W and U block by block as their
+/// products consume them; `af` holds P on its way out, then A (and the
+/// solve's intermediate products above its diagonal). Per row: the scalar
+/// gate's factors, the norms' inverse 1 / |q|, 1 / |k|, and the rows'
+/// scales fq, fk (Qg = fq q, Kd = fk k). With K = V = 128, C = 64:
+/// 69.5 KiB, 3 blocks per SM.
 struct ChunksWarpgroupSmem {
-  int64_t qs, ks, vs, af, lf, tmp, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, fq, fk, queue,
+  int64_t qs, ks, vs, af, lf, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, fq, fk, queue,
       total;
   ChunksWarpgroupSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
@@ -321,9 +319,8 @@ struct ChunksWarpgroupSmem {
       off += align1024(bytes);
       return at;
     };
-    int64_t lBytes = C * (C + 4) * 4, tmpBytes = (C / 16 - 1) * 256 * 4;
-    qs = lf = ab1 = take(std::max({C * K * 2, lBytes + tmpBytes, 2 * C * C * 2}));
-    tmp = lf + lBytes;
+    int64_t lBytes = C * (C + 4) * 4;
+    qs = lf = ab1 = take(std::max({C * K * 2, lBytes, 2 * C * C * 2}));
     ab2 = ab1 + C * C * 2;
     ks = take(C * K * 2);
     vs = take(C * V * 2);
@@ -392,16 +389,18 @@ private:
   /// chunk_cumsum of a scalar gate and the per-row factors every later
   /// step uses: e^G, e^(G_last - G), beta e^G.
   void scalarGateCumsum(const RowFactors &f);
-  /// solve_tril: A = (I + L)^-1 (fp32 rows of C + 4 in shared memory;
-  /// `tmp` holds (C / 16 - 1) 16x16 blocks), blocked by 16: (a) each
-  /// diagonal 16x16 block inverted by forward substitution, one lane per
-  /// column with the column in registers (A_ij = -sum_{m<i} L_im A_mj;
-  /// entries above the diagonal are zero, so the sum may start at the
-  /// block's first row); the blocks above the diagonal set to zero where
-  /// `zeroAbove`. (b) Block rows below, by distance d from the
-  /// diagonal: A_rc = -A_rr sum_{k=c}^{r-1} L_rk A_kc. All in fp32, every
-  /// sum unrolled with its loads issued together.
-  void solveTril(Value lf, Value af, Value tmp, bool zeroAbove);
+  /// solve_tril: A = (I + L)^-1 (fp32 rows of C + 4 in shared memory),
+  /// blocked by 16: (a) each diagonal 16x16 block inverted by forward
+  /// substitution, one lane per column with the column in registers
+  /// (A_ij = -sum_{m<i} L_im A_mj); (b) doubling, 16 -> 32 -> 64: for each
+  /// pair of diagonal blocks, A_21 = -A_22 (L_21 A_11), the product in
+  /// parentheses kept in the pair's block above the diagonal. Blocks above
+  /// the diagonal hold those products afterwards, or zero where
+  /// `zeroAbove`. All in fp32, every sum unrolled with its loads issued
+  /// together. Two levels and four barriers at C = 64, where the block
+  /// rows by distance from the diagonal took three and six (the last with
+  /// a quarter of the threads).
+  void solveTril(Value lf, Value af, bool zeroAbove);
   Value loadF32x4(Value base, Value idx) {
     return LLVM::LoadOp::create(b, VectorType::get({4}, f32), gep(base, f32, idx), 16).getResult();
   }

@@ -369,8 +369,8 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
     EXPECT_TRUE(plan.warpgroupRecur);
     EXPECT_FALSE(plan.transposedRecur);
   }
-  // The warpgroup chunks' images start on 1024-byte bounds; L and the
-  // solve's scratch, then the two WY factors, fit q's region.
+  // The warpgroup chunks' images start on 1024-byte bounds; L, then the
+  // two WY factors, fit q's region.
   for (int64_t k : {64, 128})
     for (int64_t vv : {64, 128}) {
       mlir::delta::PrefillSpec s = spec;
@@ -378,7 +378,7 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
       mlir::delta::prefill::ChunksWarpgroupSmem L(s);
       for (int64_t at : {L.qs, L.ks, L.vs, L.ab1, L.ab2})
         EXPECT_EQ(at % 1024, 0) << k << "x" << vv;
-      EXPECT_LE(L.tmp + 3 * 256 * 4, L.ks);
+      EXPECT_LE(L.lf + 64 * 68 * 4, L.ks);
       EXPECT_LE(L.ab2 + 64 * 64 * 2, L.ks);
       EXPECT_LE(L.af + 64 * 64 * 2 + 16, L.gam); // P and G_last staged in af
       EXPECT_EQ(L.fq, L.rk + 64 * 4); // the rows' scales follow the norms
