@@ -259,8 +259,8 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   });
   barrier();
 
-  // (5) solve_tril (blocks above the diagonal are never stored: (6) drops
-  // them).
+  // (5) solve_tril (the blocks above the diagonal keep its intermediate
+  // products: (6) drops them).
   solveTril(ptrAt(L.lf), ptrAt(L.af), /*zeroAbove=*/false);
 
   // (6) The WY factors as swizzled images where L was: A_w = A diag(beta
