@@ -39,6 +39,25 @@ OwningOpRef<ModuleOp> deltac::loadSpecs(llvm::SourceMgr &sourceMgr,
   return module;
 }
 
+std::string deltac::selectSpecs(ModuleOp module, ArrayRef<std::string> names) {
+  if (names.empty())
+    return "";
+  llvm::StringSet<> wanted;
+  for (const std::string &name : names)
+    if (!wanted.insert(name).second)
+      return "spec '" + name + "' is listed twice";
+  std::string available;
+  for (auto spec : module.getOps<delta::SpecOp>())
+    available += (available.empty() ? "" : ", ") + spec.getSymName().str();
+  for (const std::string &name : names)
+    if (!module.lookupSymbol<delta::SpecOp>(name))
+      return "no spec '" + name + "' in the file (it has " + available + ")";
+  for (auto spec : llvm::make_early_inc_range(module.getOps<delta::SpecOp>()))
+    if (!wanted.contains(spec.getSymName()))
+      spec.erase();
+  return "";
+}
+
 std::string deltac::checkTargets(ArrayRef<std::string> targets) {
   if (targets.empty())
     return "no target given; pass --target=sm_90a[,sm_80,...]";

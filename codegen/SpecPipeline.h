@@ -28,6 +28,11 @@ namespace deltac {
 mlir::OwningOpRef<mlir::ModuleOp> loadSpecs(llvm::SourceMgr &sourceMgr,
                                             mlir::MLIRContext &context);
 
+/// Keeps only the specs named in `names` (all when it is empty). Returns an
+/// empty string, or the message to print when a name is not a spec of the
+/// module or is listed twice.
+std::string selectSpecs(mlir::ModuleOp module, llvm::ArrayRef<std::string> names);
+
 /// Checks a target list given on a command line. Returns an empty string
 /// when every target is known and listed once, else the message to print.
 std::string checkTargets(llvm::ArrayRef<std::string> targets);

@@ -39,6 +39,11 @@ cl::list<std::string> targets("target", cl::CommaSeparated,
                                        "(comma separated)"),
                               cl::value_desc("sm_XX[,sm_YY]"),
                               cl::cat(category));
+cl::list<std::string> specNames(
+    "spec", cl::CommaSeparated,
+    cl::desc("generate only these specs of the file (comma separated "
+             "names, without the @; default: all)"),
+    cl::value_desc("name[,name]"), cl::cat(category));
 cl::opt<std::string> outputDir("o", cl::desc("write the kernel library here"),
                                cl::value_desc("dir"), cl::cat(category));
 cl::opt<std::string> libraryName(
@@ -121,10 +126,13 @@ int main(int argc, char **argv) {
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       deltac::loadSpecs(sourceMgr, context);
-  if (!module ||
-      failed(deltac::expandSpecs(*module, targetList, decodeTuning,
-                                  prefillPlan)))
+  if (!module)
     return 1; // the diagnostic handler has printed file:line:col messages
+  std::vector<std::string> selected(specNames.begin(), specNames.end());
+  if (std::string problem = deltac::selectSpecs(*module, selected); !problem.empty())
+    return fail(problem);
+  if (failed(deltac::expandSpecs(*module, targetList, decodeTuning, prefillPlan)))
+    return 1;
   if (printIR)
     module->print(outs());
   auto planned = deltac::planKernels(*module);

@@ -158,10 +158,12 @@ run_variants() {
 }
 
 # Prefill A/B: every library under VARIANTS (default .variants/), each made
-# by `deltac SPEC --target=sm_90a -o VARIANTS/<name> --name
-# deltac_test_prefill` with one change, built in parallel and timed one
-# after the other by bench_prefill.py --no-fla --profile (extra arguments go
-# to it, e.g. `--rule kda --shapes t32k_h16`): one line per kernel and call.
+# by `deltac tests/gpu/prefill_matrix.mlir --spec=gkv,kkv --target=sm_90a
+# -o VARIANTS/<name> --name deltac_test_prefill` with one change (the
+# benchmark's two specs only, so the builds take less device time), built
+# in parallel and timed one after the other by bench_prefill.py --no-fla
+# --profile (extra arguments go to it, e.g. `--rule kda --shapes t32k_h16`):
+# one line per kernel and call.
 run_prefill_variants() {
   local dir=${VARIANTS:-$PWD/.variants} v names
   names=$(cd "$dir" && ls -d */ | tr -d / | grep -v '^build$')
