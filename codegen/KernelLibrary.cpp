@@ -332,6 +332,10 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             !(rest.empty() || rest.starts_with("_v")))
           continue;
         ++count;
+        // The overlapped launch (passes/PrefillOverlap.cpp) and the raw q/k
+        // form, each where this recur and chunks' form for it exist.
+        bool overlaps = recur.overlapBlocksPerSM > 0 && queue;
+        bool rawQK = recur.rawQK && chunksRaw;
         variants +=
             "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) + ", " +
             std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) + ", " +
@@ -345,17 +349,16 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
             ", " + std::to_string(recur.smem) + ", " +
             std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
             chunks->name + "_kernel, &" + recur.name + "_kernel" +
-            altValues(*chunks, recur,
-                      (recur.overlapBlocksPerSM > 0 && queue) || (recur.rawQK && chunksRaw)) +
+            altValues(*chunks, recur, overlaps || rawQK) +
             // The overlapped launch: its variant's bound and chunks' queue
-            // form (passes/PrefillOverlap.cpp).
-            (recur.overlapBlocksPerSM > 0 && queue
-                 ? ", " + std::to_string(recur.overlapBlocksPerSM) + ", &" + queue->name +
-                       "_kernel"
-                 : recur.rawQK && chunksRaw ? ", 0, nullptr" : "") +
+            // form.
+            (overlaps ? ", " + std::to_string(recur.overlapBlocksPerSM) + ", &" +
+                            queue->name + "_kernel"
+             : rawQK  ? ", 0, nullptr"
+                      : "") +
             // recur reads raw q and k where the host asks (qk_raw), after
             // chunks' form that writes the factors instead of Qg and Kd.
-            (recur.rawQK && chunksRaw ? ", &" + chunksRaw->name + "_kernel" : "") +
+            (rawQK ? ", &" + chunksRaw->name + "_kernel" : "") +
             "},\n";
       }
     }
