@@ -174,7 +174,7 @@ run_prefill_variants() {
   for v in $names; do
     PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 tests/bench/bench_prefill.py \
       --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla --profile "$@" 2>&1 |
-      grep -E "deltac_ms|^kernel," | sed "s/^/$v,/"
+      grep -E "deltac_ms|deltac_rel_err|^kernel," | sed "s/^/$v,/"
   done | tee "$OUT/prefill_variants.txt"
 }
 
