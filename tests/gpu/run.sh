@@ -9,7 +9,7 @@
 # on PYTHONPATH (FLA_DIR, default .fla/ in the checkout) for the anchor.
 # Details go to $OUT (or ./gpu-out), the short table is printed last.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 BUILD=${BUILD:-build-gpu}
@@ -163,18 +163,24 @@ run_variants() {
 # benchmark's two specs only, so the builds take less device time), built
 # in parallel and timed one after the other by bench_prefill.py --no-fla
 # --profile (extra arguments go to it, e.g. `--rule kda --shapes t32k_h16`):
-# one line per kernel and call.
+# one line per kernel and call, and deltac's error on the accuracy case.
+# VARIANT_ENVS (`;`-separated, e.g. "X=0;DELTAC_PREFILL_QK_RAW=1") times
+# each library once per environment setting (a forced dispatch).
 run_prefill_variants() {
-  local dir=${VARIANTS:-$PWD/.variants} v names
-  names=$(cd "$dir" && ls -d */ | tr -d / | grep -v '^build$')
+  local dir=${VARIANTS:-$PWD/.variants} v e names envs
+  names=$(find "$dir" -mindepth 1 -maxdepth 1 -type d ! -name build -printf '%f\n' | sort)
+  IFS=';' read -r -a envs <<< "${VARIANT_ENVS:-X=0}"
   for v in $names; do
     build_variant "$dir" "$v" || echo "variant $v: build failed" &
   done
   wait
   for v in $names; do
-    PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 tests/bench/bench_prefill.py \
-      --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla --profile "$@" 2>&1 |
-      grep -E "deltac_ms|deltac_rel_err|^kernel," | sed "s/^/$v,/"
+    for e in "${envs[@]}"; do
+      # shellcheck disable=SC2086 # e is a list of NAME=VALUE words
+      env $e PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 \
+        tests/bench/bench_prefill.py --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla \
+        --profile "$@" 2>&1 | grep -E "deltac_ms|deltac_rel_err|^kernel,|Error" | sed "s/^/$v,$e,/"
+    done
   done | tee "$OUT/prefill_variants.txt"
 }
 
