@@ -13,7 +13,8 @@ against deltac's `kkv` spec (per-channel log decays g = logsigmoid(randn)
 of [1, T, HV, K], fp32; otherwise the same inputs and options), errors
 against an fp64 token-by-token KDA recurrence written here.
 Usage: bench_prefill.py --lib libdeltac_test_prefill.so --out DIR
-  [--rule gdn|kda] [--shapes a,b] [--profile] [--no-fla] [--no-max-seqlen]
+  [--rule gdn|kda] [--shapes a,b] [--profile] [--no-fla] [--accuracy-only]
+  [--no-max-seqlen]
 (`--shapes mixed32k_h16 [--no-max-seqlen]` times the longest-sequence
 dispatch, with and without max_seqlen.)
 """
@@ -141,6 +142,9 @@ def main():
     ap.add_argument("--no-fla", action="store_true",
                     help="time deltac alone (e.g. under ncu, or a variant); the accuracy "
                          "part then checks deltac's error only")
+    ap.add_argument("--accuracy-only", action="store_true",
+                    help="time nothing: only the accuracy case (with DELTAC_PREFILL_* "
+                         "set, a smoke check of the form they force)")
     ap.add_argument("--no-max-seqlen", action="store_true",
                     help="leave max_seqlen unknown (0): the dispatch counts all N sequences")
     ap.add_argument("--rule", default="gdn", choices=["gdn", "kda"],
@@ -156,6 +160,8 @@ def main():
     named = args.shapes.split(",") if args.shapes else []
     shapes = [s for s in H.PREFILL_SHAPES if not named or s[0] in named]
     shapes += [s for s in EXTRA_SHAPES if s[0] in named]
+    if args.accuracy_only:
+        shapes = []
     for name, lens, Hh, HV in shapes:
         q, k, v, g, beta, cu, h0 = inputs(lens, Hh, HV)
         scale = 128 ** -0.5
@@ -195,7 +201,11 @@ def main():
     ours()
     torch.cuda.synchronize()
     if args.no_fla:
-        print(f"deltac_rel_err,o={H.rel(o, ro):.2e},state={H.rel(ht, rh):.2e}", flush=True)
+        eo, es = H.rel(o, ro), H.rel(ht, rh)
+        print(f"deltac_rel_err,o={eo:.2e},state={es:.2e}", flush=True)
+        # A variant's smoke check: far above the tests' bounds, or NaN.
+        if not (eo < 1e-2 and es < 1e-2):
+            sys.exit("Error: deltac's error vs fp64 is above 1e-2")
         return
     fo, fh = (chunk_kda if kda else chunk_gated_delta_rule)(
         q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,

@@ -163,7 +163,8 @@ run_variants() {
 # benchmark's two specs only, so the builds take less device time), built
 # in parallel and timed one after the other by bench_prefill.py --no-fla
 # --profile (extra arguments go to it, e.g. `--rule kda --shapes t32k_h16`):
-# one line per kernel and call, and deltac's error on the accuracy case.
+# one line per kernel and call, and deltac's error on the accuracy case
+# (as dispatched, then through the tile-64 recur in both forms).
 # VARIANT_ENVS (`;`-separated, e.g. "X=0;DELTAC_PREFILL_QK_RAW=1") times
 # each library once per environment setting (a forced dispatch).
 run_prefill_variants() {
@@ -180,6 +181,15 @@ run_prefill_variants() {
       env $e PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 \
         tests/bench/bench_prefill.py --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla \
         --profile "$@" 2>&1 | grep -E "deltac_ms|deltac_rel_err|^kernel,|Error" | sed "s/^/$v,$e,/"
+    done
+    # The accuracy case alone through the tile-64 recur (the transposed
+    # form on sm_90a) in both forms: the dispatch takes neither for it, so
+    # this is what checks a variant's changes there.
+    for raw in 0 1; do
+      DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw \
+        PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 \
+        tests/bench/bench_prefill.py --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla \
+        --accuracy-only "$@" 2>&1 | grep -E "deltac_rel_err|Error" | sed "s/^/$v,tile 64 qk_raw=$raw,/"
     done
   done | tee "$OUT/prefill_variants.txt"
 }
