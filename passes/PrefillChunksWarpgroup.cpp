@@ -19,8 +19,9 @@
 // threads write Qg and Kd (the `_chunks_raw` form only their per-row
 // factors: the transposed recur scales raw q and k itself,
 // PrefillPlan::recurRawQK). P leaves through a staging image and a bulk
-// copy, W and U through the images of k and v, which their products free
-// block by block.
+// copy (the `_chunks_raw` form writes only the per-token terms recur
+// computes P from: rawPInputBytes), W and U through the images of k and
+// v, which their products free block by block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -164,28 +165,10 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   wgWait(0, acc);
   barrier(); // the inverses are stored; q's image is free
 
-  // Stores a 64 x 64 accumulator block (16 bits) with stmatrix: the 16-byte
-  // row piece of `row`, columns 8 j .. 8 j + 7, at shared address
-  // addrOf(row, j). Lane l addresses row l % 8 of matrix l / 8: (columns
-  // 8 (j0 + i / 2), rows 8 (i % 2) of the warp's 16) for matrix i.
   auto storeBlock = [&](ArrayRef<Value> x, function_ref<Value(Value, Value)> addrOf) {
-    Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
-    for (int64_t j0 = 0; j0 < 8; j0 += 2) {
-      Value j = add(cI32(j0), divu(mi, cI32(2)));
-      Value row = add(mul(wl, cI32(16)), add(mul(remu(mi, cI32(2)), cI32(8)), r));
-      SmallVector<Value> ops{addrOf(row, j)};
-      for (int64_t i = 0; i < 4; ++i) {
-        int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
-        ops.push_back(packI32(x[at], x[at + 1]));
-      }
-      ptx("stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r", ops);
-    }
+    stmatrixBlock(wl, x, addrOf);
   };
-  // Row `row`, 8-column group j of the swizzled image at `img`.
-  auto imageRow = [&](int64_t img, Value row, Value j) {
-    Value group16 = arith::XOrIOp::create(b, j, remu(row, cI32(8)));
-    return add(addrAt(img), add(mul(row, cI32(128)), mul(group16, cI32(16))));
-  };
+  auto imageRow = [&](int64_t img, Value row, Value j) { return swizzledRow(addrAt(img), row, j); };
 
   // (4) The products' epilogues: this thread's two rows and 16 columns.
   // exp(G_i - G_j) on i >= j only; the argument is selected first so no
@@ -236,13 +219,29 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     auto which = scf::IfOp::create(b, first, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(which.thenBlock());
-    // P as the swizzled image recur reads, staged in af's region, G_last in
-    // the 16 bytes after it (recur's ring receives both in one copy).
-    storeBlock(epilogue(true), [&](Value row, Value j) { return imageRow(L.af, row, j); });
-    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-      store(load(f32, f.gam, cI32(C - 1), 4), ptrAt(L.af + C * C * 2), cI32(0), 4);
-    });
-    fenceProxyAsync();
+    if (raw) {
+      // No P: the per-token terms recur computes it from (rawPInputBytes;
+      // lg2 of 0 on padding rows gives their infinities) and G_last,
+      // straight to region 6's slot.
+      Value row = tid, slot = tileOf(6);
+      ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] {
+        Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
+        auto lg2 = [&](Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); };
+        store(fadd(gl, lg2(fmul(load(f32, rq, row, 4), param(pScale)))), slot, row, 4);
+        store(fsub(gl, lg2(load(f32, rk, row, 4))), slot, add(row, cI32(C)), 4);
+      });
+      ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+        store(load(f32, f.gam, cI32(C - 1), 4), slot, cI32(C * C / 2), 4);
+      });
+    } else {
+      // P as the swizzled image recur reads, staged in af's region, G_last
+      // in the 16 bytes after it (recur's ring receives both in one copy).
+      storeBlock(epilogue(true), [&](Value row, Value j) { return imageRow(L.af, row, j); });
+      ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+        store(load(f32, f.gam, cI32(C - 1), 4), ptrAt(L.af + C * C * 2), cI32(0), 4);
+      });
+      fenceProxyAsync();
+    }
     // L in fp32 rows for the solve, where q was.
     b.setInsertionPointToStart(which.elseBlock());
     SmallVector<Value> l = epilogue(false);
@@ -252,12 +251,14 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
                  add(mul(rowAt[h], cI32(C + 4)), wgCol(j, 0)), 8);
   }
   barrier();
-  // P leaves; its copy has read af before the solve stores A there.
-  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-    bulkStore(tileOf(6), L.af, pGLastBytes(C));
-    ptx("cp.async.bulk.wait_group.read 0;", "", {});
-  });
-  barrier();
+  if (!raw) {
+    // P leaves; its copy has read af before the solve stores A there.
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      bulkStore(tileOf(6), L.af, pGLastBytes(C));
+      ptx("cp.async.bulk.wait_group.read 0;", "", {});
+    });
+    barrier();
+  }
 
   // (5) solve_tril (the blocks above the diagonal keep its intermediate
   // products: (6) drops them).

@@ -44,6 +44,14 @@ constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
 /// raw q/k form, the factors fq [C] and fk [C] as f32 (rawFactorBytes).
 constexpr int64_t pGLastBytes(int64_t C) { return C * C * 2 + 16; }
 constexpr int64_t rawFactorBytes(int64_t C) { return 2 * C * 4; }
+/// The `_chunks_raw` form writes no P: the transposed recur's output
+/// warpgroup computes it from the raw q and k rows and these per-token
+/// terms, which take the start of P's place in region 6's slot (f32):
+///   a [C]: G log2 e + log2(scale / |q|)   (-inf on padding rows)
+///   b [C]: G log2 e - log2(1 / |k|)       (+inf on padding rows)
+/// so that P_ij = (q_i . k_j) 2^(a_i - b_j) on i >= j: one exponential
+/// per element, of a bounded argument where G_i <= G_j.
+constexpr int64_t rawPInputBytes(int64_t C) { return 2 * C * 4; }
 inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 /// Workspace region 7 (the overlapped launch, PrefillOverlap.cpp) starts
 /// with this many bytes of counters; a u32 ready flag per item follows.
@@ -210,7 +218,8 @@ struct RecurWarpgroupSmem {
     wb = take(C * K * 2);
     kd = take(C * K * 2);
     qgb = take(C * K * 2);
-    pb = take(pGLastBytes(C) + (transposed ? rawFactorBytes(C) : 0)); // + fq, fk (recurRawQK)
+    // + fq, fk and P's inputs (recurRawQK)
+    pb = take(pGLastBytes(C) + (transposed ? rawFactorBytes(C) + rawPInputBytes(C) : 0));
     ub = take(C * bv * 2);
     if (s.rule == Rule::kda)
       gl = take(K * 4);
@@ -802,8 +811,28 @@ private:
   /// the sequence copy its chunk's first token: the callers' factors are
   /// 0 there, so nothing of them reaches a result.
   void copySwizzledRows(Value dst, Value src, Value stride, Value headOffset, int64_t width,
-                        Value t0, Value rows) {
-    int64_t pieces = width / 8, C = s.chunk;
+                        Value t0, Value rows, bool stepped = false) {
+    int64_t pieces = width / 8, C = s.chunk, n = nWarps * 32;
+    if (stepped && n % pieces == 0 && (C * pieces) % n == 0 && (n / pieces) % 8 == 0) {
+      // Each thread copies one 16-byte column piece of rows r0 + m k (m:
+      // the rows one pass covers): its source steps by m row strides, its
+      // swizzled destination by a constant (m keeps the rows' phase in the
+      // swizzle's 8). Fewer instructions, but two 64-bit pointers live
+      // across the copies (chunks' 80-register forms spill with it).
+      int64_t step = n / pieces;
+      Value r0 = divu(tid, cI32(pieces)), col = mul(remu(tid, cI32(pieces)), cI32(8));
+      Value firstTok = gep(src, s.ioType, add(add(mul(t0, stride), headOffset), toI64(col)));
+      Value from = gep(firstTok, s.ioType, mul(toI64(r0), stride));
+      Value to = gep(dst, opType, swizzledAt(r0, col, C));
+      for (int64_t k = 0; k < C * pieces / n; ++k) {
+        Value valid = cmp(arith::CmpIPredicate::slt, add(r0, cI32(k * step)), rows);
+        LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
+                                      ValueRange{gep(to, opType, cI32(k * step * 64)),
+                                                 sel(valid, from, firstTok)});
+        from = gep(from, s.ioType, mul(stride, cI64(step)));
+      }
+      return;
+    }
     threadLoop(C * pieces, [&](Value i) {
       Value r = divu(i, cI32(pieces)), col = mul(remu(i, cI32(pieces)), cI32(8));
       Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
@@ -960,6 +989,16 @@ private:
   /// made visible to the async proxy (wgmma, bulk copies) of the threads
   /// that synchronise with this one.
   void fenceProxyAsync() { ptx("fence.proxy.async.shared::cta;", "", {}); }
+  /// Stores this warpgroup's m64n64 accumulator block (rounded to 16 bits)
+  /// with stmatrix: the 16-byte row piece of `row`, columns 8 j .. 8 j + 7,
+  /// at shared address addrOf(row, j) (wl: the warp in its warpgroup).
+  void stmatrixBlock(Value wl, ArrayRef<Value> x, function_ref<Value(Value, Value)> addrOf);
+  /// Shared address of row `row`, 8-column group j, of the 128-byte-swizzled
+  /// [rows][64] image at shared address `img`.
+  Value swizzledRow(Value img, Value row, Value j) {
+    Value group16 = arith::XOrIOp::create(b, j, remu(row, cI32(8)));
+    return add(img, add(mul(row, cI32(128)), mul(group16, cI32(16))));
+  }
 
   gpu::GPUFuncOp func;
   const PrefillSpec &s;

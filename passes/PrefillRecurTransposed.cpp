@@ -32,15 +32,19 @@
 //   S^T = e^G_last S^T + (V'^T diag(fk)) K     fk = e^(G_last - G) / |k|
 //   O^T = (S^T Q^T) diag(fq) + V'^T P^T         fq = scale e^G / |q|
 //
-// with the factors chunks leaves after P; chunks then writes no Qg and Kd.
-// That saves 32 of the 72 KiB per (chunk, head) both kernels move, which
+// with the factors chunks leaves where P's image would be; chunks then
+// writes no Qg and Kd. Nor P: the output warpgroup computes it from the
+// raw rows in the stage, two chunks ahead of the chain (computeP below).
+// That saves 40 of the 72 KiB per (chunk, head) both kernels move, which
 // pays where recur's grid fills the GPU and bytes bound it, and costs
 // latency per chunk where one chain bounds it (the scalings sit on the
-// chain), so the host chooses (PERFORMANCE.md, session 15).
+// chain), so the host chooses (PERFORMANCE.md, sessions 15 and 20).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/PrefillEmitter.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::delta;
@@ -49,7 +53,8 @@ using namespace mlir::delta::prefill;
 // Named barriers (bar 0 is the block's), id + chunk parity:
 //   oReady(c)  chain -> output  O^T of chunk c is staged, its stage is read
 //   oDone(c)   output -> chain  the staging buffer c % 2 is free again
-enum TransposedBarrier : int64_t { kTrOReady = 2, kTrODone = 4 };
+//   pReady(c)  output -> chain  (qk_raw) P of chunk c is in its stage
+enum TransposedBarrier : int64_t { kTrOReady = 2, kTrODone = 4, kTrPReady = 6 };
 
 void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
@@ -89,12 +94,58 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     Value qkOffset = mul(toI64(divu(q.hv, divu(param(pHV), param(pH)))), cI64(K));
     {
       WarpRole outputs(*this, 4, 4); // the output warpgroup's 128 threads
-      copySwizzledRows(stagePtr(c, L.qgb), param(pQ), param(pQStride), qkOffset, K, t0, rows);
-      copySwizzledRows(stagePtr(c, L.kd), param(pK), param(pKStride), qkOffset, K, t0, rows);
+      // Stepped: this warpgroup's loop bounds the raw form's chunk
+      // (PERFORMANCE.md, session 20).
+      copySwizzledRows(stagePtr(c, L.qgb), param(pQ), param(pQStride), qkOffset, K, t0, rows,
+                       /*stepped=*/true);
+      copySwizzledRows(stagePtr(c, L.kd), param(pK), param(pKStride), qkOffset, K, t0, rows,
+                       /*stepped=*/true);
     }
     ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(barOf(c))});
   };
   auto copies = [&](Value c) { copyStage(L, ring, base, q, c); };
+  // qk_raw: chunks wrote no P. The output warpgroup computes chunk c's
+  //   P_ij = (q_i . k_j) 2^(a_i - b_j) on i >= j, 0 above
+  // (a, b: rawPInputBytes) from the raw rows and the terms in its stage,
+  // into the stage's P image, where the chain's last product of the chunk
+  // reads it.
+  auto computeP = [&](Value c) {
+    mbarWait(barOf(c), ringPhase(ring, c));
+    fenceProxyAsync(); // q and k came by cp.async
+    Value qDesc = smemDesc(stageAddr(c, L.qgb), kMajor), kDesc = smemDesc(stageAddr(c, L.kd), kMajor);
+    SmallVector<Value> acc(C / 2, cF32(0.0));
+    wgFence(acc);
+    for (int64_t ks = 0; ks < K / 16; ++ks) {
+      int64_t off = ks / 4 * C * 128 + ks % 4 * 32;
+      wgmma(acc, descPlus(qDesc, off), descPlus(kDesc, off), /*accumulate=*/ks > 0,
+            /*transA=*/false);
+    }
+    wgCommit();
+    Value terms = gep(stagePtr(c, L.pb), i8, cI32(pGLastBytes(C) + rawFactorBytes(C)));
+    Value bTerms = gep(terms, f32, cI32(C));
+    Value rowAt[2] = {wgRow(wl, 0), wgRow(wl, 2)}, aRow[2];
+    for (int64_t h = 0; h < 2; ++h)
+      aRow[h] = load(f32, terms, rowAt[h], 4);
+    wgWait(0, acc);
+    auto pairTy = VectorType::get({2}, f32);
+    Value minusInf = cF32(-std::numeric_limits<float>::infinity());
+    for (int64_t j = 0; j < C / 8; ++j) {
+      Value col = wgCol(j, 0);
+      Value bCol = LLVM::LoadOp::create(b, pairTy, gep(bTerms, f32, col), 8);
+      for (int64_t e = 0; e < 4; ++e) {
+        Value row = rowAt[e / 2], cj = add(col, cI32(e % 2));
+        // 2^-inf = 0 above the diagonal (and on padding rows and columns,
+        // whose terms are -inf and +inf).
+        Value keep = cmp(arith::CmpIPredicate::uge, row, cj);
+        Value arg = sel(keep, fsub(aRow[e / 2], elt(bCol, e % 2)), minusInf);
+        acc[4 * j + e] = fmul(acc[4 * j + e], intrinsic("llvm.nvvm.ex2.approx.ftz.f", arg));
+      }
+    }
+    Value img = stageAddr(c, L.pb);
+    stmatrixBlock(wl, acc, [&](Value row, Value j) { return swizzledRow(img, row, j); });
+    fenceProxyAsync(); // the chain's wgmma reads it
+    namedArrive(add(cI32(kTrPReady), remu(sub(c, c0), cI32(2))), both);
+  };
   // The A fragment of k step ks from m64nN accumulators `acc` (n-tiles
   // 2 ks and 2 ks + 1), rounded to 16 bits.
   auto fragment = [&](ArrayRef<Value> acc, int64_t ks) -> std::array<Value, 4> {
@@ -265,6 +316,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
           byColumn(oacc, 0);
           wgFenceAll(oacc, vFrag);
         }
+        if (raw) // P of chunk c is in its stage
+          namedSync(add(cI32(kTrPReady), parity), both);
         for (int64_t ks = 0; ks < C / 16; ++ks)
           wgmmaRegA(oacc, ArrayRef<Value>(vFrag).slice(4 * ks, 4), descPlus(pDesc, ks * 32), true,
                     false);
@@ -321,6 +374,16 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
                       cmp(arith::CmpIPredicate::slt, c, c1)),
                  [&] { rawCopies(c, u); });
         }
+      // P runs `lead` chunks ahead of the chain: two where the ring has
+      // their stages in flight, so that the chain never waits for it.
+      Value lead = sel(cmp(arith::CmpIPredicate::slt, stages, cI32(2)), cI32(1), cI32(2));
+      if (raw)
+        for (int64_t i = 0; i < 2; ++i) {
+          Value c = add(c0, cI32(i));
+          ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), lead),
+                      cmp(arith::CmpIPredicate::slt, c, c1)),
+                 [&] { computeP(c); });
+        }
       auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -354,6 +417,10 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         });
       }
       namedArrive(add(cI32(kTrODone), parity), both);
+      if (raw) { // P of chunk c + lead (oReady(c) freed its stage)
+        Value next = add(c, lead);
+        ifThen(cmp(arith::CmpIPredicate::slt, next, c1), [&] { computeP(next); });
+      }
       return {};
     });
   }

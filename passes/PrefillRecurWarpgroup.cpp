@@ -56,18 +56,23 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   auto from = [&](int64_t which) {
     return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
   };
-  int64_t kBytes = C * K * 2, pBytes = pGLastBytes(C) + (rawQK ? rawFactorBytes(C) : 0),
-          uBytes = C * BV * 2;
+  // rawQK: no P (the output warpgroup computes it), but G_last, the
+  // factors and P's inputs (rawPInputBytes) after them.
+  int64_t pOff = rawQK ? C * C * 2 : 0, kBytes = C * K * 2,
+          pBytes = rawQK ? pGLastBytes(C) - pOff + rawFactorBytes(C) : pGLastBytes(C),
+          pInBytes = rawQK ? rawPInputBytes(C) : 0, uBytes = C * BV * 2;
   Value bar = gep(base, i64, ringSlot(ring, c));
   if (plan.chunkFlags)
     awaitChunk(ch); // overlapped: chunks may still be computing this chunk
-  mbarArriveExpect(bar, (rawQK ? 1 : 3) * kBytes + pBytes + uBytes + (kda ? K * 4 : 0));
+  mbarArriveExpect(bar, (rawQK ? 1 : 3) * kBytes + pBytes + pInBytes + uBytes + (kda ? K * 4 : 0));
   bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
   if (!rawQK) {
     bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
     bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);
   }
-  bulkCopy(stagePtr(c, L.pb), from(6), pBytes, bar);
+  bulkCopy(stagePtr(c, L.pb + pOff), gep(from(6), i8, cI64(pOff)), pBytes, bar);
+  if (rawQK)
+    bulkCopy(stagePtr(c, L.pb + pOff + pBytes), from(6), pInBytes, bar);
   // U in 16-column tiles: the V tile's are one block at column v0.
   bulkCopy(stagePtr(c, L.ub), gep(from(3), opType, mul(toI64(q.v0), cI64(C))), uBytes, bar);
   if (kda)

@@ -81,3 +81,20 @@ void PrefillEmitter::wgmmaRegA(SmallVector<Value> &acc, ArrayRef<Value> a, Value
 void PrefillEmitter::wgFenceAll(SmallVector<Value> &acc, SmallVector<Value> &frags) {
   throughAsm("wgmma.fence.sync.aligned;", {}, "", acc, &frags);
 }
+
+// Lane l addresses row l % 8 of matrix l / 8: (columns 8 (j0 + i / 2),
+// rows 8 (i % 2) of the warp's 16) for matrix i.
+void PrefillEmitter::stmatrixBlock(Value wl, ArrayRef<Value> x,
+                                   function_ref<Value(Value, Value)> addrOf) {
+  Value r = remu(lane, cI32(8)), mi = divu(lane, cI32(8));
+  for (int64_t j0 = 0; j0 < 8; j0 += 2) {
+    Value j = add(cI32(j0), divu(mi, cI32(2)));
+    Value row = add(mul(wl, cI32(16)), add(mul(remu(mi, cI32(2)), cI32(8)), r));
+    SmallVector<Value> ops{addrOf(row, j)};
+    for (int64_t i = 0; i < 4; ++i) {
+      int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
+      ops.push_back(packI32(x[at], x[at + 1]));
+    }
+    ptx("stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r", ops);
+  }
+}

@@ -91,7 +91,7 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_r
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 153600, 66560, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
@@ -175,7 +175,7 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant d64_prefill_variants[] = {
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 104448, 41984, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel},
+    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel},
     {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 128, 2, 2, 2048, 55808, 103168, 42240, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 54800},
     {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
 };

@@ -110,7 +110,15 @@ module attributes {delta.targets = ["sm_90a"]} {
 // The state step: one m64n128k16 per k step over both 64-column blocks of Kd.
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0;
-// PTX-NOT: fence.proxy.async.shared::cta
+// In the raw q/k form the output warpgroup computes P, two chunks ahead
+// of the chain (PrefillRecurTransposed.cpp, computeP): Q K^T from the
+// stage's images, one ex2 per element, stmatrix into the stage's P image,
+// a proxy fence for the chain's wgmma, then pReady; and it stores O.
+// PTX-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// PTX-SAME: ex2.approx.ftz.f32
+// PTX-SAME: stmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX-SAME: fence.proxy.async.shared::cta
+// PTX-SAME: bar.arrive
 // PTX-SAME: st.global.v4.b32
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // PTX-NOT: mma.sync
