@@ -165,9 +165,8 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   wgWait(0, acc);
   barrier(); // the inverses are stored; q's image is free
 
-  auto storeBlock = [&](ArrayRef<Value> x, function_ref<Value(Value, Value)> addrOf) {
-    stmatrixBlock(wl, x, addrOf);
-  };
+  // Row `row`, 8-column group j of the swizzled image at offset `img`
+  // (accumulator blocks go there by stmatrixBlock).
   auto imageRow = [&](int64_t img, Value row, Value j) { return swizzledRow(addrAt(img), row, j); };
 
   // (4) The products' epilogues: this thread's two rows and 16 columns.
@@ -236,7 +235,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     } else {
       // P as the swizzled image recur reads, staged in af's region, G_last
       // in the 16 bytes after it (recur's ring receives both in one copy).
-      storeBlock(epilogue(true), [&](Value row, Value j) { return imageRow(L.af, row, j); });
+      stmatrixBlock(wl, epilogue(true), [&](Value row, Value j) { return imageRow(L.af, row, j); });
       ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
         store(load(f32, f.gam, cI32(C - 1), 4), ptrAt(L.af + C * C * 2), cI32(0), 4);
       });
@@ -306,7 +305,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       wgWait(0, x);
       namedSync(bar, 128); // the warpgroup's product has read B block nb
       int64_t blockOff = bOff + nb * C * 128;
-      storeBlock(x, [&](Value row, Value j) {
+      stmatrixBlock(wl, x, [&](Value row, Value j) {
         if (which == 2)
           return imageRow(blockOff, row, j);
         // U: [V / 16][C][16], so tile 4 nb + j / 2, half j % 2 of its row.
