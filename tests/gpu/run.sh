@@ -175,21 +175,25 @@ run_prefill_variants() {
     build_variant "$dir" "$v" || echo "variant $v: build failed" &
   done
   wait
+  # bench_variant NAME ENV ARGS...: bench_prefill.py --no-fla on variant
+  # NAME's library under ENV (NAME=VALUE words).
+  bench_variant() {
+    # shellcheck disable=SC2086 # $2 is a list of NAME=VALUE words
+    env $2 PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 \
+      tests/bench/bench_prefill.py --lib "$dir/build/$1/libdeltac_test_prefill.so" --no-fla \
+      "${@:3}" 2>&1
+  }
   for v in $names; do
     for e in "${envs[@]}"; do
-      # shellcheck disable=SC2086 # e is a list of NAME=VALUE words
-      env $e PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 \
-        tests/bench/bench_prefill.py --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla \
-        --profile "$@" 2>&1 | grep -E "deltac_ms|deltac_rel_err|^kernel,|Error" | sed "s/^/$v,$e,/"
+      bench_variant "$v" "$e" --profile "$@" |
+        grep -E "deltac_ms|deltac_rel_err|^kernel,|Error" | sed "s/^/$v,$e,/"
     done
     # The accuracy case alone through the tile-64 recur (the transposed
-    # form on sm_90a) in both forms: the dispatch takes neither for it, so
-    # this is what checks a variant's changes there.
+    # form on sm_90a) in both forms: its dispatch never takes the raw form,
+    # so this is what checks a variant's changes there.
     for raw in 0 1; do
-      DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw \
-        PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 \
-        tests/bench/bench_prefill.py --lib "$dir/build/$v/libdeltac_test_prefill.so" --no-fla \
-        --accuracy-only "$@" 2>&1 | grep -E "deltac_rel_err|Error" | sed "s/^/$v,tile 64 qk_raw=$raw,/"
+      bench_variant "$v" "DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw" \
+        --accuracy-only "$@" | grep -E "deltac_rel_err|Error" | sed "s/^/$v,tile 64 qk_raw=$raw,/"
     done
   done | tee "$OUT/prefill_variants.txt"
 }
