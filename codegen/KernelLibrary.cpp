@@ -4,6 +4,7 @@
 #include "codegen/Templates.h"
 
 #include "passes/DecodeKernel.h"
+#include "passes/Passes.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -94,6 +95,7 @@ deltac::lowerToPtx(ModuleOp module) {
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
   gpuPm.addPass(createSCFToControlFlowPass());
   gpuPm.addPass(createConvertGpuOpsToNVVMOps());
+  gpuPm.addPass(delta::createDeltaTensorMapParams());
   gpuPm.addPass(createCanonicalizerPass());
   gpuPm.addPass(createCSEPass());
   gpuPm.addPass(createReconcileUnrealizedCastsPass());

@@ -19,6 +19,9 @@ SmallVector<Type> mlir::delta::kernelParamTypes(OpBuilder &builder,
     case ParamKind::I32: types.push_back(builder.getI32Type()); break;
     case ParamKind::I64: types.push_back(builder.getI64Type()); break;
     case ParamKind::F32: types.push_back(builder.getF32Type()); break;
+    case ParamKind::TensorMap:
+      types.push_back(LLVM::LLVMPointerType::get(builder.getContext()));
+      break;
     }
   }
   return types;

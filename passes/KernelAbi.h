@@ -15,9 +15,11 @@
 
 namespace mlir::delta {
 
-/// What one kernel parameter carries: a device pointer, a 32/64-bit integer
-/// or an f32. The wrapper emitter maps each to a C type.
-enum class ParamKind { Pointer, I32, I64, F32 };
+/// What one kernel parameter carries: a device pointer, a 32/64-bit integer,
+/// an f32 or a TMA tensor map (cuda.h's CUtensorMap, 128 bytes passed by
+/// value; delta-tensor-map-params gives it its PTX form). The wrapper
+/// emitter maps each to a C type.
+enum class ParamKind { Pointer, I32, I64, F32, TensorMap };
 
 struct KernelParam {
   const char *name;
@@ -25,7 +27,8 @@ struct KernelParam {
 };
 
 /// The argument types of a gpu.func with these parameters (pointers are
-/// global-memory LLVM pointers).
+/// global-memory LLVM pointers; a tensor map is a generic `!llvm.ptr` to
+/// the parameter itself, the only generic pointer a kernel takes).
 SmallVector<Type> kernelParamTypes(OpBuilder &builder,
                                    ArrayRef<KernelParam> params);
 

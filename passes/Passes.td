@@ -189,4 +189,22 @@ def DeltaLowerPrefillToGPU : Pass<"delta-lower-prefill-to-gpu",
                            "::mlir::arith::ArithDialect"];
 }
 
+def DeltaTensorMapParams : Pass<"delta-tensor-map-params"> {
+  let summary = "pass TMA tensor maps to kernels by value, as grid constants";
+  let description = [{
+    Every argument of generic pointer type (`!llvm.ptr`, address space 0)
+    of an LLVM kernel (`nvvm.kernel`) is a tensor map
+    (`ParamKind::TensorMap`, passes/KernelAbi.h): it becomes a 128-byte
+    parameter passed by value and 64-byte aligned (`llvm.byval`,
+    `llvm.align`) that the kernel reads in place (`nvvm.grid_constant`), so
+    the pointer is the parameter's own address (`cvta.param`), which
+    `cp.async.bulk.tensor` takes. Runs after `convert-gpu-to-nvvm`, which
+    drops `llvm.byval` from a `gpu.func`'s arguments, and whose NVVM
+    verifier accepts `nvvm.grid_constant` only on kernel `llvm.func`s.
+    Global-memory pointers (address space 1) are left alone.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // DELTAC_PASSES_TD

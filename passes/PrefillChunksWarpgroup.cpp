@@ -12,8 +12,10 @@
 //   warpgroup 1   |k_i| from diag(K K^T), then
 //                 L = beta_i (K K^T) ⊙ D / (|k_i| |k_j|)  then U = A_u V
 //
-// (D_ij = e^(G_i - G_j) below the diagonal.) q, k and v land raw by cp.async
-// in wgmma's 128-byte-swizzled layout; the L2 norms scale the products'
+// (D_ij = e^(G_i - G_j) below the diagonal; the `_chunks_raw` form has no
+// P, so warpgroup 0 computes no Q K^T.) q, k and v land raw by cp.async, or
+// by TMA tensor copies where the host passed tensor maps (`tma`), in wgmma's
+// 128-byte-swizzled layout; the L2 norms scale the products'
 // results rather than their operands (1 / |k_j| goes into the WY factor
 // A_w = A diag(beta e^G / |k|)), so the second products run while the
 // threads write Qg and Kd (the `_chunks_raw` form only their per-row
@@ -72,16 +74,53 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   auto copyImage = [&](int64_t to, Value src, Value stride, Value headOffset, int64_t width) {
     copySwizzledRows(ptrAt(to), src, stride, headOffset, width, t0, rows);
   };
-  Value qkOffset = mul(toI64(site.h), cI64(K));
-  copyImage(L.qs, param(pQ), param(pQStride), qkOffset, K);
-  copyImage(L.ks, param(pK), param(pKStride), qkOffset, K);
-  commitCopies();
-  copyImage(L.vs, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
-  commitCopies();
+  auto copyRows = [&] {
+    Value qkOffset = mul(toI64(site.h), cI64(K));
+    copyImage(L.qs, param(pQ), param(pQStride), qkOffset, K);
+    copyImage(L.ks, param(pK), param(pKStride), qkOffset, K);
+    commitCopies();
+    copyImage(L.vs, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
+    commitCopies();
+  };
+  // Or, where the host passed tensor maps (`tma`; not in the queue form,
+  // whose items would need an mbarrier phase each), one thread moves them
+  // by TMA tensor copies, a box of 64 columns x 1 head x C tokens per
+  // 64-column block of an image, completing on two mbarriers (q and k, then
+  // v) in the queue form's 16 bytes. Rows past the sequence are the next
+  // tokens' (zeros past T): as with the copies of the first token, their
+  // inverse norms and beta are 0.
+  Value tma = queued ? Value() : tmaMaps();
+  Value qkBar = ptrAt(L.queue), vBar = ptrAt(L.queue + 8);
+  if (!tma) {
+    copyRows();
+  } else {
+    auto op = scf::IfOp::create(b, tma, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      mbarInit(qkBar, 1);
+      mbarInit(vBar, 1);
+      mbarInitFence();
+      Value t0 = toI32(site.t0);
+      auto boxes = [&](Value bar, int64_t img, Param map, Value head, int64_t width) {
+        for (int64_t blk = 0; blk < width / 64; ++blk)
+          tensorCopy3d(ptrAt(img + blk * C * 128), param(map), cI32(64 * blk), head, t0, bar);
+      };
+      mbarArriveExpect(qkBar, 2 * C * K * 2);
+      boxes(qkBar, L.qs, pQMap, site.h, K);
+      boxes(qkBar, L.ks, pKMap, site.h, K);
+      mbarArriveExpect(vBar, C * V * 2);
+      boxes(vBar, L.vs, pVMap, hv, V);
+    });
+    b.setInsertionPointToStart(op.elseBlock());
+    copyRows();
+  }
   loadRowGates(site, f);
   barrier();
   scalarGateCumsum(f);
   waitCopyGroups(1); // q and k (v is waited for before the WY products)
+  if (tma)
+    ifThen(tma, [&] { mbarWait(qkBar, cI32(0)); });
   fenceProxyAsync();
   barrier();
 
@@ -144,7 +183,21 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // rows Qg = fq q and Kd = fk k go to the workspace (not in the raw form),
   // 16 bytes per thread and step: the workspace tiles have the images'
   // swizzled layout, so each 16-byte group goes where it was.
-  product(kDesc);
+  if (raw) {
+    // Warpgroup 0's Q K^T would be P, which this form leaves to recur:
+    // only warpgroup 1 multiplies (K K^T for L), alone on the tensor cores.
+    auto op = scf::IfOp::create(b, TypeRange(SmallVector<Type>(acc.size(), f32)), first, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    scf::YieldOp::create(b, acc);
+    b.setInsertionPointToStart(op.elseBlock());
+    product(kDesc);
+    scf::YieldOp::create(b, acc);
+    b.setInsertionPointAfter(op);
+    acc.assign(op.getResults().begin(), op.getResults().end());
+  } else {
+    product(kDesc);
+  }
   barrier(); // the row scales are stored
   if (!raw) {
     int64_t groups = C * K / 8, n = nWarps * 32;
@@ -283,6 +336,8 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     storeVec(u, ptrAt(L.ab2), opType, to, 8);
   });
   waitCopies(); // v
+  if (tma)
+    ifThen(tma, [&] { mbarWait(vBar, cI32(0)); });
   fenceProxyAsync();
   barrier();
 

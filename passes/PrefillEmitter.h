@@ -33,7 +33,8 @@ namespace mlir::delta::prefill {
 enum Param {
   pQ, pK, pV, pO, pG, pBeta, pALog, pDtBias, pInitial, pFinal, pInIdx,
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
-  pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw
+  pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw,
+  pTma, pQMap, pKMap, pVMap
 };
 
 constexpr int64_t kPad = 8; // 16-bit elements of row padding in shared memory
@@ -339,7 +340,9 @@ struct ChunksWarpgroupSmem {
     egl = row + 4 * C * 4, beg = row + 5 * C * 4, rq = row + 6 * C * 4, rk = row + 7 * C * 4;
     fq = row + 8 * C * 4, fk = row + 9 * C * 4;
     off += 10 * C * 4;
-    queue = off; // the overlapped launch's next item (PrefillOverlap.cpp)
+    // The overlapped launch's next item (PrefillOverlap.cpp); in the
+    // single-item form, the mbarriers of q and k's and v's TMA copies.
+    queue = off;
     off += 16;
     total = 1024 + off;
   }
@@ -382,6 +385,8 @@ private:
   /// The call's transposed recur reads raw q and k (PrefillPlan::recurRawQK
   /// and the host's `qk_raw`): chunks ran as `_chunks_raw`, without Qg, Kd.
   Value qkRaw() { return cmp(arith::CmpIPredicate::ne, param(pQkRaw), cI32(0)); }
+  /// Whether the host passed the q and k tensor maps (`tma`).
+  Value tmaMaps() { return cmp(arith::CmpIPredicate::ne, param(pTma), cI32(0)); }
   /// recur, one thread: waits until item `ch` (chunk * HV + head) is
   /// published, when the call is overlapped.
   void awaitChunk(Value ch);
@@ -435,8 +440,10 @@ private:
   /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.
   /// rawQK (the transposed recur's raw form): no Qg and Kd, and P comes
   /// with the factors fq, fk after G_last.
+  /// `tma` (rawQK only; i1, null: never): also copy the chunk's raw q and
+  /// k rows into the stage, by TMA tensor copies (q_map, k_map).
   void copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
-                 const RecurSequence &q, Value c, bool rawQK = false);
+                 const RecurSequence &q, Value c, bool rawQK = false, Value tma = {});
   /// Thread 0 initialises the ring's three stage mbarriers at `base` (each
   /// phase completing after `arrivals` arrivals and its bytes), then a
   /// block barrier.
@@ -924,13 +931,24 @@ private:
   /// Makes the initialised mbarriers visible to the bulk-copy unit.
   void mbarInitFence() { ptx("fence.mbarrier_init.release.cluster;", "", {}); }
   /// This thread's arrival, announcing `bytes` of copies to complete.
-  void mbarArriveExpect(Value bar, int64_t bytes) {
+  void mbarArriveExpect(Value bar, int64_t bytes) { mbarArriveExpect(bar, cI32(bytes)); }
+  void mbarArriveExpect(Value bar, Value bytes) {
     ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
-        {sharedAddr(bar), cI32(bytes)});
+        {sharedAddr(bar), bytes});
   }
   void bulkCopy(Value dst, Value src, int64_t bytes, Value bar) {
     ptx("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
         "r,l,r,r", {sharedAddr(dst), src, cI32(bytes), sharedAddr(bar)});
+  }
+  /// A TMA tensor copy of the box at {x, y, z} of tensor map `map` (a
+  /// kernel's ParamKind::TensorMap parameter) into shared memory at `dst`,
+  /// completing on `bar` (its bytes count there, zero-filled ones too).
+  void tensorCopy3d(Value dst, Value map, Value x, Value y, Value z, Value bar) {
+    ptx("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+        "[$0], [$1, {$2, $3, $4}], [$5];",
+        "r,l,r,r,r,r",
+        {sharedAddr(dst), LLVM::PtrToIntOp::create(b, b.getI64Type(), map), x, y, z,
+         sharedAddr(bar)});
   }
   /// Waits until the mbarrier's phase of parity `parity` has completed.
   void mbarWait(Value bar, Value parity) {

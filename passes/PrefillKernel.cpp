@@ -30,6 +30,10 @@ const KernelParam kParams[] = {
     {"o_stride", ParamKind::I64},        {"slots", ParamKind::I64},
     {"scale", ParamKind::F32},           {"overlap", ParamKind::I32},
     {"qk_raw", ParamKind::I32},
+    // sm_90a's warpgroup chunks and raw-form recur take q, k (and v) by
+    // TMA tensor copies when `tma` is set.
+    {"tma", ParamKind::I32},             {"q_map", ParamKind::TensorMap},
+    {"k_map", ParamKind::TensorMap},     {"v_map", ParamKind::TensorMap},
 };
 } // namespace
 

@@ -85,24 +85,35 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // (cp.async.mbarrier.arrive.noinc: 128 arrivals beside the bulk
   // copies' one). Rows past the sequence copy its chunk's first token,
   // whose factors are 0 there.
+  // With `tma` set the host passed tensor maps of q and k instead, and the
+  // stage's one thread also moves the rows, by 2 K / 64 TMA tensor copies
+  // (async-proxy writes: no 128 arrivals, no proxy fence before wgmma
+  // reads them).
+  bool hasRaw = plan.recurRawQK;
+  Value rawOn = hasRaw ? qkRaw() : Value(), tmaOn = hasRaw ? tmaMaps() : Value();
   int64_t rawArrivals = 128 + 1;
   auto rawCopies = [&](Value c, Value u) {
     ifThen(cmp(arith::CmpIPredicate::eq, u, cI32(0)),
-           [&] { copyStage(L, ring, base, q, c, /*rawQK=*/true); });
-    Value t0, rows;
-    std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
-    Value qkOffset = mul(toI64(divu(q.hv, divu(param(pHV), param(pH)))), cI64(K));
-    {
-      WarpRole outputs(*this, 4, 4); // the output warpgroup's 128 threads
-      // Stepped: this warpgroup's loop bounds the raw form's chunk
-      // (PERFORMANCE.md, session 20).
-      copySwizzledRows(stagePtr(c, L.qgb), param(pQ), param(pQStride), qkOffset, K, t0, rows,
-                       /*stepped=*/true);
-      copySwizzledRows(stagePtr(c, L.kd), param(pK), param(pKStride), qkOffset, K, t0, rows,
-                       /*stepped=*/true);
-    }
-    ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(barOf(c))});
+           [&] { copyStage(L, ring, base, q, c, /*rawQK=*/true, tmaOn); });
+    ifThen(notI(tmaOn), [&] {
+      Value t0, rows;
+      std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
+      Value qkOffset = mul(toI64(divu(q.hv, divu(param(pHV), param(pH)))), cI64(K));
+      {
+        WarpRole outputs(*this, 4, 4); // the output warpgroup's 128 threads
+        // Stepped: this warpgroup's loop bounds the raw form's chunk
+        // (PERFORMANCE.md, session 20).
+        copySwizzledRows(stagePtr(c, L.qgb), param(pQ), param(pQStride), qkOffset, K, t0, rows,
+                         /*stepped=*/true);
+        copySwizzledRows(stagePtr(c, L.kd), param(pK), param(pKStride), qkOffset, K, t0, rows,
+                         /*stepped=*/true);
+      }
+      ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(barOf(c))});
+    });
   };
+  // q and k came by cp.async (not by TMA): generic-proxy writes that wgmma
+  // reads through the async proxy.
+  auto fenceRawRows = [&] { ifThen(notI(tmaOn), [&] { fenceProxyAsync(); }); };
   auto copies = [&](Value c) { copyStage(L, ring, base, q, c); };
   // qk_raw: chunks wrote no P. The output warpgroup computes chunk c's
   //   P_ij = (q_i . k_j) 2^(a_i - b_j) on i >= j, 0 above
@@ -111,7 +122,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // reads it.
   auto computeP = [&](Value c) {
     mbarWait(barOf(c), ringPhase(ring, c));
-    fenceProxyAsync(); // q and k came by cp.async
+    fenceRawRows();
     Value qDesc = smemDesc(stageAddr(c, L.qgb), kMajor), kDesc = smemDesc(stageAddr(c, L.kd), kMajor);
     SmallVector<Value> acc(C / 2, cF32(0.0));
     wgFence(acc);
@@ -158,8 +169,6 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // per call by `qk_raw` (a uniform branch around each loop): the raw form
   // wins where recur's grid fills the GPU and its bytes bound it, the other
   // where one chain's latency does (PERFORMANCE.md, session 15).
-  bool hasRaw = plan.recurRawQK;
-  Value rawOn = hasRaw ? qkRaw() : Value();
   // Emits body(raw) for the forms the kernel has: under `if (qk_raw)` with
   // both, the results (types `types`) joined.
   auto forms = [&](TypeRange types,
@@ -180,7 +189,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     }
     return SmallVector<Value>(op.getResults());
   };
-  initRingBarriers(base, hasRaw ? sel(rawOn, cI32(rawArrivals), cI32(1)) : Value());
+  initRingBarriers(base, hasRaw ? sel(andI(rawOn, notI(tmaOn)), cI32(rawArrivals), cI32(1))
+                               : Value());
   auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
 
   // The chain's warpgroup: S^T in K / 64 accumulator blocks of m64n64
@@ -220,8 +230,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
           for (Value a : fragment(ArrayRef<Value>(S).slice((ks / 4) * nT * 4, nT * 4), ks % 4))
             sFrag.push_back(a);
         mbarWait(barOf(c), ringPhase(ring, c));
-        if (raw) // q and k came by cp.async, a generic-proxy write wgmma reads
-          fenceProxyAsync();
+        if (raw) // q and k by cp.async: generic-proxy writes wgmma reads (kept
+          fenceProxyAsync(); // after TMA copies too: one basic block for the chain)
         // The decay, before any product is in flight (S^T's registers are
         // the next product's accumulators).
         if (gated) {

@@ -44,7 +44,7 @@ enum WarpgroupBarrier : int64_t { kStateOnly = 1, kWgSReady = 2, kWgVReady = 4, 
                                   kWgADone = 8 };
 
 void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
-                               const RecurSequence &q, Value c, bool rawQK) {
+                               const RecurSequence &q, Value c, bool rawQK, Value tma) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   bool kda = s.rule == Rule::kda;
   Type i8 = b.getI8Type();
@@ -64,7 +64,23 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   Value bar = gep(base, i64, ringSlot(ring, c));
   if (plan.chunkFlags)
     awaitChunk(ch); // overlapped: chunks may still be computing this chunk
-  mbarArriveExpect(bar, (rawQK ? 1 : 3) * kBytes + pBytes + pInBytes + uBytes + (kda ? K * 4 : 0));
+  Value bytes = cI32((rawQK ? 1 : 3) * kBytes + pBytes + pInBytes + uBytes + (kda ? K * 4 : 0));
+  if (tma) // the raw q and k rows: whole boxes count, zero-filled rows too
+    bytes = add(bytes, sel(tma, cI32(2 * kBytes), cI32(0)));
+  mbarArriveExpect(bar, bytes);
+  if (tma)
+    ifThen(tma, [&] {
+      // Box {64 columns, 1 head, C tokens} from the chunk's first token:
+      // one swizzled [C][64] block of the image per 64 columns, as the
+      // cp.async form lays them out. Rows past the sequence are the next
+      // tokens (zeros past T); their factors are 0 and P's terms infinite,
+      // so nothing of them reaches a result.
+      Value h = divu(q.hv, divu(param(pHV), param(pH)));
+      Value t0 = toI32(chunkTokens(c, ring.c0, q.bos, q.eos).first);
+      for (auto [at, map] : {std::pair{L.qgb, pQMap}, std::pair{L.kd, pKMap}})
+        for (int64_t kb = 0; kb < K / 64; ++kb)
+          tensorCopy3d(stagePtr(c, at + kb * C * 128), param(map), cI32(64 * kb), h, t0, bar);
+    });
   bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
   if (!rawQK) {
     bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);

@@ -385,10 +385,40 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       return {DELTAC_CUDA_ERROR, error};
     qkRaw = chosen->chunksRaw->imageTarget() == chosen->altTarget ? 1 : 0;
   }
+  // sm_90a's warpgroup chunks and the raw form's recur take the q, k and v
+  // rows by TMA tensor copies where the host can describe them (tensor
+  // maps: boxes of 64 columns, 1 head and a chunk of tokens) instead of 16
+  // cp.async per thread and image. Not on by default until it is timed:
+  // DELTAC_PREFILL_TMA=1 turns it on where the maps can be encoded, =2 also
+  // refuses a call whose maps cannot be (tests: a silent fallback would
+  // leave the TMA path untested). Only altTarget's code reads the maps, and
+  // not in the overlapped launch (the queue form copies by cp.async).
+  static const long tmaMode = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_TMA");
+    return e ? std::strtol(e, nullptr, 10) : 0L;
+  }();
+  TensorMap qMap{}, kMap{}, vMap{};
+  int32_t tma = 0;
+  if (tmaMode > 0 && overlapSMs == 0 && chosen->altTarget && v.K % 64 == 0 &&
+      v.V % 64 == 0 &&
+      (qkRaw || chosen->chunks->imageTarget() == chosen->altTarget)) {
+    bool bf16 = v.io == DELTAC_BF16;
+    unsigned rows = unsigned(v.chunk);
+    tma = encodeRowsMap(&qMap, a.q, bf16, a.T, a.H, v.K, qs, 64, rows) &&
+                  encodeRowsMap(&kMap, a.k, bf16, a.T, a.H, v.K, ks, 64, rows) &&
+                  encodeRowsMap(&vMap, a.v, bf16, a.T, a.HV, v.V, vs, 64, rows)
+              ? 1
+              : 0;
+    if (!tma && tmaMode == 2 && a.T > 0) // T = 0: no chunk to copy
+      return {DELTAC_UNSUPPORTED,
+              "prefill: DELTAC_PREFILL_TMA=2, but the tensor maps of q, k and v could not be "
+              "encoded"};
+  }
   void *params[] = {&q,     &k,    &vv,    &o,    &g,     &beta,   &aLog,
                     &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
                     &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
-                    &qs,    &ks,   &vs,    &os,   &slots, &scale, &overlap, &qkRaw};
+                    &qs,    &ks,   &vs,    &os,   &slots, &scale, &overlap, &qkRaw,
+                    &tma,   &qMap, &kMap, &vMap};
   // recur's sm_90 code is a programmatic dependent of chunks: it may start
   // while chunks' last blocks run, and waits for their results itself
   // (PrefillPlan::gridDependency). Only that code may be launched so.
@@ -434,7 +464,8 @@ const char *const *prefillParamNames(int *count) {
       "in_idx",   "out_idx", "cu_seqlens", "work",       "error_flag",
       "cu_is_i64", "T",      "N",          "H",          "HV",
       "max_chunks", "q_stride", "k_stride", "v_stride",  "o_stride",
-      "slots",    "scale",   "overlap", "qk_raw"};
+      "slots",    "scale",   "overlap", "qk_raw", "tma",
+      "q_map",    "k_map",   "v_map"};
   *count = sizeof(names) / sizeof(names[0]);
   return names;
 }

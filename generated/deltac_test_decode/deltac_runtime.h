@@ -84,6 +84,28 @@ int maxSharedPerBlock(std::string *error);
 /// device); 0 with a message on failure.
 int maxSharedPerSM(std::string *error);
 
+/// A TMA tensor map (cuda.h's CUtensorMap), passed to a kernel by value.
+struct alignas(64) TensorMap {
+  uint64_t opaque[16];
+};
+
+/// Whether a [tokens][heads][width] tensor of 16-bit elements at `base`
+/// (heads `width` elements apart, tokens `tokenStride` apart) meets
+/// cuTensorMapEncodeTiled's rules, with fewer than 2^31 tokens (the
+/// kernels' coordinates are 32-bit); host-side values only.
+bool tensorMapUsable(const void *base, int64_t tokens, int64_t heads,
+                     int64_t width, int64_t tokenStride);
+
+/// Encodes `map` for such a tensor (bf16 if `bf16`, else f16), read in
+/// boxes of `boxWidth` columns, one head and `boxRows` tokens, with the
+/// 128-byte swizzle (wgmma's operand layout; boxWidth * 2 <= 128) and zeros
+/// past the last token. False, with the map zeroed, where the tensor is not
+/// usable or the driver has no cuTensorMapEncodeTiled (before CUDA 12) or
+/// refuses it: the caller then copies the rows another way.
+bool encodeRowsMap(TensorMap *map, const void *base, bool bf16, int64_t tokens,
+                   int64_t heads, int64_t width, int64_t tokenStride,
+                   unsigned boxWidth, unsigned boxRows);
+
 /// Zeroes `words` 32-bit words of device memory at `ptr`, asynchronously on
 /// `stream` (a memset node under graph capture).
 bool zeroAsync(void *ptr, size_t words, void *stream, std::string *error);

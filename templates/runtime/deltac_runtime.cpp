@@ -53,6 +53,17 @@ using Fn_cuMemsetD32Async = CUresult (*)(unsigned long long, unsigned, size_t,
 using Fn_cuThreadExchangeStreamCaptureMode = CUresult (*)(int *);
 using Fn_cuKernelSetAttribute = CUresult (*)(int, int, void *, CUdevice);
 constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
+// cuTensorMapEncodeTiled (CUDA 12+; the enums are C enums, int-sized).
+using Fn_cuTensorMapEncodeTiled = CUresult (*)(void *, int, unsigned, void *,
+                                               const uint64_t *,
+                                               const uint64_t *,
+                                               const unsigned *,
+                                               const unsigned *, int, int,
+                                               int, int);
+constexpr int kTensorMapFloat16 = 6;  // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+constexpr int kTensorMapBfloat16 = 9; // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+constexpr int kTensorMapSwizzle128B = 3; // CU_TENSOR_MAP_SWIZZLE_128B
+constexpr int kTensorMapL2Promote128B = 2; // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
 
 constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
@@ -81,6 +92,7 @@ struct Driver {
   Fn_cuMemsetD32Async cuMemsetD32Async = nullptr;
   Fn_cuThreadExchangeStreamCaptureMode cuThreadExchangeStreamCaptureMode =
       nullptr;
+  Fn_cuTensorMapEncodeTiled cuTensorMapEncodeTiled = nullptr; // optional
 };
 
 template <typename T> bool bind(void *handle, const char *name, T &fn,
@@ -121,6 +133,8 @@ const Driver &driver() {
       return d;
     d.cuLaunchKernelEx =
         reinterpret_cast<Fn_cuLaunchKernelEx>(dlsym(handle, "cuLaunchKernelEx"));
+    d.cuTensorMapEncodeTiled = reinterpret_cast<Fn_cuTensorMapEncodeTiled>(
+        dlsym(handle, "cuTensorMapEncodeTiled"));
     CUresult rc = d.cuInit(0);
     if (rc != 0) {
       d.error = describe(rc, "cuInit");
@@ -343,6 +357,38 @@ int maxSharedPerSM(std::string *error) {
   static std::atomic<int> cache[64];
   return cachedAttribute(cache, kAttrSharedPerSM,
                          "querying the shared memory per SM", error);
+}
+
+bool tensorMapUsable(const void *base, int64_t tokens, int64_t heads,
+                     int64_t width, int64_t tokenStride) {
+  // cuTensorMapEncodeTiled's rules for 16-bit elements: a 16-byte aligned
+  // base, dimensions in [1, 2^32], strides multiples of 16 bytes below 2^40;
+  // and the kernels' box coordinates are signed 32-bit: tokens below 2^31.
+  const int64_t dimLimit = int64_t(1) << 32, strideLimit = int64_t(1) << 40;
+  return base && reinterpret_cast<uintptr_t>(base) % 16 == 0 && tokens >= 1 &&
+         tokens < (int64_t(1) << 31) && heads >= 1 && heads <= dimLimit && width >= 1 &&
+         width * 2 % 16 == 0 && tokenStride * 2 % 16 == 0 &&
+         tokenStride >= heads * width && tokenStride * 2 < strideLimit;
+}
+
+bool encodeRowsMap(TensorMap *map, const void *base, bool bf16, int64_t tokens,
+                   int64_t heads, int64_t width, int64_t tokenStride,
+                   unsigned boxWidth, unsigned boxRows) {
+  std::memset(map, 0, sizeof *map);
+  const Driver &d = driver();
+  if (!d.ok || !d.cuTensorMapEncodeTiled ||
+      !tensorMapUsable(base, tokens, heads, width, tokenStride))
+    return false;
+  const uint64_t dims[3] = {uint64_t(width), uint64_t(heads), uint64_t(tokens)};
+  const uint64_t strides[2] = {uint64_t(width) * 2, uint64_t(tokenStride) * 2};
+  const unsigned box[3] = {boxWidth, 1, boxRows}, step[3] = {1, 1, 1};
+  CUresult rc = d.cuTensorMapEncodeTiled(
+      map, bf16 ? kTensorMapBfloat16 : kTensorMapFloat16, 3,
+      const_cast<void *>(base), dims, strides, box, step, /*interleave=*/0,
+      kTensorMapSwizzle128B, kTensorMapL2Promote128B, /*oobFill=*/0);
+  if (rc != 0)
+    std::memset(map, 0, sizeof *map);
+  return rc == 0;
 }
 
 bool zeroAsync(void *ptr, size_t words, void *stream, std::string *error) {

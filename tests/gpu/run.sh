@@ -63,6 +63,12 @@ run_tests() {
     DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw$st.log" 2>&1 || status=1
     grep -E "^(FAIL|==)" "$OUT/prefill_test_raw$st.log" | sed "s/^/raw q, k, $st stage(s): /"
   done
+  # The raw form with q and k by TMA tensor copies (DELTAC_PREFILL_TMA=2:
+  # a call whose maps cannot be encoded fails instead of falling back).
+  for st in 3 2 1; do
+    DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$OUT/prefill_test_tma$st.log" 2>&1 || status=1
+    grep -E "^(FAIL|==)" "$OUT/prefill_test_tma$st.log" | sed "s/^/raw q, k by TMA, $st stage(s): /"
+  done
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'
@@ -189,11 +195,14 @@ run_prefill_variants() {
         grep -E "deltac_ms|deltac_rel_err|^kernel,|Error" | sed "s/^/$v,$e,/"
     done
     # The accuracy case alone through the tile-64 recur (the transposed
-    # form on sm_90a) in both forms: its dispatch never takes the raw form,
-    # so this is what checks a variant's changes there.
-    for raw in 0 1; do
-      bench_variant "$v" "DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw" \
-        --accuracy-only "$@" | grep -E "deltac_rel_err|Error" | sed "s/^/$v,tile 64 qk_raw=$raw,/"
+    # form on sm_90a) in both forms, under each environment: its dispatch
+    # never takes the raw form, so this is what checks a variant's changes
+    # there.
+    for e in "${envs[@]}"; do
+      for raw in 0 1; do
+        bench_variant "$v" "$e DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw" \
+          --accuracy-only "$@" | grep -E "deltac_rel_err|Error" | sed "s/^/$v,$e,tile 64 qk_raw=$raw,/"
+      done
     done
   done | tee "$OUT/prefill_variants.txt"
 }

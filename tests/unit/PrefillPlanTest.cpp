@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <tuple>
 
 TEST(PrefillAbi, RuntimePacksTheCompilersParameters) {
@@ -30,6 +31,34 @@ TEST(PrefillAbi, RuntimePacksTheCompilersParameters) {
   ASSERT_EQ(size_t(count), compiler.size());
   for (size_t i = 0; i < compiler.size(); ++i)
     EXPECT_STREQ(runtime[i], compiler[i].name) << "parameter " << i;
+}
+
+// The host side of recur's TMA copies of raw q and k: which tensors a map
+// can describe (cuTensorMapEncodeTiled's rules), and that a map is never
+// left half-written where it cannot be encoded (the call then falls back to
+// cp.async with `tma` = 0).
+TEST(PrefillTma, TensorMapRules) {
+  alignas(16) static const uint16_t rows[64] = {};
+  const void *base = rows;
+  const void *odd = reinterpret_cast<const char *>(rows) + 2;
+  EXPECT_TRUE(deltac_rt::tensorMapUsable(base, 16000, 16, 128, 16 * 128));
+  // q from a fused projection: tokens further apart than H * K.
+  EXPECT_TRUE(deltac_rt::tensorMapUsable(base, 1, 16, 128, 16 * 128 + 4096));
+  EXPECT_FALSE(deltac_rt::tensorMapUsable(nullptr, 16, 16, 128, 16 * 128));
+  EXPECT_FALSE(deltac_rt::tensorMapUsable(odd, 16, 16, 128, 16 * 128));
+  EXPECT_FALSE(deltac_rt::tensorMapUsable(base, 0, 16, 128, 16 * 128));
+  EXPECT_FALSE(deltac_rt::tensorMapUsable(base, 16, 16, 128, 16 * 128 + 4)); // 8-byte steps
+  EXPECT_FALSE(deltac_rt::tensorMapUsable(base, 16, 16, 128, 128));          // heads overlap
+  EXPECT_FALSE(deltac_rt::tensorMapUsable(base, int64_t(1) << 31, 1, 128, 128));
+  EXPECT_TRUE(deltac_rt::tensorMapUsable(base, (int64_t(1) << 31) - 1, 1, 128, 128));
+
+  deltac_rt::TensorMap map;
+  std::memset(&map, 0x5a, sizeof map); // poison
+  EXPECT_FALSE(deltac_rt::encodeRowsMap(&map, odd, true, 16, 16, 128, 16 * 128, 64, 64));
+  for (uint64_t word : map.opaque)
+    EXPECT_EQ(word, 0u);
+  EXPECT_EQ(alignof(deltac_rt::TensorMap), 64u);
+  EXPECT_EQ(sizeof(deltac_rt::TensorMap), 128u);
 }
 
 namespace {

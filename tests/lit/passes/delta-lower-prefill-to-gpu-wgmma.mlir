@@ -1,6 +1,6 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
-// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
-// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=RAW
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,delta-tensor-map-params,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,delta-tensor-map-params,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=RAW
 // RUN: rm -rf %t && deltac %s --target=sm_80,sm_90a -o %t --name=lib > /dev/null
 // RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
 
@@ -148,11 +148,32 @@ module attributes {delta.targets = ["sm_90a"]} {
 // chunks' raw form writes each row's factor (one 4-byte store per row by
 // the lane holding its norm) instead of the scaled rows (16 bytes per
 // thread and step).
+// Both take q, k and v either by cp.async or, when `tma` is set, by six TMA
+// tensor copies (a box of 64 columns per 64-column block of each image) on
+// two mbarriers; the queue form only by cp.async.
 // RAW: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
+// RAW-SAME: .param .align 64 .b8 qwen_k128_v128_prefill_chunks_param_32[128]
+// RAW-SAME: mbarrier.arrive.expect_tx.shared::cta.b64 _, [[QK:\[%r[0-9]+\]]], %r{{[0-9]+}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
+// RAW-SAME: mbarrier.arrive.expect_tx.shared::cta.b64 _, [[V:\[%r[0-9]+\]]], %r{{[0-9]+}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[V]];
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[V]];
 // RAW-SAME: st.global.v4.b32
+// RAW: gpu.binary @qwen_k128_v128_prefill_queue_gpu
+// RAW-NOT: cp.async.bulk.tensor
 // RAW: gpu.binary @qwen_k128_v128_prefill_chunks_raw_gpu
 // RAW-NOT: st.global.v4.b32
+// The raw form's recur takes q and k either by TMA tensor copies from the
+// maps passed by value (when `tma` is set: 2 K / 64 boxes per stage, issued
+// by the stage's one thread) or by cp.async with 128 mbarrier arrivals.
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_gpu
+// RAW-SAME: .param .align 64 .b8 qwen_k128_v128_prefill_recur_param_30[128]
+// RAW-SAME: .param .align 64 .b8 qwen_k128_v128_prefill_recur_param_31[128]
+// RAW-SAME: cvta.param.u64
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // RAW-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_v32_gpu
 // RAW-NOT: cp.async.mbarrier.arrive.noinc
