@@ -390,7 +390,24 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     auto which = scf::IfOp::create(b, first, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(which.thenBlock());
-    wy(L.ab1, L.ks, K, 2);
+    if (raw) {
+      // qk_raw = 2 (recurComputesW): recur computes W = A_w K itself from
+      // the raw k rows it copies anyway, so A_w's image (C x C, half of W's
+      // bytes) leaves instead, from where the solve left it (fenced for
+      // the async proxy above), at the start of W's slot.
+      Value rawW = cmp(arith::CmpIPredicate::eq, param(pQkRaw), cI32(2));
+      auto form = scf::IfOp::create(b, rawW, true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(form.thenBlock());
+      ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+        bulkStore(tileOf(2), L.ab1, C * C * 2);
+        ptx("cp.async.bulk.wait_group.read 0;", "", {}); // ab1 is read before exit
+      });
+      b.setInsertionPointToStart(form.elseBlock());
+      wy(L.ab1, L.ks, K, 2);
+    } else {
+      wy(L.ab1, L.ks, K, 2);
+    }
     b.setInsertionPointToStart(which.elseBlock());
     wy(L.ab2, L.vs, V, 3);
   }

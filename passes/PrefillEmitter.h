@@ -387,6 +387,9 @@ private:
   Value qkRaw() { return cmp(arith::CmpIPredicate::ne, param(pQkRaw), cI32(0)); }
   /// Whether the host passed the q and k tensor maps (`tma`).
   Value tmaMaps() { return cmp(arith::CmpIPredicate::ne, param(pTma), cI32(0)); }
+  /// qk_raw = 2: the raw form in which recur computes W = A_w K itself
+  /// (chunks_raw writes A_w instead of W).
+  Value recurComputesW() { return cmp(arith::CmpIPredicate::eq, param(pQkRaw), cI32(2)); }
   /// recur, one thread: waits until item `ch` (chunk * HV + head) is
   /// published, when the call is overlapped.
   void awaitChunk(Value ch);
@@ -441,9 +444,12 @@ private:
   /// rawQK (the transposed recur's raw form): no Qg and Kd, and P comes
   /// with the factors fq, fk after G_last.
   /// `tma` (rawQK only; i1, null: never): also copy the chunk's raw q and
-  /// k rows into the stage, by TMA tensor copies (q_map, k_map).
+  /// k rows into the stage, by TMA tensor copies (q_map, k_map). `rawW`
+  /// (rawQK only): chunks wrote A_w's C x C image where W would be, and
+  /// only that is copied (recur computes W).
   void copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
-                 const RecurSequence &q, Value c, bool rawQK = false, Value tma = {});
+                 const RecurSequence &q, Value c, bool rawQK = false, Value tma = {},
+                 bool rawW = false);
   /// Thread 0 initialises the ring's three stage mbarriers at `base` (each
   /// phase completing after `arrivals` arrivals and its bytes), then a
   /// block barrier.
@@ -937,8 +943,11 @@ private:
         {sharedAddr(bar), bytes});
   }
   void bulkCopy(Value dst, Value src, int64_t bytes, Value bar) {
+    bulkCopy(dst, src, cI32(bytes), bar);
+  }
+  void bulkCopy(Value dst, Value src, Value bytes, Value bar) {
     ptx("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
-        "r,l,r,r", {sharedAddr(dst), src, cI32(bytes), sharedAddr(bar)});
+        "r,l,r,r", {sharedAddr(dst), src, bytes, sharedAddr(bar)});
   }
   /// A TMA tensor copy of the box at {x, y, z} of tensor map `map` (a
   /// kernel's ParamKind::TensorMap parameter) into shared memory at `dst`,

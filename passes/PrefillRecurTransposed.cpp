@@ -91,10 +91,13 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // reads them).
   bool hasRaw = plan.recurRawQK;
   Value rawOn = hasRaw ? qkRaw() : Value(), tmaOn = hasRaw ? tmaMaps() : Value();
+  // qk_raw = 2 (recurComputesW): chunks_raw wrote A_w instead of W, and
+  // computeP also computes W = A_w K; a third form of both loops.
+  Value rawW = hasRaw ? recurComputesW() : Value();
   int64_t rawArrivals = 128 + 1;
-  auto rawCopies = [&](Value c, Value u) {
+  auto rawCopies = [&](Value c, Value u, bool w) {
     ifThen(cmp(arith::CmpIPredicate::eq, u, cI32(0)),
-           [&] { copyStage(L, ring, base, q, c, /*rawQK=*/true, tmaOn); });
+           [&] { copyStage(L, ring, base, q, c, /*rawQK=*/true, tmaOn, w); });
     ifThen(notI(tmaOn), [&] {
       Value t0, rows;
       std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
@@ -120,7 +123,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // (a, b: rawPInputBytes) from the raw rows and the terms in its stage,
   // into the stage's P image, where the chain's last product of the chunk
   // reads it.
-  auto computeP = [&](Value c) {
+  auto computeP = [&](Value c, bool w) {
     mbarWait(barOf(c), ringPhase(ring, c));
     fenceRawRows();
     Value qDesc = smemDesc(stageAddr(c, L.qgb), kMajor), kDesc = smemDesc(stageAddr(c, L.kd), kMajor);
@@ -132,12 +135,30 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
             /*transA=*/false);
     }
     wgCommit();
+    // qk_raw = 2: W = A_w K, in flight during P's epilogue, from A_w's
+    // image (where W's goes) and the raw k rows (MN-major: k's rows are the
+    // reduction index); every 64-column block's product is complete before
+    // W overwrites A_w.
+    SmallVector<Value> wAcc;
+    if (w) {
+      Value aDesc = smemDesc(stageAddr(c, L.wb), kMajor), bDesc = smemDesc(stageAddr(c, L.kd), mnMajor);
+      wAcc.assign(kBlocks * C / 2, cF32(0.0));
+      wgFence(wAcc);
+      for (int64_t nb = 0; nb < kBlocks; ++nb) {
+        SmallVector<Value> x(wAcc.begin() + nb * C / 2, wAcc.begin() + (nb + 1) * C / 2);
+        for (int64_t ks = 0; ks < C / 16; ++ks)
+          wgmma(x, descPlus(aDesc, ks * 32), descPlus(bDesc, nb * C * 128 + ks * 2048),
+                /*accumulate=*/ks > 0, /*transA=*/false, /*transB=*/true);
+        std::copy(x.begin(), x.end(), wAcc.begin() + nb * C / 2);
+      }
+      wgCommit();
+    }
     Value terms = gep(stagePtr(c, L.pb), i8, cI32(pGLastBytes(C) + rawFactorBytes(C)));
     Value bTerms = gep(terms, f32, cI32(C));
     Value rowAt[2] = {wgRow(wl, 0), wgRow(wl, 2)}, aRow[2];
     for (int64_t h = 0; h < 2; ++h)
       aRow[h] = load(f32, terms, rowAt[h], 4);
-    wgWait(0, acc);
+    wgWait(w ? 1 : 0, acc);
     auto pairTy = VectorType::get({2}, f32);
     Value minusInf = cF32(-std::numeric_limits<float>::infinity());
     for (int64_t j = 0; j < C / 8; ++j) {
@@ -154,7 +175,15 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     }
     Value img = stageAddr(c, L.pb);
     stmatrixBlock(wl, acc, [&](Value row, Value j) { return swizzledRow(img, row, j); });
-    fenceProxyAsync(); // the chain's wgmma reads it
+    if (w) {
+      wgWait(0, wAcc);
+      for (int64_t nb = 0; nb < kBlocks; ++nb) {
+        Value block = stageAddr(c, L.wb + nb * C * 128);
+        stmatrixBlock(wl, ArrayRef<Value>(wAcc).slice(nb * C / 2, C / 2),
+                      [&](Value row, Value j) { return swizzledRow(block, row, j); });
+      }
+    }
+    fenceProxyAsync(); // the chain's wgmma reads them
     namedArrive(add(cI32(kTrPReady), remu(sub(c, c0), cI32(2))), both);
   };
   // The A fragment of k step ks from m64nN accumulators `acc` (n-tiles
@@ -169,25 +198,35 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // per call by `qk_raw` (a uniform branch around each loop): the raw form
   // wins where recur's grid fills the GPU and its bytes bound it, the other
   // where one chain's latency does (PERFORMANCE.md, session 15).
-  // Emits body(raw) for the forms the kernel has: under `if (qk_raw)` with
-  // both, the results (types `types`) joined.
+  // Emits body(raw, w) for the forms the kernel has: under `if (qk_raw)`
+  // (then `if (qk_raw == 2)`, w) with the raw forms, the results (types
+  // `types`) joined. Each form is its own loop, so that no loop body
+  // branches on the form (a branch in the chain's loop changes how ptxas
+  // schedules it).
   auto forms = [&](TypeRange types,
-                   function_ref<SmallVector<Value>(bool)> body) -> SmallVector<Value> {
+                   function_ref<SmallVector<Value>(bool, bool)> body) -> SmallVector<Value> {
     if (!hasRaw)
-      return body(false);
-    auto op = scf::IfOp::create(b, types, rawOn, true);
-    {
+      return body(false, false);
+    auto branch = [&](Value cond, function_ref<SmallVector<Value>()> then,
+                      function_ref<SmallVector<Value>()> otherwise) {
+      auto op = scf::IfOp::create(b, types, cond, true);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(op.thenBlock());
-      SmallVector<Value> r = body(true);
+      SmallVector<Value> r = then();
       if (!types.empty())
         scf::YieldOp::create(b, r);
       b.setInsertionPointToStart(op.elseBlock());
-      r = body(false);
+      r = otherwise();
       if (!types.empty())
         scf::YieldOp::create(b, r);
-    }
-    return SmallVector<Value>(op.getResults());
+      return SmallVector<Value>(op.getResults());
+    };
+    return branch(
+        rawOn,
+        [&] {
+          return branch(rawW, [&] { return body(true, true); }, [&] { return body(true, false); });
+        },
+        [&] { return body(false, false); });
   };
   initRingBarriers(base, hasRaw ? sel(andI(rawOn, notI(tmaOn)), cI32(rawArrivals), cI32(1))
                                : Value());
@@ -214,7 +253,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       fillRing(ring, c1, copies);
     SmallVector<Type> sTypes(sRegs, f32);
     SmallVector<Value> S0 = S; // each form's loop starts from these
-    S = forms(sTypes, [&](bool raw) -> SmallVector<Value> {
+    S = forms(sTypes, [&](bool raw, bool w) -> SmallVector<Value> {
       S = S0;
       auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
       {
@@ -232,6 +271,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         mbarWait(barOf(c), ringPhase(ring, c));
         if (raw) // q and k by cp.async: generic-proxy writes wgmma reads (kept
           fenceProxyAsync(); // after TMA copies too: one basic block for the chain)
+        if (w) // W (with P) of chunk c is in its stage
+          namedSync(add(cI32(kTrPReady), parity), both);
         // The decay, before any product is in flight (S^T's registers are
         // the next product's accumulators).
         if (gated) {
@@ -326,7 +367,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
           byColumn(oacc, 0);
           wgFenceAll(oacc, vFrag);
         }
-        if (raw) // P of chunk c is in its stage
+        if (raw && !w) // P of chunk c is in its stage
           namedSync(add(cI32(kTrPReady), parity), both);
         for (int64_t ks = 0; ks < C / 16; ++ks)
           wgmmaRegA(oacc, ArrayRef<Value>(vFrag).slice(4 * ks, 4), descPlus(pDesc, ks * 32), true,
@@ -376,13 +417,13 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     if (plan.gridDependency) // its refills read chunks' results
       waitForChunks();
     Value u = sub(tid, cI32(128));
-    forms({}, [&](bool raw) -> SmallVector<Value> {
+    forms({}, [&](bool raw, bool w) -> SmallVector<Value> {
       if (raw) // the first chunks' stages, one per stage the launch granted
         for (int64_t i = 0; i < 3; ++i) {
           Value c = add(c0, cI32(i));
           ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), stages),
                       cmp(arith::CmpIPredicate::slt, c, c1)),
-                 [&] { rawCopies(c, u); });
+                 [&] { rawCopies(c, u, w); });
         }
       // P runs `lead` chunks ahead of the chain: two where the ring has
       // their stages in flight, so that the chain never waits for it.
@@ -392,7 +433,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
           Value c = add(c0, cI32(i));
           ifThen(andI(cmp(arith::CmpIPredicate::slt, cI32(i), lead),
                       cmp(arith::CmpIPredicate::slt, c, c1)),
-                 [&] { computeP(c); });
+                 [&] { computeP(c, w); });
         }
       auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
       OpBuilder::InsertionGuard g2(b);
@@ -402,7 +443,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       namedSync(add(cI32(kTrOReady), parity), both);
       if (raw) {
         Value ahead = add(c, stages);
-        ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { rawCopies(ahead, u); });
+        ifThen(cmp(arith::CmpIPredicate::slt, ahead, c1), [&] { rawCopies(ahead, u, w); });
       } else {
         ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(128)), [&] {
           Value ahead = add(c, stages);
@@ -429,7 +470,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       namedArrive(add(cI32(kTrODone), parity), both);
       if (raw) { // P of chunk c + lead (oReady(c) freed its stage)
         Value next = add(c, lead);
-        ifThen(cmp(arith::CmpIPredicate::slt, next, c1), [&] { computeP(next); });
+        ifThen(cmp(arith::CmpIPredicate::slt, next, c1), [&] { computeP(next, w); });
       }
       return {};
     });

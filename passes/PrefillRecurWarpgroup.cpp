@@ -44,7 +44,8 @@ enum WarpgroupBarrier : int64_t { kStateOnly = 1, kWgSReady = 2, kWgVReady = 4, 
                                   kWgADone = 8 };
 
 void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
-                               const RecurSequence &q, Value c, bool rawQK, Value tma) {
+                               const RecurSequence &q, Value c, bool rawQK, Value tma,
+                               bool rawW) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   bool kda = s.rule == Rule::kda;
   Type i8 = b.getI8Type();
@@ -67,6 +68,9 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   Value bytes = cI32((rawQK ? 1 : 3) * kBytes + pBytes + pInBytes + uBytes + (kda ? K * 4 : 0));
   if (tma) // the raw q and k rows: whole boxes count, zero-filled rows too
     bytes = add(bytes, sel(tma, cI32(2 * kBytes), cI32(0)));
+  int64_t wBytes = rawW ? C * C * 2 : kBytes; // A_w's image instead of W's
+  if (rawW)
+    bytes = sub(bytes, cI32(kBytes - wBytes));
   mbarArriveExpect(bar, bytes);
   if (tma)
     ifThen(tma, [&] {
@@ -81,7 +85,7 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
         for (int64_t kb = 0; kb < K / 64; ++kb)
           tensorCopy3d(stagePtr(c, at + kb * C * 128), param(map), cI32(64 * kb), h, t0, bar);
     });
-  bulkCopy(stagePtr(c, L.wb), from(2), kBytes, bar);
+  bulkCopy(stagePtr(c, L.wb), from(2), wBytes, bar);
   if (!rawQK) {
     bulkCopy(stagePtr(c, L.kd), from(5), kBytes, bar);
     bulkCopy(stagePtr(c, L.qgb), from(4), kBytes, bar);

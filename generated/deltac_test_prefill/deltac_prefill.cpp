@@ -384,6 +384,13 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     if (!chosen->chunksRaw->load(&error))
       return {DELTAC_CUDA_ERROR, error};
     qkRaw = chosen->chunksRaw->imageTarget() == chosen->altTarget ? 1 : 0;
+    // qk_raw = 2: chunks_raw writes A_w (C x C) instead of W (C x K) and
+    // recur computes W = A_w K from the raw k rows it copies anyway: 8 KiB
+    // less written and read per (chunk, value head) at K = 128. Not the
+    // default until it is timed: DELTAC_PREFILL_RECUR_W=1 turns it on.
+    static const int recurW = envSwitch("DELTAC_PREFILL_RECUR_W");
+    if (qkRaw && recurW == 1)
+      qkRaw = 2;
   }
   // sm_90a's warpgroup chunks and the raw form's recur take the q, k and v
   // rows by TMA tensor copies where the host can describe them (tensor

@@ -63,11 +63,20 @@ run_tests() {
     DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$OUT/prefill_test_raw$st.log" 2>&1 || status=1
     grep -E "^(FAIL|==)" "$OUT/prefill_test_raw$st.log" | sed "s/^/raw q, k, $st stage(s): /"
   done
-  # The raw form with q and k by TMA tensor copies (DELTAC_PREFILL_TMA=2:
-  # a call whose maps cannot be encoded fails instead of falling back).
-  for st in 3 2 1; do
-    DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$OUT/prefill_test_tma$st.log" 2>&1 || status=1
-    grep -E "^(FAIL|==)" "$OUT/prefill_test_tma$st.log" | sed "s/^/raw q, k by TMA, $st stage(s): /"
+  # The raw form's options, off by default until timed, with 3, 2 and 1
+  # ring stages: q, k (and v) by TMA tensor copies (DELTAC_PREFILL_TMA=2: a
+  # call whose maps cannot be encoded fails instead of falling back), W
+  # computed by recur from A_w (DELTAC_PREFILL_RECUR_W=1), and both.
+  local form st log
+  for form in "DELTAC_PREFILL_TMA=2" "DELTAC_PREFILL_RECUR_W=1" \
+              "DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=1"; do
+    for st in 3 2 1; do
+      log="$OUT/prefill_test_$(echo "$form" | tr -c 'A-Za-z0-9\n' _)_$st.log"
+      # shellcheck disable=SC2086 # $form is a list of NAME=VALUE words
+      env $form DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_RECUR_STAGES=$st \
+        "$BUILD/prefill_test" --quick > "$log" 2>&1 || status=1
+      grep -E "^(FAIL|==)" "$log" | sed "s/^/raw q, k, $form, $st stage(s): /"
+    done
   done
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1

@@ -166,6 +166,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // RAW-NOT: cp.async.bulk.tensor
 // RAW: gpu.binary @qwen_k128_v128_prefill_chunks_raw_gpu
 // RAW-NOT: st.global.v4.b32
+// With qk_raw = 2 chunks_raw stores A_w's C x C image (8 KiB) where W's goes.
+// RAW-SAME: mov.b32 {{[^,]*}}, 8192;{{[^;]*}}cp.async.bulk.global.shared::cta.bulk_group
 // The raw form's recur takes q and k either by TMA tensor copies from the
 // maps passed by value (when `tma` is set: 2 K / 64 boxes per stage, issued
 // by the stage's one thread) or by cp.async with 128 mbarrier arrivals.
@@ -175,5 +177,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // RAW-SAME: cvta.param.u64
 // RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // RAW-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
+// and, with qk_raw = 2, computes W = A_w K (the only SS product with B
+// transposed: k's rows are its reduction index).
+// RAW-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.[^}]*.}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 1;
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_v32_gpu
 // RAW-NOT: cp.async.mbarrier.arrive.noinc
