@@ -346,32 +346,47 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // block's result is staged over the B block it consumed (W as recur's
   // swizzled image, U in 16-column tiles), then the whole tile leaves by one
   // bulk copy.
-  auto wy = [&](int64_t abOff, int64_t bOff, int64_t width, int64_t which) {
+  // split: both warpgroups run it, block nb in warpgroup nb % 2, and each
+  // block leaves by its own bulk copy.
+  auto wy = [&](int64_t abOff, int64_t bOff, int64_t width, int64_t which, bool split = false) {
     Value aD = smemDesc(addrAt(abOff), wgmmaKMajor);
     Value bD = smemDesc(addrAt(bOff), wgmmaDescHigh(C * 128, 1024));
     Value bar = add(cI32(kWarpgroup), wg);
+    auto mine = [&](int64_t nb) { return cmp(arith::CmpIPredicate::eq, wg, cI32(nb % 2)); };
     for (int64_t nb = 0; nb < width / 64; ++nb) {
-      SmallVector<Value> x(C / 2, cF32(0.0));
-      wgFence(x);
-      for (int64_t ks = 0; ks < C / 16; ++ks)
-        wgmma(x, descPlus(aD, ks * 32), descPlus(bD, nb * C * 128 + ks * 2048),
-              /*accumulate=*/ks > 0, /*transA=*/false, /*transB=*/true);
-      wgCommit();
-      wgWait(0, x);
-      namedSync(bar, 128); // the warpgroup's product has read B block nb
-      int64_t blockOff = bOff + nb * C * 128;
-      stmatrixBlock(wl, x, [&](Value row, Value j) {
-        if (which == 2)
-          return imageRow(blockOff, row, j);
-        // U: [V / 16][C][16], so tile 4 nb + j / 2, half j % 2 of its row.
-        return add(addrAt(blockOff), add(mul(divu(j, cI32(2)), cI32(C * 32)),
-                                         add(mul(row, cI32(32)), mul(remu(j, cI32(2)), cI32(16)))));
-      });
+      auto block = [&] {
+        SmallVector<Value> x(C / 2, cF32(0.0));
+        wgFence(x);
+        for (int64_t ks = 0; ks < C / 16; ++ks)
+          wgmma(x, descPlus(aD, ks * 32), descPlus(bD, nb * C * 128 + ks * 2048),
+                /*accumulate=*/ks > 0, /*transA=*/false, /*transB=*/true);
+        wgCommit();
+        wgWait(0, x);
+        namedSync(bar, 128); // the warpgroup's product has read B block nb
+        int64_t blockOff = bOff + nb * C * 128;
+        stmatrixBlock(wl, x, [&](Value row, Value j) {
+          if (which == 2)
+            return imageRow(blockOff, row, j);
+          // U: [V / 16][C][16], so tile 4 nb + j / 2, half j % 2 of its row.
+          return add(addrAt(blockOff), add(mul(divu(j, cI32(2)), cI32(C * 32)),
+                                           add(mul(row, cI32(32)), mul(remu(j, cI32(2)), cI32(16)))));
+        });
+      };
+      if (split)
+        ifThen(mine(nb), block);
+      else
+        block();
     }
     fenceProxyAsync();
     namedSync(bar, 128);
     ifThen(cmp(arith::CmpIPredicate::eq, remu(tid, cI32(128)), cI32(0)), [&] {
-      bulkStore(tileOf(which), bOff, C * width * 2);
+      if (split) // a 64-column block is C * 128 bytes in either layout
+        for (int64_t nb = 0; nb < width / 64; ++nb)
+          ifThen(mine(nb), [&] {
+            bulkStore(gep(tileOf(which), i8, cI64(nb * C * 128)), bOff + nb * C * 128, C * 128);
+          });
+      else
+        bulkStore(tileOf(which), bOff, C * width * 2);
       // The block's shared memory is the source: read before it exits.
       // The writes themselves complete with the grid, which is all recur
       // waits for (griddepcontrol.wait, or the stream), so a block leaves
@@ -386,30 +401,30 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       }
     });
   };
-  {
+  auto wAndU = [&] { // W in warpgroup 0, U in warpgroup 1
     auto which = scf::IfOp::create(b, first, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(which.thenBlock());
-    if (raw) {
-      // qk_raw = 2 (recurComputesW): recur computes W = A_w K itself from
-      // the raw k rows it copies anyway, so A_w's image (C x C, half of W's
-      // bytes) leaves instead, from where the solve left it (fenced for
-      // the async proxy above), at the start of W's slot.
-      Value rawW = cmp(arith::CmpIPredicate::eq, param(pQkRaw), cI32(2));
-      auto form = scf::IfOp::create(b, rawW, true);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(form.thenBlock());
-      ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-        bulkStore(tileOf(2), L.ab1, C * C * 2);
-        ptx("cp.async.bulk.wait_group.read 0;", "", {}); // ab1 is read before exit
-      });
-      b.setInsertionPointToStart(form.elseBlock());
-      wy(L.ab1, L.ks, K, 2);
-    } else {
-      wy(L.ab1, L.ks, K, 2);
-    }
+    wy(L.ab1, L.ks, K, 2);
     b.setInsertionPointToStart(which.elseBlock());
     wy(L.ab2, L.vs, V, 3);
+  };
+  if (raw) {
+    // qk_raw = 2 (recurComputesW): recur computes W = A_w K itself from the
+    // raw k rows it copies anyway, so A_w's image (C x C, half of W's bytes)
+    // leaves instead, from where the solve left it (fenced for the async
+    // proxy above), at the start of W's slot; its thread's wait for the
+    // copies (in wy) covers it. The warpgroups share U's blocks.
+    auto form = scf::IfOp::create(b, recurComputesW(), true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(form.thenBlock());
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
+           [&] { bulkStore(tileOf(2), L.ab1, C * C * 2); });
+    wy(L.ab2, L.vs, V, 3, /*split=*/true);
+    b.setInsertionPointToStart(form.elseBlock());
+    wAndU();
+  } else {
+    wAndU();
   }
   // G_last travels with P only: this chunks pairs with the warpgroup recur
   // (both sm_90a), which reads nothing else of workspace region 1.
