@@ -86,10 +86,12 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // whose items would need an mbarrier phase each), one thread moves them
   // by TMA tensor copies, a box of 64 columns x 1 head x C tokens per
   // 64-column block of an image, completing on two mbarriers (q and k, then
-  // v) in the queue form's 16 bytes. Rows past the sequence are the next
-  // tokens' (zeros past T): as with the copies of the first token, their
-  // inverse norms and beta are 0.
-  Value tma = queued ? Value() : tmaMaps();
+  // v) in the queue form's 16 bytes. Only for whole chunks: a box past the
+  // sequence's end would bring the next sequence's tokens, which the zero
+  // factors of padding rows remove by multiplying (inside the tensor
+  // cores too), so a non-finite value there would reach this sequence; the
+  // last, partial chunk copies its first token instead, as cp.async does.
+  Value tma = queued ? Value() : andI(tmaMaps(), cmp(arith::CmpIPredicate::eq, rows, cI32(C)));
   Value qkBar = ptrAt(L.queue), vBar = ptrAt(L.queue + 8);
   if (!tma) {
     copyRows();

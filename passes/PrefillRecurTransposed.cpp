@@ -54,7 +54,9 @@ using namespace mlir::delta::prefill;
 //   oReady(c)  chain -> output  O^T of chunk c is staged, its stage is read
 //   oDone(c)   output -> chain  the staging buffer c % 2 is free again
 //   pReady(c)  output -> chain  (qk_raw) P of chunk c is in its stage
-enum TransposedBarrier : int64_t { kTrOReady = 2, kTrODone = 4, kTrPReady = 6 };
+//   outputs    output warpgroup alone (qk_raw = 2): every warp's W product
+//              has read A_w before W's stores overwrite it
+enum TransposedBarrier : int64_t { kTrOReady = 2, kTrODone = 4, kTrPReady = 6, kTrOutputs = 8 };
 
 void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
@@ -85,20 +87,34 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // (cp.async.mbarrier.arrive.noinc: 128 arrivals beside the bulk
   // copies' one). Rows past the sequence copy its chunk's first token,
   // whose factors are 0 there.
-  // With `tma` set the host passed tensor maps of q and k instead, and the
-  // stage's one thread also moves the rows, by 2 K / 64 TMA tensor copies
-  // (async-proxy writes: no 128 arrivals, no proxy fence before wgmma
-  // reads them).
+  // With `tma` set the host passed tensor maps of q and k instead, and for
+  // a whole chunk the stage's one thread also moves the rows, by 2 K / 64
+  // TMA tensor copies (async-proxy writes: no proxy fence before wgmma
+  // reads them), while the others only arrive. A partial chunk (the
+  // sequence's last) still copies by cp.async: a box would bring the next
+  // sequence's tokens into its padding rows, and a non-finite one there
+  // would cross into this sequence through the products that remove
+  // padding rows by zero factors.
   bool hasRaw = plan.recurRawQK;
   Value rawOn = hasRaw ? qkRaw() : Value(), tmaOn = hasRaw ? tmaMaps() : Value();
+  auto tmaFor = [&](Value c) { // TMA copies chunk c (a whole chunk)
+    Value rows = chunkTokens(c, c0, q.bos, q.eos).second;
+    return andI(tmaOn, cmp(arith::CmpIPredicate::eq, rows, cI32(C)));
+  };
   // qk_raw = 2 (recurComputesW): chunks_raw wrote A_w instead of W, and
   // computeP also computes W = A_w K; a third form of both loops.
   Value rawW = hasRaw ? recurComputesW() : Value();
   int64_t rawArrivals = 128 + 1;
   auto rawCopies = [&](Value c, Value u, bool w) {
+    Value tmaHere = tmaFor(c);
     ifThen(cmp(arith::CmpIPredicate::eq, u, cI32(0)),
-           [&] { copyStage(L, ring, base, q, c, /*rawQK=*/true, tmaOn, w); });
-    ifThen(notI(tmaOn), [&] {
+           [&] { copyStage(L, ring, base, q, c, /*rawQK=*/true, tmaHere, w); });
+    auto copied = scf::IfOp::create(b, tmaHere, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(copied.thenBlock());
+    ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {sharedAddr(barOf(c))});
+    b.setInsertionPointToStart(copied.elseBlock());
+    {
       Value t0, rows;
       std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
       Value qkOffset = mul(toI64(divu(q.hv, divu(param(pHV), param(pH)))), cI64(K));
@@ -112,11 +128,11 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
                          /*stepped=*/true);
       }
       ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(barOf(c))});
-    });
+    }
   };
-  // q and k came by cp.async (not by TMA): generic-proxy writes that wgmma
-  // reads through the async proxy.
-  auto fenceRawRows = [&] { ifThen(notI(tmaOn), [&] { fenceProxyAsync(); }); };
+  // Chunk c's q and k came by cp.async (not by TMA): generic-proxy writes
+  // that wgmma reads through the async proxy.
+  auto fenceRawRows = [&](Value c) { ifThen(notI(tmaFor(c)), [&] { fenceProxyAsync(); }); };
   auto copies = [&](Value c) { copyStage(L, ring, base, q, c); };
   // qk_raw: chunks wrote no P. The output warpgroup computes chunk c's
   //   P_ij = (q_i . k_j) 2^(a_i - b_j) on i >= j, 0 above
@@ -125,7 +141,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // reads it.
   auto computeP = [&](Value c, bool w) {
     mbarWait(barOf(c), ringPhase(ring, c));
-    fenceRawRows();
+    fenceRawRows(c);
     Value qDesc = smemDesc(stageAddr(c, L.qgb), kMajor), kDesc = smemDesc(stageAddr(c, L.kd), kMajor);
     SmallVector<Value> acc(C / 2, cF32(0.0));
     wgFence(acc);
@@ -177,6 +193,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     stmatrixBlock(wl, acc, [&](Value row, Value j) { return swizzledRow(img, row, j); });
     if (w) {
       wgWait(0, wAcc);
+      namedSync(cI32(kTrOutputs), 128);
       for (int64_t nb = 0; nb < kBlocks; ++nb) {
         Value block = stageAddr(c, L.wb + nb * C * 128);
         stmatrixBlock(wl, ArrayRef<Value>(wAcc).slice(nb * C / 2, C / 2),
@@ -228,8 +245,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         },
         [&] { return body(false, false); });
   };
-  initRingBarriers(base, hasRaw ? sel(andI(rawOn, notI(tmaOn)), cI32(rawArrivals), cI32(1))
-                               : Value());
+  initRingBarriers(base, hasRaw ? sel(rawOn, cI32(rawArrivals), cI32(1)) : Value());
   auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(4)), true);
 
   // The chain's warpgroup: S^T in K / 64 accumulator blocks of m64n64

@@ -74,11 +74,10 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   mbarArriveExpect(bar, bytes);
   if (tma)
     ifThen(tma, [&] {
-      // Box {64 columns, 1 head, C tokens} from the chunk's first token:
-      // one swizzled [C][64] block of the image per 64 columns, as the
-      // cp.async form lays them out. Rows past the sequence are the next
-      // tokens (zeros past T); their factors are 0 and P's terms infinite,
-      // so nothing of them reaches a result.
+      // Box {64 columns, 1 head, C tokens} from the chunk's first token
+      // (a whole chunk: the caller copies a partial one by cp.async): one
+      // swizzled [C][64] block of the image per 64 columns, as the cp.async
+      // form lays them out.
       Value h = divu(q.hv, divu(param(pHV), param(pH)));
       Value t0 = toI32(chunkTokens(c, ring.c0, q.bos, q.eos).first);
       for (auto [at, map] : {std::pair{L.qgb, pQMap}, std::pair{L.kd, pKMap}})
