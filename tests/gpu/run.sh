@@ -218,7 +218,7 @@ run_prefill_variants() {
     # there.
     for e in "${envs[@]}"; do
       for raw in 0 1; do
-        bench_variant "$v" "$e DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw" \
+        bench_variant "$v" "$e DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw DELTAC_PREFILL_OVERLAP=0" \
           --accuracy-only "$@" | grep -E "deltac_rel_err|Error" | sed "s/^/$v,$e,tile 64 qk_raw=$raw,/"
       done
     done
