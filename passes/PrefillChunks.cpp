@@ -71,7 +71,7 @@ void PrefillEmitter::chunkItem(Value flat) {
   auto [bos, eos] = sequenceBounds(map, n);
   Value t0 = add(bos, mul(toI64(j), cI64(C)));
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-  Value h = divu(hv, divu(param(pHV), param(pH)));
+  Value h = keyHead(hv);
   if (plan.warpgroupChunks)
     return chunksWarpgroup(ChunkSite{c, hv, h, t0, rows});
   Value kb = region(L.kb), qb = region(L.qb), lf = region(L.lf), af = region(L.af),

@@ -656,6 +656,8 @@ private:
                add(mul(row, cI32(64)), add(mul(swizzled, cI32(8)), remu(col, cI32(8)))));
   }
   Value chunkHead(Value c, Value hv) { return add(mul(toI64(c), toI64(param(pHV))), toI64(hv)); }
+  /// The q/k head value head `hv` reads (GVA: HV / H value heads per head).
+  Value keyHead(Value hv) { return divu(hv, divu(param(pHV), param(pH))); }
 
   /// How the warps share an M x N product of 16x8 tiles: a wm x wn grid of
   /// warps, each owning a block of (M/16/wm) x (N/8/wn) tiles, so that per
@@ -943,11 +945,8 @@ private:
         {sharedAddr(bar), bytes});
   }
   void bulkCopy(Value dst, Value src, int64_t bytes, Value bar) {
-    bulkCopy(dst, src, cI32(bytes), bar);
-  }
-  void bulkCopy(Value dst, Value src, Value bytes, Value bar) {
     ptx("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
-        "r,l,r,r", {sharedAddr(dst), src, bytes, sharedAddr(bar)});
+        "r,l,r,r", {sharedAddr(dst), src, cI32(bytes), sharedAddr(bar)});
   }
   /// A TMA tensor copy of the box at {x, y, z} of tensor map `map` (a
   /// kernel's ParamKind::TensorMap parameter) into shared memory at `dst`,

@@ -117,7 +117,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     {
       Value t0, rows;
       std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
-      Value qkOffset = mul(toI64(divu(q.hv, divu(param(pHV), param(pH)))), cI64(K));
+      Value qkOffset = mul(toI64(keyHead(q.hv)), cI64(K));
       {
         WarpRole outputs(*this, 4, 4); // the output warpgroup's 128 threads
         // Stepped: this warpgroup's loop bounds the raw form's chunk

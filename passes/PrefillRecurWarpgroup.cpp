@@ -65,12 +65,11 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
   Value bar = gep(base, i64, ringSlot(ring, c));
   if (plan.chunkFlags)
     awaitChunk(ch); // overlapped: chunks may still be computing this chunk
-  Value bytes = cI32((rawQK ? 1 : 3) * kBytes + pBytes + pInBytes + uBytes + (kda ? K * 4 : 0));
+  int64_t wBytes = rawW ? C * C * 2 : kBytes; // A_w's image instead of W's
+  Value bytes = cI32(wBytes + (rawQK ? 0 : 2 * kBytes) + pBytes + pInBytes + uBytes +
+                     (kda ? K * 4 : 0));
   if (tma) // the raw q and k rows: whole boxes count, zero-filled rows too
     bytes = add(bytes, sel(tma, cI32(2 * kBytes), cI32(0)));
-  int64_t wBytes = rawW ? C * C * 2 : kBytes; // A_w's image instead of W's
-  if (rawW)
-    bytes = sub(bytes, cI32(kBytes - wBytes));
   mbarArriveExpect(bar, bytes);
   if (tma)
     ifThen(tma, [&] {
@@ -78,11 +77,11 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
       // (a whole chunk: the caller copies a partial one by cp.async): one
       // swizzled [C][64] block of the image per 64 columns, as the cp.async
       // form lays them out.
-      Value h = divu(q.hv, divu(param(pHV), param(pH)));
       Value t0 = toI32(chunkTokens(c, ring.c0, q.bos, q.eos).first);
       for (auto [at, map] : {std::pair{L.qgb, pQMap}, std::pair{L.kd, pKMap}})
         for (int64_t kb = 0; kb < K / 64; ++kb)
-          tensorCopy3d(stagePtr(c, at + kb * C * 128), param(map), cI32(64 * kb), h, t0, bar);
+          tensorCopy3d(stagePtr(c, at + kb * C * 128), param(map), cI32(64 * kb), keyHead(q.hv), t0,
+                       bar);
     });
   bulkCopy(stagePtr(c, L.wb), from(2), wBytes, bar);
   if (!rawQK) {

@@ -63,15 +63,17 @@ run_tests() {
   # instead of falling back), W computed by recur from A_w
   # (DELTAC_PREFILL_RECUR_W=1), and both.
   local form st log
+  # The raw form, forced (DELTAC_PREFILL_OVERLAP=0: see above).
+  local raw="DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0"
   for form in "X=0" "DELTAC_PREFILL_TMA=2" "DELTAC_PREFILL_RECUR_W=1" \
               "DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=1"; do
     for st in 3 2 1; do
       # Two depths per option (the ring's deepest and shallowest).
       [ "$form" != "X=0" ] && [ "$st" = 2 ] && continue
       log="$OUT/prefill_test_raw_$(echo "$form" | tr -c 'A-Za-z0-9\n' _)_$st.log"
-      # shellcheck disable=SC2086 # $form is a list of NAME=VALUE words
-      env $form DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0 \
-        DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$log" 2>&1 || status=1
+      # shellcheck disable=SC2086 # $form and $raw are lists of NAME=VALUE words
+      env $form $raw DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$log" 2>&1 ||
+        status=1
       grep -E "^(FAIL|==)" "$log" | sed "s/^/raw q, k, $form, $st stage(s): /"
     done
   done
@@ -92,10 +94,11 @@ run_tests() {
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/decode_test" --quick > "$OUT/decode_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/decode_test_sm80.log" | sed 's/^/sm_80 PTX: /'
   if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
-    # sanitize TOOL TEST LOG: one compute-sanitizer run, its summary line.
+    # sanitize TOOL TEST LOG [NAME=VALUE...]: one compute-sanitizer run in
+    # that environment, its summary line.
     sanitize() {
-      compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/$2" --quick > "$OUT/$3.log" 2>&1 ||
-        status=1
+      env "${@:4}" compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/$2" --quick \
+        > "$OUT/$3.log" 2>&1 || status=1
       local summary
       summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$3.log" | tail -1)
       echo "$3: $summary"
@@ -110,17 +113,19 @@ run_tests() {
     sanitize synccheck prefill_test synccheck_prefill
     # The overlapped launch's flags and queue (the tool may serialise the
     # two kernels: the launch must then still finish, in order).
-    DELTAC_PREFILL_OVERLAP=1 sanitize memcheck prefill_test memcheck_prefill_overlap
+    sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_OVERLAP=1
     # The raw q/k form's cp.async arrivals on the ring's mbarriers (not
     # overlapped, which would never take it).
-    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0 \
-      sanitize racecheck prefill_test racecheck_prefill_raw
+    # shellcheck disable=SC2086 # $raw is a list of NAME=VALUE words
+    sanitize racecheck prefill_test racecheck_prefill_raw $raw
     # Its TMA copies and the W form (W's stores over A_w; the chain's wait
     # for it), still off by default.
-    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0 \
-      DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=1 sanitize racecheck prefill_test racecheck_prefill_raw_tma_w
-    DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0 \
-      DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=1 sanitize synccheck prefill_test synccheck_prefill_raw_tma_w
+    local tool
+    for tool in racecheck synccheck; do
+      # shellcheck disable=SC2086
+      sanitize $tool prefill_test ${tool}_prefill_raw_tma_w $raw DELTAC_PREFILL_TMA=2 \
+        DELTAC_PREFILL_RECUR_W=1
+    done
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
