@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-all|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -57,19 +57,19 @@ run_tests() {
   # Every case through the transposed recur that reads raw q and k (chunks
   # writes no Qg and Kd; sm_90a, taken where recur's grid fills a wave),
   # with 3, 2 and 1 ring stages, not overlapped (small grids would be, and
-  # that launch never takes the raw form): as it is, and with its options
-  # that are off by default until timed: q, k (and v) by TMA tensor copies
-  # (DELTAC_PREFILL_TMA=2: a call whose maps cannot be encoded fails
-  # instead of falling back), W computed by recur from A_w
-  # (DELTAC_PREFILL_RECUR_W=1), and both.
+  # that launch never takes the raw form): as dispatched (q, k and v by TMA
+  # tensor copies, forced by DELTAC_PREFILL_TMA=2 so that a call whose maps
+  # cannot be encoded fails instead of falling back; W computed by recur
+  # from A_w), and with either or both of those turned off.
   local form st log
   # The raw form, forced (DELTAC_PREFILL_OVERLAP=0: see above).
   local raw="DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0"
-  for form in "X=0" "DELTAC_PREFILL_TMA=2" "DELTAC_PREFILL_RECUR_W=1" \
-              "DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=1"; do
+  for form in "DELTAC_PREFILL_TMA=2" "DELTAC_PREFILL_TMA=0" \
+              "DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=0" \
+              "DELTAC_PREFILL_TMA=0 DELTAC_PREFILL_RECUR_W=0"; do
     for st in 3 2 1; do
       # Two depths per option (the ring's deepest and shallowest).
-      [ "$form" != "X=0" ] && [ "$st" = 2 ] && continue
+      [ "$form" != "DELTAC_PREFILL_TMA=2" ] && [ "$st" = 2 ] && continue
       log="$OUT/prefill_test_raw_$(echo "$form" | tr -c 'A-Za-z0-9\n' _)_$st.log"
       # shellcheck disable=SC2086 # $form and $raw are lists of NAME=VALUE words
       env $form $raw DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$log" 2>&1 ||
@@ -78,18 +78,18 @@ run_tests() {
     done
   done
   # The warpgroup chunks (every dispatched form but the overlapped one) with
-  # q, k and v by TMA tensor copies.
-  DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_tma.log" 2>&1 || status=1
-  grep -E "^(FAIL|==)" "$OUT/prefill_test_tma.log" | sed 's/^/TMA, not overlapped: /'
+  # q, k and v by TMA tensor copies (forced) and by cp.async.
+  for form in 2 0; do
+    log="$OUT/prefill_test_tma$form.log"
+    DELTAC_PREFILL_TMA=$form DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" --quick > "$log" 2>&1 ||
+      status=1
+    grep -E "^(FAIL|==)" "$log" | sed "s/^/DELTAC_PREFILL_TMA=$form, not overlapped: /"
+  done
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'
   "$BUILD/capture_test" > "$OUT/capture_test.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/capture_test.log"
-  # The Python module (needs torch, and FLA for the comparisons).
-  PYTHONPATH="${PYTHONPATH:-}:${FLA_DIR:-$PWD/.fla}" FLA_FLASH_QLA=0 \
-    python3 tests/gpu/test_python.py "$BUILD" "$OUT" > "$OUT/python_test.log" 2>&1 || status=1
-  grep -E "^(FAIL|==|PASS cold)" "$OUT/python_test.log" || tail -5 "$OUT/python_test.log"
   # The sm_80 PTX, forced onto this GPU (the driver compiles it).
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/decode_test" --quick > "$OUT/decode_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/decode_test_sm80.log" | sed 's/^/sm_80 PTX: /'
@@ -114,21 +114,32 @@ run_tests() {
     # The overlapped launch's flags and queue (the tool may serialise the
     # two kernels: the launch must then still finish, in order).
     sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_OVERLAP=1
-    # The raw q/k form's cp.async arrivals on the ring's mbarriers (not
-    # overlapped, which would never take it).
-    # shellcheck disable=SC2086 # $raw is a list of NAME=VALUE words
-    sanitize racecheck prefill_test racecheck_prefill_raw $raw
-    # Its TMA copies and the W form (W's stores over A_w; the chain's wait
-    # for it), still off by default.
+    # The raw q/k form (not overlapped, which would never take it) as
+    # dispatched: its TMA copies and the W form (W's stores over A_w; the
+    # chain's wait for it).
     local tool
     for tool in racecheck synccheck; do
-      # shellcheck disable=SC2086
-      sanitize $tool prefill_test ${tool}_prefill_raw_tma_w $raw DELTAC_PREFILL_TMA=2 \
-        DELTAC_PREFILL_RECUR_W=1
+      # shellcheck disable=SC2086 # $raw is a list of NAME=VALUE words
+      sanitize $tool prefill_test ${tool}_prefill_raw $raw DELTAC_PREFILL_TMA=2
     done
+    # And by cp.async, without W: those threads' arrivals on the ring's
+    # mbarriers.
+    # shellcheck disable=SC2086
+    sanitize racecheck prefill_test racecheck_prefill_raw_cp_async $raw DELTAC_PREFILL_TMA=0 \
+      DELTAC_PREFILL_RECUR_W=0
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
+  return $status
+}
+
+# The Python module (needs torch, and FLA for the comparisons; FLA's
+# autotuning makes this the slowest part, about 5 minutes on an H100).
+run_python_tests() {
+  local status=0
+  PYTHONPATH="${PYTHONPATH:-}:${FLA_DIR:-$PWD/.fla}" FLA_FLASH_QLA=0 \
+    python3 tests/gpu/test_python.py "$BUILD" "$OUT" > "$OUT/python_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==|PASS cold)" "$OUT/python_test.log" || tail -5 "$OUT/python_test.log"
   return $status
 }
 
@@ -235,12 +246,16 @@ case "${1:-all}" in
   variants) run_variants ;;
   prefill-variants) run_prefill_variants "${@:2}" ;;
   build) build ;;
+  # Each part stays under the device's 10 minutes a command (an H100,
+  # 2026-11-25: test about 4.5 minutes with the build, test-python 5.5).
   test) build && run_tests ;;
+  test-python) build && run_python_tests ;;
+  test-all) build && { run_tests; s=$?; run_python_tests || s=1; exit $s; } ;;
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
       python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   profile-prefill) build && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
   bench) build && run_bench ;;
-  all) build && run_tests; s=$?; run_bench; exit $s ;;
-  *) echo "usage: $0 build|test|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
+  all) build && { run_tests; s=$?; run_python_tests || s=1; run_bench; exit $s; } ;;
+  *) echo "usage: $0 build|test|test-python|test-all|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
 esac
