@@ -14,7 +14,7 @@ of [1, T, HV, K], fp32; otherwise the same inputs and options), errors
 against an fp64 token-by-token KDA recurrence written here.
 Usage: bench_prefill.py --lib libdeltac_test_prefill.so --out DIR
   [--rule gdn|kda] [--shapes a,b] [--profile] [--no-fla] [--accuracy-only]
-  [--no-max-seqlen]
+  [--no-max-seqlen] [--host-us]
 (`--shapes mixed32k_h16 [--no-max-seqlen]` times the longest-sequence
 dispatch, with and without max_seqlen.)
 """
@@ -22,6 +22,7 @@ import argparse
 import ctypes
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("FLA_FLASH_QLA", "0")
@@ -93,6 +94,23 @@ def profile(who, shape, fn, calls=10):
         print(f"kernel,{who},{shape},{us:9.1f} us,{kname[:90]}", flush=True)
 
 
+def host_us(fn, calls=200):
+    """Host time per eager call (us): calls issued back to back while the
+    GPU is still busy with earlier ones, so none waits for the device (the
+    graph timing leaves this out; it includes ctypes' own cost)."""
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return best
+
+
 # Shapes beyond the harness's, timed only when --shapes names them: one
 # 32K sequence among 63 of 100 tokens, where the dispatch's busy sequences
 # (T / max_seqlen = 1, not N = 64) choose the narrow recur tile; and T = 32K
@@ -147,6 +165,8 @@ def main():
                          "set, a smoke check of the form they force)")
     ap.add_argument("--no-max-seqlen", action="store_true",
                     help="leave max_seqlen unknown (0): the dispatch counts all N sequences")
+    ap.add_argument("--host-us", action="store_true",
+                    help="with --no-fla: also the host time per eager call")
     ap.add_argument("--rule", default="gdn", choices=["gdn", "kda"],
                     help="kda: FLA's chunk_kda against deltac's kkv spec")
     args = ap.parse_args()
@@ -177,6 +197,8 @@ def main():
             t_ours = H.graph_ms(ours)
             if args.profile:
                 profile("deltac", name, ours)
+            if args.host_us:
+                print(f"host,{name},us_per_call={host_us(ours):.2f}", flush=True)
             print(f"deltac,{name},deltac_ms={t_ours:.4f}", flush=True)
             continue
         t_fla = H.graph_ms(fla)

@@ -226,7 +226,7 @@ run_prefill_variants() {
   for v in $names; do
     for e in "${envs[@]}"; do
       bench_variant "$v" "$e" --profile "$@" |
-        grep -E "deltac_ms|deltac_rel_err|^kernel,|Error" | sed "s/^/$v,$e,/"
+        grep -E "deltac_ms|deltac_rel_err|^kernel,|^host,|Error" | sed "s/^/$v,$e,/"
     done
     # The accuracy case alone through the tile-64 recur (the transposed
     # form on sm_90a) in both forms, under each environment: its dispatch
