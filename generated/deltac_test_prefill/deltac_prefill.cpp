@@ -396,14 +396,13 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // sm_90a's warpgroup chunks and the raw form's recur take the q, k and v
   // rows by TMA tensor copies where the host can describe them (tensor
   // maps: boxes of 64 columns, 1 head and a chunk of tokens) instead of 16
-  // cp.async per thread and image (an H100, session 22: varlen 16K 3.3%,
-  // T = 4K 2.3% faster). On where the maps can be encoded (the driver has
-  // cuTensorMapEncodeTiled; base and token strides 16-byte aligned:
-  // tensorMapUsable);
-  // DELTAC_PREFILL_TMA=0 turns it off, =2 also refuses a call whose maps
-  // cannot be encoded (tests: a silent fallback would leave the TMA path
-  // untested). Only altTarget's code reads the maps, and not in the
-  // overlapped launch (the queue form copies by cp.async).
+  // cp.async per thread and image (an H100, session 22: varlen 16K 3.3 %,
+  // T = 4K 2.3 % faster). On wherever the maps can be encoded (the driver
+  // has cuTensorMapEncodeTiled; base and token strides 16-byte aligned:
+  // tensorMapUsable). DELTAC_PREFILL_TMA=0 turns it off, =2 also refuses a
+  // call whose maps cannot be encoded (tests: a silent fallback would
+  // leave the TMA path untested). Only altTarget's code reads the maps,
+  // and not in the overlapped launch (the queue form copies by cp.async).
   static const long tmaMode = [] {
     const char *e = std::getenv("DELTAC_PREFILL_TMA");
     return e ? std::strtol(e, nullptr, 10) : 1L;

@@ -133,8 +133,8 @@ run_tests() {
   return $status
 }
 
-# The Python module (needs torch, and FLA for the comparisons; FLA's
-# autotuning makes this the slowest part, about 5 minutes on an H100).
+# The Python module (needs torch, and FLA for the comparisons; the slowest
+# part, about 5 minutes on an H100).
 run_python_tests() {
   local status=0
   PYTHONPATH="${PYTHONPATH:-}:${FLA_DIR:-$PWD/.fla}" FLA_FLASH_QLA=0 \
@@ -247,7 +247,8 @@ case "${1:-all}" in
   prefill-variants) run_prefill_variants "${@:2}" ;;
   build) build ;;
   # Each part stays under the device's 10 minutes a command (an H100,
-  # 2026-11-25: test about 4.5 minutes with the build, test-python 5.5).
+  # 2026-11-25: test about 5 minutes with a fresh build, test-python about
+  # 6).
   test) build && run_tests ;;
   test-python) build && run_python_tests ;;
   test-all) build && { run_tests; s=$?; run_python_tests || s=1; exit $s; } ;;
