@@ -104,15 +104,11 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       mbarInit(vBar, 1);
       mbarInitFence();
       Value t0 = toI32(site.t0);
-      auto boxes = [&](Value bar, int64_t img, Param map, Value head, int64_t width) {
-        for (int64_t blk = 0; blk < width / 64; ++blk)
-          tensorCopy3d(ptrAt(img + blk * C * 128), param(map), cI32(64 * blk), head, t0, bar);
-      };
       mbarArriveExpect(qkBar, 2 * C * K * 2);
-      boxes(qkBar, L.qs, pQMap, site.h, K);
-      boxes(qkBar, L.ks, pKMap, site.h, K);
+      tensorCopyImage(ptrAt(L.qs), pQMap, site.h, t0, K, qkBar);
+      tensorCopyImage(ptrAt(L.ks), pKMap, site.h, t0, K, qkBar);
       mbarArriveExpect(vBar, C * V * 2);
-      boxes(vBar, L.vs, pVMap, hv, V);
+      tensorCopyImage(ptrAt(L.vs), pVMap, hv, t0, V, vBar);
     });
     b.setInsertionPointToStart(op.elseBlock());
     copyRows();

@@ -958,6 +958,14 @@ private:
         {sharedAddr(dst), LLVM::PtrToIntOp::create(b, b.getI64Type(), map), x, y, z,
          sharedAddr(bar)});
   }
+  /// TMA tensor copies of a chunk's rows into the swizzled [C][width] image
+  /// at `dst` (one [C][64] block per 64 columns): boxes {64 columns, head
+  /// `head`, C tokens from token t0} of `map`, completing on `bar`.
+  void tensorCopyImage(Value dst, Param map, Value head, Value t0, int64_t width, Value bar) {
+    for (int64_t blk = 0; blk < width / 64; ++blk)
+      tensorCopy3d(gep(dst, b.getI8Type(), cI32(blk * s.chunk * 128)), param(map), cI32(64 * blk),
+                   head, t0, bar);
+  }
   /// Waits until the mbarrier's phase of parity `parity` has completed.
   void mbarWait(Value bar, Value parity) {
     ptx("{\n.reg .pred done;\nwait:\n"

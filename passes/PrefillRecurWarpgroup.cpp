@@ -78,10 +78,8 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
       // swizzled [C][64] block of the image per 64 columns, as the cp.async
       // form lays them out.
       Value t0 = toI32(chunkTokens(c, ring.c0, q.bos, q.eos).first);
-      for (auto [at, map] : {std::pair{L.qgb, pQMap}, std::pair{L.kd, pKMap}})
-        for (int64_t kb = 0; kb < K / 64; ++kb)
-          tensorCopy3d(stagePtr(c, at + kb * C * 128), param(map), cI32(64 * kb), keyHead(q.hv), t0,
-                       bar);
+      tensorCopyImage(stagePtr(c, L.qgb), pQMap, keyHead(q.hv), t0, K, bar);
+      tensorCopyImage(stagePtr(c, L.kd), pKMap, keyHead(q.hv), t0, K, bar);
     });
   bulkCopy(stagePtr(c, L.wb), from(2), wBytes, bar);
   if (!rawQK) {

@@ -17,6 +17,13 @@ int envSwitch(const char *name) {
   return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
 }
 
+// A tuning and test number read from the environment (`unset` when it is
+// not set; strtol's value, 0 for text that is no number, otherwise).
+long envNumber(const char *name, long unset) {
+  const char *e = std::getenv(name);
+  return e ? std::strtol(e, nullptr, 10) : unset;
+}
+
 int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 
 int64_t maxChunks(const PrefillVariant &v, int64_t T, int64_t N) {
@@ -314,10 +321,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         chosen = o;
         overlapSMs = overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
         // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
-        static const long forcedSMs = [] {
-          const char *e = std::getenv("DELTAC_PREFILL_OVERLAP_SMS");
-          return e ? std::strtol(e, nullptr, 10) : 0L;
-        }();
+        static const long forcedSMs = envNumber("DELTAC_PREFILL_OVERLAP_SMS", 0);
         if (forcedSMs > 0)
           overlapSMs = std::min<int64_t>(forcedSMs, sms - 1);
       }
@@ -325,10 +329,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   }
   // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
   // variant whatever the table says, when the library has it.
-  static const long forcedTile = [] {
-    const char *e = std::getenv("DELTAC_PREFILL_VALUE_TILE");
-    return e ? std::strtol(e, nullptr, 10) : 0L;
-  }();
+  static const long forcedTile = envNumber("DELTAC_PREFILL_VALUE_TILE", 0);
   for (int i = 0; i < count && forcedTile > 0 && overlapSMs == 0; ++i)
     if (variants[i].K == a.K && variants[i].V == a.V &&
         variants[i].valueTiles * forcedTile == a.V)
@@ -336,10 +337,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
 
   // The recur ring's depth (recurStages). DELTAC_PREFILL_RECUR_STAGES=1/2/3
   // forces one, so every depth can be tested (and timed) on one GPU.
-  static const int forcedStages = [] {
-    const char *e = std::getenv("DELTAC_PREFILL_RECUR_STAGES");
-    return e ? int(std::strtol(e, nullptr, 10)) : 0;
-  }();
+  static const int forcedStages = int(envNumber("DELTAC_PREFILL_RECUR_STAGES", 0));
   // chunks' and recur's block sizes and shared memory are those of the
   // code loaded: one target's may differ from the table's (the wgmma forms
   // on sm_90a). recur must read the workspace in the layout chunks wrote:
@@ -403,10 +401,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // call whose maps cannot be encoded (tests: a silent fallback would
   // leave the TMA path untested). Only altTarget's code reads the maps,
   // and not in the overlapped launch (the queue form copies by cp.async).
-  static const long tmaMode = [] {
-    const char *e = std::getenv("DELTAC_PREFILL_TMA");
-    return e ? std::strtol(e, nullptr, 10) : 1L;
-  }();
+  static const long tmaMode = envNumber("DELTAC_PREFILL_TMA", 1);
   TensorMap qMap{}, kMap{}, vMap{};
   int32_t tma = 0;
   if (tmaMode > 0 && overlapSMs == 0 && chosen->altTarget && v.K % 64 == 0 &&
