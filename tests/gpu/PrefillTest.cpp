@@ -8,7 +8,7 @@
 // on its own shapes, reported by the benchmark beside ours). State rows
 // not named by an index must stay bit-for-bit unchanged, and the device
 // error flag must be raised exactly for bad cu_seqlens / indices.
-// Usage: prefill_test [--quick] [--capture]
+// Usage: prefill_test [--quick | --mismatch]
 #include "GpuTestUtil.h"
 
 #include "deltac_test_prefill.h"
@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -292,9 +293,48 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     }
   return r;
 }
+
+// --mismatch, in a process of its own (it needs kernels not yet loaded):
+// recur must read the workspace in the layout chunks wrote, and a chunks
+// image of one target beside a recur image of another is refused, not
+// launched. DELTAC_FORCE_TARGET=sm_80 for a first call loads chunks (and
+// the V tile 16 recur: one head) from the sm_80 PTX; a second call without
+// it takes the V tile 32 recur (16 heads: deltac_prefill.cpp's table),
+// which loads the device's own image. On a device whose own image is not
+// sm_80's (sm_90 and above) that call must fail with DELTAC_UNSUPPORTED
+// naming both targets; a third call forced to sm_80 again still works.
+int mismatchTest() {
+  Results results;
+  const Spec *gkv = &kSpecs[1];
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, 0), "device properties");
+  setenv("DELTAC_FORCE_TARGET", "sm_80", 1);
+  Run first = runCase({"mismatch: chunks from sm_80", gkv, {100}, 1, 2, true, false, false});
+  results.add("sm_80 chunks and recur (1 head)", first.status == DELTAC_OK && first.oErr < 1e-2,
+              first.status ? first.error : fmt("o err %.2e", first.oErr));
+  unsetenv("DELTAC_FORCE_TARGET");
+  Run second = runCase({"mismatch: recur from the device's image", gkv, {100}, 4, 16, true, false, false});
+  if (prop.major >= 9)
+    results.add("chunks sm_80 beside recur " + std::string(prop.major == 9 ? "sm_90a" : "sm_100a") +
+                    " refused",
+                second.status == DELTAC_UNSUPPORTED &&
+                    second.error.find("chunks loaded the sm_80 code") != std::string::npos &&
+                    second.error.find("workspace layouts differ") != std::string::npos,
+                fmt("status %d: ", second.status) + second.error);
+  else
+    results.add("sm_80 device: both images are sm_80's, no refusal", second.status == DELTAC_OK,
+                second.error);
+  setenv("DELTAC_FORCE_TARGET", "sm_80", 1);
+  Run third = runCase({"mismatch: sm_80 again", gkv, {100}, 1, 2, true, false, false});
+  results.add("a later sm_80 call still works", third.status == DELTAC_OK && third.oErr < 1e-2,
+              third.status ? third.error : fmt("o err %.2e", third.oErr));
+  return results.finish("prefill image mismatch");
+}
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "--mismatch")
+    return mismatchTest();
   bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   Results results;
   const double tol = 1e-2;

@@ -41,6 +41,10 @@ run_tests() {
   grep -E "^(FAIL|==)" "$OUT/prefill_test.log" || tail -20 "$OUT/prefill_test.log"
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_sm80.log" | sed 's/^/sm_80 PTX: /'
+  # chunks from the sm_80 PTX beside recur from the device's own: refused
+  # (a process of its own: it needs kernels not yet loaded).
+  "$BUILD/prefill_test" --mismatch > "$OUT/prefill_test_mismatch.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_mismatch.log"
   # The recur ring with two stages (A100's shared memory), forced here.
   DELTAC_PREFILL_RECUR_STAGES=2 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_2stage.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_2stage.log" | sed 's/^/recur 2 stages: /'
