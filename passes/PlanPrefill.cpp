@@ -10,7 +10,8 @@
 // half the width is not twice as fast: one wave of wide blocks beats two
 // of narrow ones, measured on the H200), and tile 64 of a scalar gate
 // already from a quarter of the SMs (sm_90a's transposed recur makes its
-// chunk cheaper than tile 32's). The decision is written as
+// chunk cheaper than tile 32's; tile 32 then could never be launched, and
+// a variant that never could is not emitted). The decision is written as
 // `delta.recur_variants`, one dictionary per kernel in dispatch order with
 // its `value_tile` and `min_blocks_per_sm` (the first variant whose grid
 // has at least a quarter that many blocks per SM is launched; 0: always; the
@@ -27,6 +28,8 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+
+#include <limits>
 
 namespace mlir::delta {
 #define GEN_PASS_DEF_DELTAPLANPREFILL
@@ -74,6 +77,12 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
     llvm::sort(usable, std::greater<int64_t>());
     OpBuilder b(func);
     SmallVector<Attribute> variants;
+    // The host launches variant i where busy * HV >= min_blocks * tile *
+    // SMs / (4 V) and no earlier one's bound holds: one whose min_blocks *
+    // tile is not below an earlier variant's would never be launched (tile
+    // 32 after a scalar gate's tile 64: 2 * 32 = 1 * 64), so it is not
+    // emitted, rather than compiled and shipped for nothing.
+    int64_t lowestBound = std::numeric_limits<int64_t>::max(), boundTile = 0;
     for (auto [i, t] : llvm::enumerate(usable)) {
       // In quarters of a block per SM: all but the narrowest tile require
       // half a wave of blocks (2), tile 64 of a scalar gate a quarter (1):
@@ -88,6 +97,16 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
       // with chunks on the other three quarters, and the call takes about
       // as long as the longer of the two instead of their sum.
       int64_t overlap = t == 64 && !perChannel ? 1 : 0;
+      if (minBlocks * t >= lowestBound) {
+        // Tiles the user asked for by name are worth a word; the default
+        // list's dead entry is not.
+        if (!valueTiles.empty())
+          func.emitRemark() << "value tile " << t << " is not emitted: tile " << boundTile
+                            << " is launched on every grid it would be";
+        continue;
+      }
+      lowestBound = minBlocks * t;
+      boundTile = t;
       variants.push_back(b.getDictionaryAttr(
           {b.getNamedAttr("value_tile", b.getI64IntegerAttr(t)),
            b.getNamedAttr("min_blocks_per_sm", b.getI64IntegerAttr(minBlocks)),

@@ -12,24 +12,20 @@ extern const deltac_rt::KernelImages gkv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_recur_images;
-extern const deltac_rt::KernelImages dn_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages glin_k64_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_images;
-extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages kkv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages kkv_k128_v128_prefill_chunks_images;
@@ -53,24 +49,20 @@ deltac_rt::Kernel gkv_k128_v128_prefill_chunks_kernel(gkv_k128_v128_prefill_chun
 deltac_rt::Kernel gkv_k128_v128_prefill_queue_kernel(gkv_k128_v128_prefill_queue_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_chunks_raw_kernel(gkv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_kernel(gkv_k128_v128_prefill_recur_images);
-deltac_rt::Kernel gkv_k128_v128_prefill_recur_v32_kernel(gkv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_v16_kernel(gkv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel dn_k64_v64_prefill_prep_kernel(dn_k64_v64_prefill_prep_images);
 deltac_rt::Kernel dn_k64_v64_prefill_chunks_kernel(dn_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel dn_k64_v64_prefill_recur_kernel(dn_k64_v64_prefill_recur_images);
-deltac_rt::Kernel dn_k64_v64_prefill_recur_v32_kernel(dn_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel dn_k64_v64_prefill_recur_v16_kernel(dn_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel glin_k64_v128_prefill_prep_kernel(glin_k64_v128_prefill_prep_images);
 deltac_rt::Kernel glin_k64_v128_prefill_chunks_kernel(glin_k64_v128_prefill_chunks_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_kernel(glin_k64_v128_prefill_recur_images);
-deltac_rt::Kernel glin_k64_v128_prefill_recur_v32_kernel(glin_k64_v128_prefill_recur_v32_images);
 deltac_rt::Kernel glin_k64_v128_prefill_recur_v16_kernel(glin_k64_v128_prefill_recur_v16_images);
 deltac_rt::Kernel d64_k64_v64_prefill_prep_kernel(d64_k64_v64_prefill_prep_images);
 deltac_rt::Kernel d64_k64_v64_prefill_chunks_kernel(d64_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel d64_k64_v64_prefill_queue_kernel(d64_k64_v64_prefill_queue_images);
 deltac_rt::Kernel d64_k64_v64_prefill_chunks_raw_kernel(d64_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel d64_k64_v64_prefill_recur_kernel(d64_k64_v64_prefill_recur_images);
-deltac_rt::Kernel d64_k64_v64_prefill_recur_v32_kernel(d64_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel d64_k64_v64_prefill_recur_v16_kernel(d64_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_prep_kernel(kkv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_chunks_kernel(kkv_k128_v128_prefill_chunks_images);
@@ -92,18 +84,17 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_r
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
 deltac::Status deltac_test_prefill::gkv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(gkv_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(gkv_prefill_variants, 2, args, stream);
 }
 
 int64_t deltac_test_prefill::gkv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(gkv_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(gkv_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -120,18 +111,17 @@ extern "C" int64_t deltac_test_prefill_gkv_prefill_workspace_bytes(int64_t K, in
 namespace {
 const deltac_rt::PrefillVariant dn_prefill_variants[] = {
     {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 256, 1, 1, 1024, 20480, 71424, 21248, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 128, 2, 2, 1024, 20480, 52992, 19200, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v32_kernel},
     {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 96, 4, 0, 1024, 20480, 43776, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_prefill::dn::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(dn_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(dn_prefill_variants, 2, args, stream);
 }
 
 int64_t deltac_test_prefill::dn::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(dn_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(dn_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -148,18 +138,17 @@ extern "C" int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int
 namespace {
 const deltac_rt::PrefillVariant glin_prefill_variants[] = {
     {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 256, 2, 1, 1024, 28672, 71424, 21248, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 128, 4, 2, 1024, 28672, 52992, 19200, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v32_kernel},
     {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 96, 8, 0, 1024, 28672, 43776, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
 deltac::Status deltac_test_prefill::glin::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(glin_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(glin_prefill_variants, 2, args, stream);
 }
 
 int64_t deltac_test_prefill::glin::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(glin_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(glin_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -176,18 +165,17 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 namespace {
 const deltac_rt::PrefillVariant d64_prefill_variants[] = {
     {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel},
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 128, 2, 2, 2048, 55808, 103168, 42240, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 54800},
     {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
 };
 } // namespace
 
 deltac::Status deltac_test_prefill::d64::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(d64_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(d64_prefill_variants, 2, args, stream);
 }
 
 int64_t deltac_test_prefill::d64::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(d64_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(d64_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

@@ -12,7 +12,6 @@ extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_images;
-extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_decode_small_images;
@@ -21,7 +20,6 @@ extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_decode_small_images;
@@ -36,7 +34,6 @@ extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_images;
-extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_decode_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_decode_small_images;
@@ -45,7 +42,6 @@ extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_decode_small_images;
@@ -60,7 +56,6 @@ extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_decode_small_images;
@@ -69,7 +64,6 @@ extern const deltac_rt::KernelImages serving_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages serving_k128_v128_decode_images;
 extern const deltac_rt::KernelImages serving_k128_v128_decode_small_images;
@@ -78,7 +72,6 @@ extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_chunks_image
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_decode_small_images;
@@ -90,7 +83,6 @@ deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_kernel(fla_kv_k64_v64_prefill_ch
 deltac_rt::Kernel fla_kv_k64_v64_prefill_queue_kernel(fla_kv_k64_v64_prefill_queue_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_raw_kernel(fla_kv_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_kernel(fla_kv_k64_v64_prefill_recur_images);
-deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v32_kernel(fla_kv_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v16_kernel(fla_kv_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_kernel(fla_kv_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_small_kernel(fla_kv_k64_v64_decode_small_images);
@@ -99,7 +91,6 @@ deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_kernel(fla_kv_k128_v128_prefil
 deltac_rt::Kernel fla_kv_k128_v128_prefill_queue_kernel(fla_kv_k128_v128_prefill_queue_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_raw_kernel(fla_kv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_kernel(fla_kv_k128_v128_prefill_recur_images);
-deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v32_kernel(fla_kv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v16_kernel(fla_kv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_kernel(fla_kv_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_small_kernel(fla_kv_k128_v128_decode_small_images);
@@ -114,7 +105,6 @@ deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_kernel(fla_vk_k64_v64_prefill_ch
 deltac_rt::Kernel fla_vk_k64_v64_prefill_queue_kernel(fla_vk_k64_v64_prefill_queue_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_raw_kernel(fla_vk_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_kernel(fla_vk_k64_v64_prefill_recur_images);
-deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v32_kernel(fla_vk_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v16_kernel(fla_vk_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_kernel(fla_vk_k64_v64_decode_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_small_kernel(fla_vk_k64_v64_decode_small_images);
@@ -123,7 +113,6 @@ deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_kernel(fla_vk_k128_v128_prefil
 deltac_rt::Kernel fla_vk_k128_v128_prefill_queue_kernel(fla_vk_k128_v128_prefill_queue_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_raw_kernel(fla_vk_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_kernel(fla_vk_k128_v128_prefill_recur_images);
-deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v32_kernel(fla_vk_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v16_kernel(fla_vk_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_kernel(fla_vk_k128_v128_decode_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_small_kernel(fla_vk_k128_v128_decode_small_images);
@@ -138,7 +127,6 @@ deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_kernel(fla_kv_f16_k128_v12
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_queue_kernel(fla_kv_f16_k128_v128_prefill_queue_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_raw_kernel(fla_kv_f16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_kernel(fla_kv_f16_k128_v128_prefill_recur_images);
-deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v32_kernel(fla_kv_f16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v16_kernel(fla_kv_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_kernel(fla_kv_f16_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_small_kernel(fla_kv_f16_k128_v128_decode_small_images);
@@ -147,7 +135,6 @@ deltac_rt::Kernel serving_k128_v128_prefill_chunks_kernel(serving_k128_v128_pref
 deltac_rt::Kernel serving_k128_v128_prefill_queue_kernel(serving_k128_v128_prefill_queue_images);
 deltac_rt::Kernel serving_k128_v128_prefill_chunks_raw_kernel(serving_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_kernel(serving_k128_v128_prefill_recur_images);
-deltac_rt::Kernel serving_k128_v128_prefill_recur_v32_kernel(serving_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_v16_kernel(serving_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_k128_v128_decode_kernel(serving_k128_v128_decode_images);
 deltac_rt::Kernel serving_k128_v128_decode_small_kernel(serving_k128_v128_decode_small_images);
@@ -156,7 +143,6 @@ deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_kernel(serving_bf16_k128
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_queue_kernel(serving_bf16_k128_v128_prefill_queue_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_raw_kernel(serving_bf16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_kernel(serving_bf16_k128_v128_prefill_recur_images);
-deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v32_kernel(serving_bf16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v16_kernel(serving_bf16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_kernel(serving_bf16_k128_v128_decode_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_small_kernel(serving_bf16_k128_v128_decode_small_images);
@@ -289,21 +275,19 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 namespace {
 const deltac_rt::PrefillVariant fla_kv_prefill_variants[] = {
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_k64_v64_prefill_queue_kernel, &fla_kv_k64_v64_prefill_chunks_raw_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 2, 2, 2048, 55808, 103168, 42240, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 54800},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_k128_v128_prefill_queue_kernel, &fla_kv_k128_v128_prefill_chunks_raw_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
 deltac::Status gdn::fla_kv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_prefill_variants, 6, args, stream);
+  return deltac_rt::runPrefill(fla_kv_prefill_variants, 4, args, stream);
 }
 
 int64_t gdn::fla_kv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_prefill_variants, 6, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_prefill_variants, 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -347,21 +331,19 @@ extern "C" int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_prefill_variants[] = {
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_vk_k64_v64_prefill_queue_kernel, &fla_vk_k64_v64_prefill_chunks_raw_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 128, 2, 2, 2048, 55808, 103168, 42240, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v32_kernel, "sm_90a", 256, 94208, 37888, 256, 54800},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_vk_k128_v128_prefill_queue_kernel, &fla_vk_k128_v128_prefill_chunks_raw_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
 deltac::Status gdn::fla_vk::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_vk_prefill_variants, 6, args, stream);
+  return deltac_rt::runPrefill(fla_vk_prefill_variants, 4, args, stream);
 }
 
 int64_t gdn::fla_vk::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_prefill_variants, 6, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_prefill_variants, 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -405,18 +387,17 @@ extern "C" int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_f16_prefill_variants[] = {
     {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
 deltac::Status gdn::fla_kv_f16::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_f16_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(fla_kv_f16_prefill_variants, 2, args, stream);
 }
 
 int64_t gdn::fla_kv_f16::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -433,18 +414,17 @@ extern "C" int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, 
 namespace {
 const deltac_rt::PrefillVariant serving_prefill_variants[] = {
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_k128_v128_prefill_queue_kernel, &serving_k128_v128_prefill_chunks_raw_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
 deltac::Status gdn::serving::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(serving_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(serving_prefill_variants, 2, args, stream);
 }
 
 int64_t gdn::serving::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -461,18 +441,17 @@ extern "C" int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int
 namespace {
 const deltac_rt::PrefillVariant serving_bf16_prefill_variants[] = {
     {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_bf16_k128_v128_prefill_queue_kernel, &serving_bf16_k128_v128_prefill_chunks_raw_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
 deltac::Status gdn::serving_bf16::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(serving_bf16_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(serving_bf16_prefill_variants, 2, args, stream);
 }
 
 int64_t gdn::serving_bf16::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_bf16_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_bf16_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

@@ -12,7 +12,6 @@ extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_images;
-extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_small_images;
@@ -24,7 +23,6 @@ deltac_rt::Kernel qwen3_next_k128_v128_prefill_chunks_kernel(qwen3_next_k128_v12
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_queue_kernel(qwen3_next_k128_v128_prefill_queue_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_chunks_raw_kernel(qwen3_next_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_kernel(qwen3_next_k128_v128_prefill_recur_images);
-deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_v32_kernel(qwen3_next_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_v16_kernel(qwen3_next_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_k128_v128_decode_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_k128_v128_decode_small_images);
@@ -51,18 +49,17 @@ extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, 
 namespace {
 const deltac_rt::PrefillVariant qwen3_next_prefill_variants[] = {
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 128, 4, 2, 2048, 72192, 160512, 66816, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 151552, 62464, 256, 71184},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
 deltac::Status qwen3_next_gdn::qwen3_next::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(qwen3_next_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(qwen3_next_prefill_variants, 2, args, stream);
 }
 
 int64_t qwen3_next_gdn::qwen3_next::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(qwen3_next_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(qwen3_next_prefill_variants, 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

@@ -348,7 +348,8 @@ int main(int argc, char **argv) {
   cases.push_back({"qwen3_next varlen pool", qwen, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
   cases.push_back({"qwen3_next varlen graph", qwen, {300, 5, 64}, 2, 4, true, false, true, -1, 0, true});
   cases.push_back({"gkv T=512 H4/HV8", gkv, {512}, 4, 8, true, false, false});
-  // N * HV * V/32 >= SMs: the dispatch table picks the 32-wide recur.
+  // N * HV * V/64 = 160 >= SMs: the dispatch table picks the 64-wide recur
+  // and (sm_90a: the grid fills a wave) the raw q/k form.
   cases.push_back({"gkv wide grid H4/HV40", gkv, {70, 130}, 4, 40, true, false, false});
   cases.push_back({"gkv strong decay", gkv, {100, 77}, 1, 2, true, false, true, -17.0, -15.0});
   cases.push_back({"gkv weak decay no state", gkv, {256, 1}, 2, 2, false, false, false, -0.02, 0.0});

@@ -11,12 +11,20 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialect/DeltaDialect.h"
+#include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "passes/PrefillEmitter.h"
 #include "passes/PrefillKernel.h"
+#include "tools/DeltacRegistration.h"
 
 #include "deltac_prefill.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
 
@@ -108,18 +116,99 @@ TEST(PrefillDispatch, WideTileOnceTheGridFillsHalfTheGpu) {
 TEST(PrefillDispatch, ScalarGateTile64FromAQuarterWave) {
   // delta-plan-prefill's GDN table for V = 128 (min_blocks_per_sm in
   // quarters of a block per SM): tile 64 once its grid has a quarter block
-  // per SM, i.e. once tile 16's would overflow a wave; tile 32 from half a
-  // wave of its own blocks; else tile 16.
-  const deltac_rt::PrefillVariant table[] = {
-      variant(128, 128, 2, 1), variant(128, 128, 4, 2), variant(128, 128, 8, 0)};
+  // per SM, i.e. once tile 16's would overflow a wave; else tile 16 (no
+  // tile 32: from half a wave of its own blocks it would need the same
+  // busy * HV as tile 64, and the plan drops it).
+  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 2, 1), variant(128, 128, 8, 0)};
   const int sms = 132; // H200
   auto tiles = [&](int64_t N, int64_t HV) {
-    return int(deltac_rt::choosePrefillVariant(table, 3, 128, 128, N, HV, sms)->valueTiles);
+    return int(deltac_rt::choosePrefillVariant(table, 2, 128, 128, N, HV, sms)->valueTiles);
   };
   EXPECT_EQ(tiles(1, 32), 2);  // T=4K HV32: 4 * 64 = 256 >= 132
   EXPECT_EQ(tiles(1, 17), 2);  // 4 * 34 = 136 >= 132
-  EXPECT_EQ(tiles(1, 16), 8);  // T=32K H=HV=16: 128 < 132, tile 32's 256 < 264
+  EXPECT_EQ(tiles(1, 16), 8);  // T=32K H=HV=16: 128 < 132
   EXPECT_EQ(tiles(8, 32), 2);  // varlen 8 x HV32
+}
+
+namespace {
+// delta-plan-prefill's table for one spec (`tiles`: its value-tiles
+// option, empty for the default) as the host's rows: valueTiles = V / tile.
+std::vector<deltac_rt::PrefillVariant> plannedTable(const std::string &spec, int64_t K,
+                                                    int64_t V,
+                                                    llvm::ArrayRef<int64_t> tiles = {}) {
+  mlir::DialectRegistry registry;
+  deltac::registerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // The remark a named, dropped tile gets is not this test's business.
+  mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) {});
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(spec, &context);
+  std::vector<deltac_rt::PrefillVariant> rows;
+  if (!module)
+    return rows;
+  mlir::PassManager pm(&context);
+  mlir::delta::buildSpecToChunkPipeline(pm);
+  mlir::delta::DeltaPlanPrefillOptions options;
+  options.valueTiles.assign(tiles.begin(), tiles.end());
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::delta::createDeltaPlanPrefill(options));
+  if (mlir::failed(pm.run(*module)))
+    return rows;
+  module->walk([&](mlir::func::FuncOp fn) {
+    auto variants = fn->getAttrOfType<mlir::ArrayAttr>(mlir::delta::DeltaDialect::kRecurVariantsAttrName);
+    for (mlir::Attribute a : variants ? variants : mlir::ArrayAttr()) {
+      auto d = mlir::cast<mlir::DictionaryAttr>(a);
+      int64_t tile = mlir::cast<mlir::IntegerAttr>(d.get("value_tile")).getInt();
+      int64_t minBlocks = mlir::cast<mlir::IntegerAttr>(d.get("min_blocks_per_sm")).getInt();
+      rows.push_back(variant(K, V, unsigned(V / tile), minBlocks));
+    }
+  });
+  return rows;
+}
+} // namespace
+
+TEST(PrefillDispatch, EveryPlannedVariantIsLaunchedSomewhere) {
+  // A variant the host never launches would be compiled and shipped for
+  // nothing (tile 32 after a scalar gate's tile 64 asks for the same busy
+  // * HV): every variant of the plan's table is the one chosen for some
+  // busy * HV, on GPUs of 108 (A100), 132 (H100, H200) and 148 (B200) SMs.
+  struct Case {
+    const char *spec;
+    int64_t K, V;
+    std::vector<int64_t> tiles;
+    size_t expected;
+  };
+  const Case cases[] = {
+      {"delta.spec @s rule = gated dims = [128x128] io = bf16 state = f32 layout = kv "
+       "gate = log beta = given chunk = 64 entries = [prefill]",
+       128, 128, {}, 2},
+      {"delta.spec @s rule = gated dims = [128x128] io = bf16 state = f32 layout = kv "
+       "gate = log beta = given chunk = 64 entries = [prefill]",
+       128, 128, {64, 32, 16}, 2},
+      {"delta.spec @s rule = delta dims = [64x64] io = f16 state = f32 layout = kv "
+       "gate = none beta = sigmoid l2norm chunk = 64 entries = [prefill]",
+       64, 64, {}, 2},
+      {"delta.spec @s rule = kda dims = [128x128] io = bf16 state = f32 layout = kv "
+       "gate = channel_log beta = given chunk = 64 entries = [prefill]",
+       128, 128, {}, 3},
+      {"delta.spec @s rule = gated dims = [256x256] io = bf16 state = f32 layout = kv "
+       "gate = log beta = given chunk = 32 entries = [prefill]",
+       256, 256, {}, 2},
+  };
+  for (const Case &c : cases) {
+    std::vector<deltac_rt::PrefillVariant> table = plannedTable(c.spec, c.K, c.V, c.tiles);
+    EXPECT_EQ(table.size(), c.expected) << c.spec;
+    for (int sms : {108, 132, 148}) {
+      std::vector<bool> launched(table.size(), false);
+      for (int64_t heads = 1; heads <= 4 * sms; ++heads)
+        launched[deltac_rt::choosePrefillVariant(table.data(), int(table.size()), c.K, c.V, 1,
+                                                 heads, sms) -
+                 table.data()] = true;
+      for (size_t i = 0; i < table.size(); ++i)
+        EXPECT_TRUE(launched[i]) << c.spec << ": variant " << i << " (V tile "
+                                 << c.V / table[i].valueTiles << ") never launched on " << sms
+                                 << " SMs";
+    }
+  }
 }
 
 TEST(PrefillDispatch, RawQKWhereRecurFillsAWave) {
@@ -149,13 +238,12 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   // quarter of the SMs; forced (DELTAC_PREFILL_OVERLAP=1) wherever the
   // code has it, -1 never.
   deltac_rt::Kernel *queue = reinterpret_cast<deltac_rt::Kernel *>(&queue);
-  deltac_rt::PrefillVariant table[] = {
-      variant(128, 128, 2, 1), variant(128, 128, 4, 2), variant(128, 128, 8, 0)};
+  deltac_rt::PrefillVariant table[] = {variant(128, 128, 2, 1), variant(128, 128, 8, 0)};
   table[0].overlapBlocksPerSM = 1;
   table[0].queue = queue;
   const int sms = 132; // H200
   auto overlaps = [&](int64_t N, int64_t HV, int forced = 0) {
-    return deltac_rt::chooseOverlapVariant(table, 3, 128, 128, N, HV, sms, forced) != nullptr;
+    return deltac_rt::chooseOverlapVariant(table, 2, 128, 128, N, HV, sms, forced) != nullptr;
   };
   EXPECT_TRUE(overlaps(1, 16));   // T = 32K, 128K (H = 16): 32 blocks <= 33
   EXPECT_FALSE(overlaps(1, 17));  // 34 blocks
@@ -163,7 +251,7 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   EXPECT_FALSE(overlaps(8, 32));  // varlen 8 x HV32
   EXPECT_TRUE(overlaps(8, 32, 1));
   EXPECT_FALSE(overlaps(1, 16, -1));
-  EXPECT_EQ(deltac_rt::chooseOverlapVariant(table, 3, 128, 128, 1, 16, sms)->valueTiles, 2u);
+  EXPECT_EQ(deltac_rt::chooseOverlapVariant(table, 2, 128, 128, 1, 16, sms)->valueTiles, 2u);
   // Without the queue kernel (a library without sm_90a) nothing overlaps.
   table[0].queue = nullptr;
   EXPECT_FALSE(overlaps(1, 16));

@@ -49,4 +49,4 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-NOT: wgmma
-// PTX: gpu.binary @t_k64_v64_prefill_recur_v32_gpu
+// PTX: gpu.binary @t_k64_v64_prefill_recur_v16_gpu

@@ -46,11 +46,11 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.dynamic_smem_stage = [[STAGE64:[0-9]+]]
 // CHECK-SAME: delta.overlap_blocks_per_sm = 1
 // CHECK-SAME: delta.recur_raw_qk
-// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v32(
+// (No tile 32: the plan drops it after a scalar gate's tile 64.)
+// CHECK-NOT: recur_v32
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
 // CHECK-NOT: delta.overlap_blocks_per_sm
 // CHECK-NOT: delta.recur_raw_qk
-// CHECK-SAME: known_block_size
-// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.dynamic_smem = 135168
 // CHECK-SAME: delta.dynamic_smem_stage = 60416
@@ -180,5 +180,5 @@ module attributes {delta.targets = ["sm_90a"]} {
 // and, with qk_raw = 2, computes W = A_w K (the only SS product with B
 // transposed: k's rows are its reduction index).
 // RAW-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.[^}]*.}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 1;
-// RAW: gpu.binary @qwen_k128_v128_prefill_recur_v32_gpu
+// RAW: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // RAW-NOT: cp.async.mbarrier.arrive.noinc

@@ -1,4 +1,5 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
+// RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=32,16}),delta-lower-prefill-to-gpu)' | FileCheck %s --check-prefix=TILE32
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
 
 // The chunk IR of a Qwen3-Next-style prefill becomes one gpu.module per
@@ -27,11 +28,8 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.grid_x = 2
 // CHECK-SAME: delta.min_blocks_per_sm = 1
-// CHECK: gpu.module @qwen_k128_v128_prefill_recur_v32_gpu
-// CHECK: gpu.func @qwen_k128_v128_prefill_recur_v32(
-// CHECK-SAME: delta.block_threads = 128
-// CHECK-SAME: delta.grid_x = 4
-// CHECK-SAME: delta.min_blocks_per_sm = 2
+// (No tile 32: the plan drops it after a scalar gate's tile 64.)
+// CHECK-NOT: recur_v32
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
 // CHECK-SAME: delta.block_threads = 96
@@ -39,6 +37,14 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK-SAME: delta.dynamic_smem_stage = 64768
 // CHECK-SAME: delta.grid_x = 8
 // CHECK-SAME: delta.min_blocks_per_sm = 0
+
+// Tile 32 where the plan keeps it (named here; by default for rule kda and
+// for K > 128): the first entry, so `_recur`, with 4 warps.
+// TILE32: gpu.func @qwen_k128_v128_prefill_recur(
+// TILE32-SAME: delta.block_threads = 128
+// TILE32-SAME: delta.grid_x = 4
+// TILE32-SAME: delta.min_blocks_per_sm = 2
+// TILE32: gpu.func @qwen_k128_v128_prefill_recur_v16(
 
 // Operands reach the tensor cores through ldmatrix (.trans where the
 // operand's rows are the reduction index), raw rows arrive by cp.async.

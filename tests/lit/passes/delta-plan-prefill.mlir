@@ -1,5 +1,6 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill | FileCheck %s
 // RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=16,64}))' | FileCheck %s --check-prefix=OVERRIDE
+// RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=64,32,16}))' 2>&1 | FileCheck %s --check-prefix=DEAD
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=24}))' 2>&1 | FileCheck %s --check-prefix=BAD
 
 // The dispatch table: the widest V tile whose recur grid covers half the
@@ -8,7 +9,12 @@
 // (unconditional, last). Tile 64 only where the state fits its warps'
 // registers (K <= 128). Tile 64 of a scalar gate also takes the overlapped
 // launch (chunks and recur side by side) where its grid needs at most a
-// quarter of the SMs (overlap_blocks_per_sm, in quarters too).
+// quarter of the SMs (overlap_blocks_per_sm, in quarters too). A variant
+// the host could never launch is not emitted: after a scalar gate's tile
+// 64 (a quarter wave of 64-wide blocks) tile 32's half a wave asks for the
+// same busy * HV, so the default table of @gdn has no tile 32 (@kda's
+// tile 64 waits for half a wave, and tile 32 is launched below that). A
+// tile named in `value-tiles` and dropped gets a remark.
 delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 64 entries = [prefill]
 delta.spec @kda rule = kda dims = [128x128] io = bf16 state = f32
@@ -17,12 +23,24 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 32 entries = [prefill]
 
 // CHECK-LABEL: func.func @gdn_k128_v128_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 // CHECK-LABEL: func.func @kda_k128_v128_prefill
 // CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 // CHECK-LABEL: func.func @wide_k256_v256_prefill
 // CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 
 // OVERRIDE: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+
+// The remarks come first (stderr, while the pass runs): tile 32 of @gdn
+// and of @wide (tile 64 named, so it is used for K = 256 too); none for
+// @kda, whose table keeps all three.
+// DEAD: remark: value tile 32 is not emitted: tile 64 is launched on every grid it would be
+// DEAD-NEXT: func.func @gdn_k128_v128_prefill
+// DEAD: remark: value tile 32 is not emitted: tile 64 is launched on every grid it would be
+// DEAD-NEXT: func.func @wide_k256_v256_prefill
+// DEAD-NOT: remark:
+// DEAD: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// DEAD: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// DEAD: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 
 // BAD: error: value tile 24 must be a multiple of 8 that divides V = 128
