@@ -325,6 +325,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
       const EmittedKernel *chunks = part("_chunks");
       const EmittedKernel *queue = part("_queue");
       const EmittedKernel *chunksRaw = part("_chunks_raw");
+      const EmittedKernel *recurShared = part("_recur_shared");
       if (!chunks)
         continue;
       // One table entry per recur kernel, in dispatch order.
@@ -338,6 +339,9 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         // form, each where this recur and chunks' form for it exist.
         bool overlaps = recur.overlapBlocksPerSM > 0 && queue;
         bool rawQK = recur.rawQK && chunksRaw;
+        // The shared overlapped launch's recur, beside the variant that
+        // overlaps (its launch values are that recur's altTarget ones).
+        bool shared = overlaps && recurShared;
         variants +=
             "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) + ", " +
             std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) + ", " +
@@ -360,8 +364,10 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
                       : "") +
             // recur reads raw q and k where the host asks (qk_raw), after
             // chunks' form that writes the factors instead of Qg and Kd.
-            (rawQK ? ", &" + chunksRaw->name + "_kernel" : "") +
-            "},\n";
+            (rawQK    ? ", &" + chunksRaw->name + "_kernel"
+             : shared ? ", nullptr"
+                      : "") +
+            (shared ? ", &" + recurShared->name + "_kernel" : "") + "},\n";
       }
     }
     if (count == 0)

@@ -298,6 +298,16 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
                       moduleSuffix(k), overlap)))
         return failure();
+      // The shared overlapped launch's recur (PrefillPlan::sharedOverlap):
+      // the same recurrence beside one queue block per SM.
+      if (overlap > 0 && plan.warpgroupChunks) {
+        PrefillPlan shared = plan;
+        shared.recurRawQK = false;
+        shared.sharedOverlap = true;
+        if (failed(emit("recur", shared, "_shared", r.minBlocks,
+                        builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
+          return failure();
+      }
     }
   }
   func.erase();

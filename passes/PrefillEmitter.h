@@ -56,7 +56,7 @@ constexpr int64_t rawPInputBytes(int64_t C) { return 2 * C * 4; }
 inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 /// Workspace region 7 (the overlapped launch, PrefillOverlap.cpp) starts
 /// with this many bytes of counters; a u32 ready flag per item follows.
-constexpr int64_t kOverlapCounterBytes = 256;
+constexpr int64_t kOverlapCounterBytes = 1024;
 /// wgmma's 128-byte-swizzled images start on 1024-byte bounds.
 inline int64_t align1024(int64_t x) { return (x + 1023) / 1024 * 1024; }
 /// kda's diagonal blocks go through the product form where, in every

@@ -198,6 +198,9 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // three blocks per SM, which it fits without spilling.
   if (part == "queue")
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
+  // setmaxnreg needs the launch's registers per thread fixed (.maxnreg).
+  if (part == "recur" && plan.sharedOverlap)
+    func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(kSharedRecurRegisters));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
   Value smem = LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(ctx, 3), smemName);

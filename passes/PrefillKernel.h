@@ -152,7 +152,22 @@ struct PrefillPlan {
   /// free, copies each chunk once its flag is up instead of waiting for the
   /// whole grid when the `overlap` parameter is set.
   bool chunkFlags = false;
+  /// recur of the shared overlapped launch (`_recur_shared`; the
+  /// transposed recur with chunkFlags and without the raw q/k form): its
+  /// block shares an SM with one block of chunks' queue form instead of
+  /// taking an SM of its own, so it is compiled to kSharedRecurRegisters
+  /// per thread (`nvvm.maxnreg`) and its warpgroups trade registers with
+  /// setmaxnreg: the chain's up to kSharedChainRegisters, the output
+  /// warpgroup's down to what is left. With two ring stages its block and
+  /// a queue block fit an SM's registers and shared memory together.
+  bool sharedOverlap = false;
 };
+/// The shared overlapped recur's registers (PrefillPlan::sharedOverlap):
+/// 168 per thread at launch (43 008 for 256 threads; with one queue block
+/// of 80 the SM's 65 536), the chain's warpgroup 232 of them, the output
+/// warpgroup 104 ((232 + 104) * 128 = 168 * 256; ptxas: no spills).
+constexpr int64_t kSharedRecurRegisters = 168, kSharedChainRegisters = 232,
+                  kSharedOutputRegisters = 2 * kSharedRecurRegisters - kSharedChainRegisters;
 /// `threads` (0: chosen) fixes prep's block size, and the others' where
 /// they take it: the kernels of one entry share it (the host launches them
 /// with the sizes of its variant table).

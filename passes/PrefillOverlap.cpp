@@ -42,8 +42,12 @@ using namespace mlir::delta;
 using namespace mlir::delta::prefill;
 
 namespace {
-// Region 7: counters (u32 slots), then a u32 ready flag per item.
-constexpr int64_t kQueueCounter = 0, kLeaveCounter = 1, kFlagsAt = kOverlapCounterBytes;
+// Region 7: counters (u32 slots: the queue's, the leavers', one per SM for
+// the shared launch), then a u32 ready flag per item.
+constexpr int64_t kQueueCounter = 0, kLeaveCounter = 1, kPerSMCounters = 2,
+                  kFlagsAt = kOverlapCounterBytes;
+// The host shares at most 254 SMs (kMaxSharedSMs in deltac_prefill.cpp).
+static_assert(kOverlapCounterBytes / 4 - kPerSMCounters >= 254, "a counter per shared SM");
 // A flag not up after this long raises the error flag (nanoseconds).
 constexpr int64_t kAwaitTimeout = 4'000'000'000;
 } // namespace
@@ -63,10 +67,27 @@ void PrefillEmitter::emitQueue() {
                     {gep(region, i32, cI32(kQueueCounter))});
   };
   // The first item, or `items` for a block that leaves its SM to recur.
+  // `overlap` = -R (the shared launch, `_recur_shared`): the first block on
+  // each of the R SMs stays, beside the recur block that takes the room the
+  // others leave (a counter per SM in region 7).
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
     Value smid = ptxValue(i32, "mov.u32 $0, %smid;", "=r", {});
-    Value reserved = cmp(arith::CmpIPredicate::ult, smid, param(pOverlap));
-    auto leave = scf::IfOp::create(b, TypeRange{i32}, reserved, true);
+    Value overlap = param(pOverlap);
+    Value shared = cmp(arith::CmpIPredicate::slt, overlap, cI32(0));
+    Value sms = sel(shared, sub(cI32(0), overlap), overlap);
+    Value reserved = cmp(arith::CmpIPredicate::ult, smid, sms);
+    auto firstOnSM = [&] {
+      auto onSM = scf::IfOp::create(b, TypeRange{b.getI1Type()}, shared, true);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(onSM.thenBlock());
+      Value before = ptxValue(i32, "atom.relaxed.gpu.global.add.u32 $0, [$1], 1;", "=r,l",
+                              {gep(region, i32, add(smid, cI32(kPerSMCounters)))});
+      scf::YieldOp::create(b, cmp(arith::CmpIPredicate::eq, before, cI32(0)));
+      b.setInsertionPointToStart(onSM.elseBlock());
+      scf::YieldOp::create(b, notI(cTrue()));
+      return onSM.getResult(0);
+    };
+    auto leave = scf::IfOp::create(b, TypeRange{i32}, andI(reserved, notI(firstOnSM())), true);
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(leave.thenBlock());

@@ -253,6 +253,9 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
+    if (plan.sharedOverlap) // the chain takes the registers the output gives up
+      ptx("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kSharedChainRegisters) + ";", "",
+          {});
     int64_t nT = 8, sRegs = kBlocks * nT * 4;
     SmallVector<Value> S = initialStateOrZero(q.readOk, sRegs, [&](auto &vals) {
       for (int64_t kb = 0; kb < kBlocks; ++kb)
@@ -430,6 +433,9 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
+    if (plan.sharedOverlap)
+      ptx("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kSharedOutputRegisters) + ";", "",
+          {});
     if (plan.gridDependency) // its refills read chunks' results
       waitForChunks();
     Value u = sub(tid, cI32(128));

@@ -12,6 +12,7 @@ extern const deltac_rt::KernelImages gkv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages gkv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages dn_k64_v64_prefill_chunks_images;
@@ -26,6 +27,7 @@ extern const deltac_rt::KernelImages d64_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages d64_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages kkv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages kkv_k128_v128_prefill_chunks_images;
@@ -49,6 +51,7 @@ deltac_rt::Kernel gkv_k128_v128_prefill_chunks_kernel(gkv_k128_v128_prefill_chun
 deltac_rt::Kernel gkv_k128_v128_prefill_queue_kernel(gkv_k128_v128_prefill_queue_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_chunks_raw_kernel(gkv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_kernel(gkv_k128_v128_prefill_recur_images);
+deltac_rt::Kernel gkv_k128_v128_prefill_recur_shared_kernel(gkv_k128_v128_prefill_recur_shared_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_v16_kernel(gkv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel dn_k64_v64_prefill_prep_kernel(dn_k64_v64_prefill_prep_images);
 deltac_rt::Kernel dn_k64_v64_prefill_chunks_kernel(dn_k64_v64_prefill_chunks_images);
@@ -63,6 +66,7 @@ deltac_rt::Kernel d64_k64_v64_prefill_chunks_kernel(d64_k64_v64_prefill_chunks_i
 deltac_rt::Kernel d64_k64_v64_prefill_queue_kernel(d64_k64_v64_prefill_queue_images);
 deltac_rt::Kernel d64_k64_v64_prefill_chunks_raw_kernel(d64_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel d64_k64_v64_prefill_recur_kernel(d64_k64_v64_prefill_recur_images);
+deltac_rt::Kernel d64_k64_v64_prefill_recur_shared_kernel(d64_k64_v64_prefill_recur_shared_images);
 deltac_rt::Kernel d64_k64_v64_prefill_recur_v16_kernel(d64_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_prep_kernel(kkv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_chunks_kernel(kkv_k128_v128_prefill_chunks_images);
@@ -83,7 +87,7 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_r
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel, &gkv_k128_v128_prefill_recur_shared_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
@@ -164,7 +168,7 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant d64_prefill_variants[] = {
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel},
+    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel, &d64_k64_v64_prefill_recur_shared_kernel},
     {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
 };
 } // namespace

@@ -306,6 +306,14 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // code that has it and programmatic launches are on. Tuning and tests:
   // DELTAC_PREFILL_OVERLAP=0 never, =1 wherever the code has it.
   static const int forcedOverlap = envSwitch("DELTAC_PREFILL_OVERLAP");
+  // The shared overlapped launch (PrefillVariant::recurShared), an
+  // experiment not yet timed: DELTAC_PREFILL_OVERLAP_SHARE=1 takes it
+  // wherever the overlapped launch is taken (with DELTAC_PREFILL_OVERLAP=1,
+  // wherever the code has it). Each recur block then shares an SM with one
+  // queue block: R = recur's grid SMs (at most all, and kMaxSharedSMs),
+  // `overlap` = -R, two ring stages.
+  static const int shareOverlap = envSwitch("DELTAC_PREFILL_OVERLAP_SHARE");
+  bool sharedOverlap = false;
   int64_t overlapSMs = 0;
   if (programmaticLaunches()) {
     if (const PrefillVariant *o = chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
@@ -320,10 +328,20 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
           return {DELTAC_CUDA_ERROR, error};
         chosen = o;
         overlapSMs = overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
+        if (shareOverlap > 0 && o->recurShared) {
+          if (!o->recurShared->load(&error))
+            return {DELTAC_CUDA_ERROR, error};
+          if (o->recurShared->imageTarget() == o->altTarget) {
+            sharedOverlap = true;
+            overlapSMs = std::min<int64_t>({a.N * a.HV * int64_t(o->valueTiles), int64_t(sms),
+                                            kMaxSharedSMs});
+          }
+        }
         // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
         static const long forcedSMs = envNumber("DELTAC_PREFILL_OVERLAP_SMS", 0);
         if (forcedSMs > 0)
-          overlapSMs = std::min<int64_t>(forcedSMs, sms - 1);
+          overlapSMs = std::min<int64_t>(forcedSMs, sharedOverlap ? std::min<int64_t>(sms, kMaxSharedSMs)
+                                                                  : sms - 1);
       }
     }
   }
@@ -354,8 +372,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   int perBlock = 0;
   if (launched.smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
     return {DELTAC_CUDA_ERROR, error};
-  unsigned recurSmem =
-      recurSharedBytes(launched, recurStages(launched, perBlock, forcedStages));
+  // Beside a queue block the shared launch's recur has room for two stages.
+  int stages = recurStages(launched, perBlock, forcedStages);
+  unsigned recurSmem = recurSharedBytes(launched, sharedOverlap ? std::min(stages, 2) : stages);
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
@@ -369,7 +388,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   int32_t N = (int32_t)a.N, H = (int32_t)a.H, HV = (int32_t)a.HV;
   int32_t chunks = (int32_t)maxChunks(v, a.T, a.N);
   float scale = a.scale;
-  int32_t overlap = (int32_t)overlapSMs;
+  int32_t overlap = (int32_t)(sharedOverlap ? -overlapSMs : overlapSMs);
   // recur reads raw q and k, after chunks' `_chunks_raw` form (factors
   // instead of Qg and Kd), where its grid fills a wave and both kernels
   // run altTarget's code; never overlapped. DELTAC_PREFILL_QK_RAW=0|1 turns
@@ -445,7 +464,11 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     // Each block also takes 1 KiB of shared memory the system reserves.
     int64_t perSMBlocks = std::clamp<int64_t>(
         perSM / (int64_t(launched.smemChunks) + 1024), 1, 2048 / launched.chunksThreads);
-    chunksGrid = (unsigned)std::min<int64_t>(chunksGrid, perSMBlocks * sms);
+    // Shared: every SM's blocks, however few the items, so that each
+    // shared SM keeps its one and the others their full count (the extra
+    // blocks find the queue empty and leave).
+    chunksGrid = (unsigned)(sharedOverlap ? perSMBlocks * sms
+                                          : std::min<int64_t>(chunksGrid, perSMBlocks * sms));
     if (!zeroAsync(static_cast<char *>(a.workspace) + at, size_t(regionBytes / 4), stream,
                    &error))
       return {DELTAC_CUDA_ERROR, error};
@@ -455,7 +478,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                              chosen->smemPrep)) ||
       !chunksKernel->launch(chunksGrid, 1, 1, launched.chunksThreads,
                              stream, params, &error, launched.smemChunks) ||
-      !chosen->recur->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
+      !(sharedOverlap ? chosen->recurShared : chosen->recur)
+           ->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             launched.recurThreads, stream, params, &error,
                             recurSmem, dependent))
     return {DELTAC_CUDA_ERROR, error};

@@ -12,6 +12,7 @@ extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages fla_kv_k64_v64_decode_small_images;
@@ -20,6 +21,7 @@ extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_kv_k128_v128_decode_small_images;
@@ -34,6 +36,7 @@ extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_decode_images;
 extern const deltac_rt::KernelImages fla_vk_k64_v64_decode_small_images;
@@ -42,6 +45,7 @@ extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_vk_k128_v128_decode_small_images;
@@ -56,6 +60,7 @@ extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages fla_kv_f16_k128_v128_decode_small_images;
@@ -64,6 +69,7 @@ extern const deltac_rt::KernelImages serving_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages serving_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages serving_k128_v128_decode_images;
 extern const deltac_rt::KernelImages serving_k128_v128_decode_small_images;
@@ -72,6 +78,7 @@ extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_chunks_image
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages serving_bf16_k128_v128_decode_small_images;
@@ -83,6 +90,7 @@ deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_kernel(fla_kv_k64_v64_prefill_ch
 deltac_rt::Kernel fla_kv_k64_v64_prefill_queue_kernel(fla_kv_k64_v64_prefill_queue_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_raw_kernel(fla_kv_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_kernel(fla_kv_k64_v64_prefill_recur_images);
+deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_shared_kernel(fla_kv_k64_v64_prefill_recur_shared_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v16_kernel(fla_kv_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_kernel(fla_kv_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_small_kernel(fla_kv_k64_v64_decode_small_images);
@@ -91,6 +99,7 @@ deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_kernel(fla_kv_k128_v128_prefil
 deltac_rt::Kernel fla_kv_k128_v128_prefill_queue_kernel(fla_kv_k128_v128_prefill_queue_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_raw_kernel(fla_kv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_kernel(fla_kv_k128_v128_prefill_recur_images);
+deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_shared_kernel(fla_kv_k128_v128_prefill_recur_shared_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v16_kernel(fla_kv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_kernel(fla_kv_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_small_kernel(fla_kv_k128_v128_decode_small_images);
@@ -105,6 +114,7 @@ deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_kernel(fla_vk_k64_v64_prefill_ch
 deltac_rt::Kernel fla_vk_k64_v64_prefill_queue_kernel(fla_vk_k64_v64_prefill_queue_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_raw_kernel(fla_vk_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_kernel(fla_vk_k64_v64_prefill_recur_images);
+deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_shared_kernel(fla_vk_k64_v64_prefill_recur_shared_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v16_kernel(fla_vk_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_kernel(fla_vk_k64_v64_decode_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_small_kernel(fla_vk_k64_v64_decode_small_images);
@@ -113,6 +123,7 @@ deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_kernel(fla_vk_k128_v128_prefil
 deltac_rt::Kernel fla_vk_k128_v128_prefill_queue_kernel(fla_vk_k128_v128_prefill_queue_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_raw_kernel(fla_vk_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_kernel(fla_vk_k128_v128_prefill_recur_images);
+deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_shared_kernel(fla_vk_k128_v128_prefill_recur_shared_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v16_kernel(fla_vk_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_kernel(fla_vk_k128_v128_decode_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_small_kernel(fla_vk_k128_v128_decode_small_images);
@@ -127,6 +138,7 @@ deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_kernel(fla_kv_f16_k128_v12
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_queue_kernel(fla_kv_f16_k128_v128_prefill_queue_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_raw_kernel(fla_kv_f16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_kernel(fla_kv_f16_k128_v128_prefill_recur_images);
+deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_shared_kernel(fla_kv_f16_k128_v128_prefill_recur_shared_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v16_kernel(fla_kv_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_kernel(fla_kv_f16_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_small_kernel(fla_kv_f16_k128_v128_decode_small_images);
@@ -135,6 +147,7 @@ deltac_rt::Kernel serving_k128_v128_prefill_chunks_kernel(serving_k128_v128_pref
 deltac_rt::Kernel serving_k128_v128_prefill_queue_kernel(serving_k128_v128_prefill_queue_images);
 deltac_rt::Kernel serving_k128_v128_prefill_chunks_raw_kernel(serving_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_kernel(serving_k128_v128_prefill_recur_images);
+deltac_rt::Kernel serving_k128_v128_prefill_recur_shared_kernel(serving_k128_v128_prefill_recur_shared_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_v16_kernel(serving_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_k128_v128_decode_kernel(serving_k128_v128_decode_images);
 deltac_rt::Kernel serving_k128_v128_decode_small_kernel(serving_k128_v128_decode_small_images);
@@ -143,6 +156,7 @@ deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_kernel(serving_bf16_k128
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_queue_kernel(serving_bf16_k128_v128_prefill_queue_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_raw_kernel(serving_bf16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_kernel(serving_bf16_k128_v128_prefill_recur_images);
+deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_shared_kernel(serving_bf16_k128_v128_prefill_recur_shared_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v16_kernel(serving_bf16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_kernel(serving_bf16_k128_v128_decode_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_small_kernel(serving_bf16_k128_v128_decode_small_images);
@@ -274,9 +288,9 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_k64_v64_prefill_queue_kernel, &fla_kv_k64_v64_prefill_chunks_raw_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_k64_v64_prefill_queue_kernel, &fla_kv_k64_v64_prefill_chunks_raw_kernel, &fla_kv_k64_v64_prefill_recur_shared_kernel},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_k128_v128_prefill_queue_kernel, &fla_kv_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_k128_v128_prefill_queue_kernel, &fla_kv_k128_v128_prefill_chunks_raw_kernel, &fla_kv_k128_v128_prefill_recur_shared_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
@@ -330,9 +344,9 @@ extern "C" int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_vk_k64_v64_prefill_queue_kernel, &fla_vk_k64_v64_prefill_chunks_raw_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_vk_k64_v64_prefill_queue_kernel, &fla_vk_k64_v64_prefill_chunks_raw_kernel, &fla_vk_k64_v64_prefill_recur_shared_kernel},
     {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_vk_k128_v128_prefill_queue_kernel, &fla_vk_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_vk_k128_v128_prefill_queue_kernel, &fla_vk_k128_v128_prefill_chunks_raw_kernel, &fla_vk_k128_v128_prefill_recur_shared_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
@@ -386,7 +400,7 @@ extern "C" int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_f16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel, &fla_kv_f16_k128_v128_prefill_recur_shared_kernel},
     {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
@@ -413,7 +427,7 @@ extern "C" int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant serving_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_k128_v128_prefill_queue_kernel, &serving_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_k128_v128_prefill_queue_kernel, &serving_k128_v128_prefill_chunks_raw_kernel, &serving_k128_v128_prefill_recur_shared_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
@@ -440,7 +454,7 @@ extern "C" int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int
 
 namespace {
 const deltac_rt::PrefillVariant serving_bf16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_bf16_k128_v128_prefill_queue_kernel, &serving_bf16_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_bf16_k128_v128_prefill_queue_kernel, &serving_bf16_k128_v128_prefill_chunks_raw_kernel, &serving_bf16_k128_v128_prefill_recur_shared_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace

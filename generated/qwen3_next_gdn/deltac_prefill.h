@@ -53,11 +53,21 @@ struct PrefillVariant {
   /// none). The host takes the pair, with `qk_raw` set, where recur's grid
   /// fills a wave (not in the overlapped launch): there its bytes bound it.
   Kernel *chunksRaw = nullptr;
+  /// The shared overlapped launch (altTarget's code; with the queue): a
+  /// recur that fits an SM beside one queue block (168 registers, two ring
+  /// stages), so chunks keeps one block on each SM left to recur instead of
+  /// none (`overlap` = -R; null: none). Taken where the host asks
+  /// (DELTAC_PREFILL_OVERLAP_SHARE=1: an experiment, not yet timed).
+  Kernel *recurShared = nullptr;
 };
 
-/// The first 256 bytes of workspace region 7 hold the overlapped launch's
-/// counters, then a u32 ready flag per (chunk, head) follows.
-constexpr int64_t kOverlapCounterBytes = 256;
+/// The first 1 KiB of workspace region 7 holds the overlapped launch's
+/// counters (one per SM for the shared launch), then a u32 ready flag per
+/// (chunk, head) follows.
+constexpr int64_t kOverlapCounterBytes = 1024;
+/// The shared overlapped launch leaves at most this many SMs shared (a
+/// counter each after the queue's two).
+constexpr int64_t kMaxSharedSMs = kOverlapCounterBytes / 4 - 2;
 
 /// Workspace bytes for a call of T tokens in N sequences over HV heads
 /// (the compiler's prefillWorkspaceBytes with max chunks = T / C + N).

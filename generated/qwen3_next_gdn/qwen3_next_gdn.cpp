@@ -12,6 +12,7 @@ extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_shared_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_images;
 extern const deltac_rt::KernelImages qwen3_next_k128_v128_decode_small_images;
@@ -23,6 +24,7 @@ deltac_rt::Kernel qwen3_next_k128_v128_prefill_chunks_kernel(qwen3_next_k128_v12
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_queue_kernel(qwen3_next_k128_v128_prefill_queue_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_chunks_raw_kernel(qwen3_next_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_kernel(qwen3_next_k128_v128_prefill_recur_images);
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_shared_kernel(qwen3_next_k128_v128_prefill_recur_shared_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_v16_kernel(qwen3_next_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_k128_v128_decode_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_k128_v128_decode_small_images);
@@ -48,7 +50,7 @@ extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, 
 
 namespace {
 const deltac_rt::PrefillVariant qwen3_next_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel, &qwen3_next_k128_v128_prefill_recur_shared_kernel},
     {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace

@@ -58,6 +58,14 @@ run_tests() {
   # chunks' queue form beside recur, PrefillOverlap.cpp).
   DELTAC_PREFILL_OVERLAP=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
+  # The shared overlapped launch (an experiment, not the default: recur
+  # beside one queue block on each SM it takes, `_recur_shared`), wherever
+  # the code has the overlapped launch, at 2 and 1 ring stages.
+  for st in 2 1; do
+    DELTAC_PREFILL_OVERLAP=1 DELTAC_PREFILL_OVERLAP_SHARE=1 DELTAC_PREFILL_RECUR_STAGES=$st \
+      "$BUILD/prefill_test" --quick > "$OUT/prefill_test_shared_$st.log" 2>&1 || status=1
+    grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_$st.log" | sed "s/^/shared overlap, $st stage(s): /"
+  done
   # Every case through the transposed recur that reads raw q and k (chunks
   # writes no Qg and Kd; sm_90a, taken where recur's grid fills a wave),
   # with 3, 2 and 1 ring stages, not overlapped (small grids would be, and
@@ -118,6 +126,9 @@ run_tests() {
     # The overlapped launch's flags and queue (the tool may serialise the
     # two kernels: the launch must then still finish, in order).
     sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_OVERLAP=1
+    # The same with the shared launch (recur beside a queue block per SM).
+    sanitize memcheck prefill_test memcheck_prefill_shared DELTAC_PREFILL_OVERLAP=1 \
+      DELTAC_PREFILL_OVERLAP_SHARE=1
     # The raw q/k form (not overlapped, which would never take it) as
     # dispatched: its TMA copies and the W form (W's stores over A_w; the
     # chain's wait for it).

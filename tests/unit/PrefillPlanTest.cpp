@@ -379,11 +379,11 @@ TEST_P(PrefillWorkspace, RuntimeMatchesCompiler) {
     EXPECT_EQ(deltac_rt::prefillWorkspaceBytes(v, T, N, HV),
               mlir::delta::prefillWorkspaceBytes(spec, maxChunks, HV, N))
         << "T=" << T << " N=" << N << " HV=" << HV;
-    // Region 7 (the overlapped launch's counters and a flag per item) is
-    // last: the host zeroes exactly it.
+    // Region 7 (the overlapped launch's counters, two and one per shared
+    // SM, and a flag per item) is last: the host zeroes exactly it.
     int64_t regionBytes = 0;
     int64_t at = deltac_rt::prefillOverlapRegion(v, T, N, HV, &regionBytes);
-    EXPECT_EQ(regionBytes, 256 + (maxChunks * HV * 4 + 255) / 256 * 256);
+    EXPECT_EQ(regionBytes, 4 * (2 + deltac_rt::kMaxSharedSMs) + (maxChunks * HV * 4 + 255) / 256 * 256);
     EXPECT_EQ(at + regionBytes, mlir::delta::prefillWorkspaceBytes(spec, maxChunks, HV, N));
   }
   // The per-channel G_last really is larger (one float per channel).

@@ -46,6 +46,10 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.dynamic_smem_stage = [[STAGE64:[0-9]+]]
 // CHECK-SAME: delta.overlap_blocks_per_sm = 1
 // CHECK-SAME: delta.recur_raw_qk
+// CHECK: gpu.func @qwen_k128_v128_prefill_recur_shared(
+// CHECK-SAME: delta.dynamic_smem = [[SMEM64]]
+// CHECK-SAME: delta.overlap_blocks_per_sm = 1
+// CHECK-SAME: nvvm.maxnreg = 168
 // (No tile 32: the plan drops it after a scalar gate's tile 64.)
 // CHECK-NOT: recur_v32
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
@@ -120,6 +124,15 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: fence.proxy.async.shared::cta
 // PTX-SAME: bar.arrive
 // PTX-SAME: st.global.v4.b32
+// The shared overlapped launch's recur (PrefillPlan::sharedOverlap): the
+// same loops without the raw q/k form, 168 registers at launch so that it
+// fits an SM beside one queue block, the chain's warpgroup raised to 232
+// and the output warpgroup lowered to 104 by setmaxnreg.
+// PTX: gpu.binary @qwen_k128_v128_prefill_recur_shared_gpu
+// PTX-SAME: .maxnreg 168
+// PTX-SAME: setmaxnreg.inc.sync.aligned.u32 232;
+// PTX-SAME: setmaxnreg.dec.sync.aligned.u32 104;
+// PTX-SAME: ld.acquire.gpu.global.u32
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // PTX-NOT: mma.sync
 // PTX-SAME: griddepcontrol.wait
@@ -137,7 +150,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-NOT: wgmma.mma_async
 
-// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 71184, 1, &qwen_k128_v128_prefill_queue_kernel, &qwen_k128_v128_prefill_chunks_raw_kernel},
+// TABLE: {128, 128, 64, {{.*}}, &qwen_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, 71184, 1, &qwen_k128_v128_prefill_queue_kernel, &qwen_k128_v128_prefill_chunks_raw_kernel, &qwen_k128_v128_prefill_recur_shared_kernel},
 // TABLE: {128, 128, 64, {{.*}}, 96, 8, 0, {{.*}}, &qwen_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 
 // The transposed recur has a second form, taken per call by qk_raw

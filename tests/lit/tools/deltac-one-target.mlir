@@ -4,7 +4,7 @@
 
 // A library for sm_90a alone holds the wgmma forms only, so no other
 // target's launch values differ from theirs; its variant table still names
-// sm_90a as the target whose code takes the overlapped launch (queue) and
-// the raw q/k form, and lists the launch values in their fields' order
+// sm_90a as the target whose code takes the overlapped launch (queue, and
+// the shared launch's recur) and the raw q/k form, and lists the launch values in their fields' order
 // (the wrapper did not compile when those fields were left out).
-// CHECK: &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, {{[0-9]+}}, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel},
+// CHECK: &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, {{[0-9]+}}, {{[0-9]+}}, 256, {{[0-9]+}}, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel, &qwen3_next_k128_v128_prefill_recur_shared_kernel},
