@@ -77,7 +77,8 @@ void PrefillEmitter::emitQueue() {
     Value sms = sel(shared, sub(cI32(0), overlap), overlap);
     Value reserved = cmp(arith::CmpIPredicate::ult, smid, sms);
     auto firstOnSM = [&] {
-      auto onSM = scf::IfOp::create(b, TypeRange{b.getI1Type()}, shared, true);
+      // Only the R SMs' counters exist (smid < R <= kMaxSharedSMs).
+      auto onSM = scf::IfOp::create(b, TypeRange{b.getI1Type()}, andI(shared, reserved), true);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(onSM.thenBlock());
       Value before = ptxValue(i32, "atom.relaxed.gpu.global.add.u32 $0, [$1], 1;", "=r,l",

@@ -477,11 +477,12 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                              chosen->smemPrep)) ||
       !chunksKernel->launch(chunksGrid, 1, 1, launched.chunksThreads,
-                             stream, params, &error, launched.smemChunks) ||
+                             stream, params, &error, launched.smemChunks, false,
+                             sharedOverlap) ||
       !(sharedOverlap ? chosen->recurShared : chosen->recur)
            ->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             launched.recurThreads, stream, params, &error,
-                            recurSmem, dependent))
+                            recurSmem, dependent, sharedOverlap))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

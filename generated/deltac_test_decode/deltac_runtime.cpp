@@ -68,6 +68,7 @@ constexpr int kTensorMapL2Promote128B = 2; // CU_TENSOR_MAP_L2_PROMOTION_L2_128B
 constexpr int kAttrMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMinor = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 constexpr int kAttrMaxDynamicShared = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr int kAttrSharedCarveout = 9; // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
 constexpr int kAttrSMs = 16;   // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 constexpr int kAttrSharedOptin = 97;
@@ -272,18 +273,20 @@ bool Kernel::load(std::string *error) {
 bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
                     unsigned blockX, void *stream, void **args,
                     std::string *error, unsigned sharedBytes,
-                    bool programmatic) {
+                    bool programmatic, bool maxSharedCarveout) {
   if (!kernel && !load(error))
     return false;
-  if (sharedBytes > 48 * 1024) {
+  if (sharedBytes > 48 * 1024 || maxSharedCarveout) {
     // Above 48 KiB of dynamic shared memory a kernel must opt in, per
     // device (cheap; not a stream operation, so capture-safe).
     const Driver &d = driver();
     CUdevice device = 0;
     CUresult rc = d.cuCtxGetDevice(&device);
-    if (rc == 0)
+    if (rc == 0 && sharedBytes > 48 * 1024)
       rc = d.cuKernelSetAttribute(kAttrMaxDynamicShared, (int)sharedBytes,
                                   kernel, device);
+    if (rc == 0 && maxSharedCarveout)
+      rc = d.cuKernelSetAttribute(kAttrSharedCarveout, 100, kernel, device);
     if (rc != 0) {
       *error = describe(rc, (std::string("raising the shared memory of ") +
                              images.name).c_str());

@@ -45,10 +45,13 @@ public:
   /// `programmatic`: a programmatic dependent launch (sm_90+), which may
   /// start before the previous kernel in the stream has finished; only for
   /// code that waits for it itself (griddepcontrol.wait).
+  /// `maxSharedCarveout`: ask for the SMs' largest shared-memory carveout
+  /// (a hint), so that blocks of two kernels that share an SM need no
+  /// other configuration than the one it runs.
   bool launch(unsigned gridX, unsigned gridY, unsigned gridZ,
               unsigned blockX, void *stream, void **args,
               std::string *error, unsigned sharedBytes = 0,
-              bool programmatic = false);
+              bool programmatic = false, bool maxSharedCarveout = false);
   /// The target whose image was loaded ("fatbin" when the driver chose).
   const std::string &loadedTarget() const { return target; }
   /// The compute capability the loaded code was generated for (80, 90,
