@@ -164,6 +164,10 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
   return forced > 0 || (sms > 0 && recurGrid >= sms);
 }
 
+int64_t overlapSharedSMs(int64_t recurGrid, int sms) {
+  return std::max<int64_t>(1, std::min<int64_t>({recurGrid, int64_t(sms), kMaxSharedSMs}));
+}
+
 int64_t overlapReservedSMs(int64_t recurGrid, int sms) {
   return std::max<int64_t>(1, std::min<int64_t>(recurGrid, sms / 2));
 }
@@ -333,8 +337,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
             return {DELTAC_CUDA_ERROR, error};
           if (o->recurShared->imageTarget() == o->altTarget) {
             sharedOverlap = true;
-            overlapSMs = std::min<int64_t>({a.N * a.HV * int64_t(o->valueTiles), int64_t(sms),
-                                            kMaxSharedSMs});
+            overlapSMs = overlapSharedSMs(a.N * a.HV * int64_t(o->valueTiles), sms);
           }
         }
         // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.

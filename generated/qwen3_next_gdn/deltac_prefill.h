@@ -114,6 +114,10 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced);
 /// The SMs an overlapped launch of `recurGrid` recur blocks leaves to
 /// recur: the grid, at most half of the `sms`.
 int64_t overlapReservedSMs(int64_t recurGrid, int sms);
+/// The SMs the shared overlapped launch shares (a recur block beside one
+/// queue block each): the grid, at most all `sms` and kMaxSharedSMs, at
+/// least one.
+int64_t overlapSharedSMs(int64_t recurGrid, int sms);
 
 /// Where workspace region 7 (the overlapped launch's counters and flags)
 /// starts, and its bytes.

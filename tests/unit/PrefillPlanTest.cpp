@@ -260,6 +260,13 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   EXPECT_EQ(deltac_rt::overlapReservedSMs(32, sms), 32);
   EXPECT_EQ(deltac_rt::overlapReservedSMs(512, sms), 66);
   EXPECT_EQ(deltac_rt::overlapReservedSMs(0, sms), 1);
+  // The shared launch (DELTAC_PREFILL_OVERLAP_SHARE=1) shares one SM per
+  // recur block, up to every SM and the region's counters.
+  EXPECT_EQ(deltac_rt::overlapSharedSMs(64, sms), 64); // T = 4K, HV = 32
+  EXPECT_EQ(deltac_rt::overlapSharedSMs(512, sms), sms);
+  EXPECT_EQ(deltac_rt::overlapSharedSMs(0, sms), 1);
+  EXPECT_EQ(deltac_rt::overlapSharedSMs(1000, 400), deltac_rt::kMaxSharedSMs);
+  EXPECT_EQ(deltac_rt::kMaxSharedSMs, 254);
 }
 
 TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
