@@ -300,7 +300,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         return failure();
       // The shared overlapped launch's recur (PrefillPlan::sharedOverlap):
       // the same recurrence beside one queue block per SM.
-      if (overlap > 0 && plan.warpgroupChunks) {
+      if (overlap > 0) {
         PrefillPlan shared = plan;
         shared.recurRawQK = false;
         shared.sharedOverlap = true;

@@ -57,6 +57,11 @@ inline int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
 /// Workspace region 7 (the overlapped launch, PrefillOverlap.cpp) starts
 /// with this many bytes of counters; a u32 ready flag per item follows.
 constexpr int64_t kOverlapCounterBytes = 1024;
+/// The queue's two counters come first; one per shared SM follows (the
+/// shared overlapped launch shares at most this many SMs; the runtime's
+/// kMaxSharedSMs).
+constexpr int64_t kOverlapQueueCounters = 2,
+                  kMaxSharedSMs = kOverlapCounterBytes / 4 - kOverlapQueueCounters;
 /// wgmma's 128-byte-swizzled images start on 1024-byte bounds.
 inline int64_t align1024(int64_t x) { return (x + 1023) / 1024 * 1024; }
 /// kda's diagonal blocks go through the product form where, in every

@@ -44,10 +44,8 @@ using namespace mlir::delta::prefill;
 namespace {
 // Region 7: counters (u32 slots: the queue's, the leavers', one per SM for
 // the shared launch), then a u32 ready flag per item.
-constexpr int64_t kQueueCounter = 0, kLeaveCounter = 1, kPerSMCounters = 2,
+constexpr int64_t kQueueCounter = 0, kLeaveCounter = 1, kPerSMCounters = kOverlapQueueCounters,
                   kFlagsAt = kOverlapCounterBytes;
-// The host shares at most 254 SMs (kMaxSharedSMs in deltac_prefill.cpp).
-static_assert(kOverlapCounterBytes / 4 - kPerSMCounters >= 254, "a counter per shared SM");
 // A flag not up after this long raises the error flag (nanoseconds).
 constexpr int64_t kAwaitTimeout = 4'000'000'000;
 } // namespace

@@ -343,8 +343,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
         static const long forcedSMs = envNumber("DELTAC_PREFILL_OVERLAP_SMS", 0);
         if (forcedSMs > 0)
-          overlapSMs = std::min<int64_t>(forcedSMs, sharedOverlap ? std::min<int64_t>(sms, kMaxSharedSMs)
-                                                                  : sms - 1);
+          overlapSMs = sharedOverlap ? overlapSharedSMs(forcedSMs, sms)
+                                     : std::min<int64_t>(forcedSMs, sms - 1);
       }
     }
   }

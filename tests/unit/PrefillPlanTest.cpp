@@ -266,6 +266,7 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   EXPECT_EQ(deltac_rt::overlapSharedSMs(512, sms), sms);
   EXPECT_EQ(deltac_rt::overlapSharedSMs(0, sms), 1);
   EXPECT_EQ(deltac_rt::overlapSharedSMs(1000, 400), deltac_rt::kMaxSharedSMs);
+  EXPECT_EQ(deltac_rt::kMaxSharedSMs, mlir::delta::prefill::kMaxSharedSMs); // the queue's counters
   EXPECT_EQ(deltac_rt::kMaxSharedSMs, 254);
 }
 
