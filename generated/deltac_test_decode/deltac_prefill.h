@@ -56,8 +56,8 @@ struct PrefillVariant {
   /// The shared overlapped launch (altTarget's code; with the queue): a
   /// recur that fits an SM beside one queue block (168 registers, two ring
   /// stages), so chunks keeps one block on each SM left to recur instead of
-  /// none (`overlap` = -R; null: none). Taken where the host asks
-  /// (DELTAC_PREFILL_OVERLAP_SHARE=1: an experiment, not yet timed).
+  /// none (`overlap` = -R; null: none). Taken where
+  /// chooseSharedOverlapVariant says.
   Kernel *recurShared = nullptr;
 };
 
@@ -105,6 +105,25 @@ const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
                                            int64_t N, int64_t HV, int sms,
                                            int forced = 0);
+
+/// The shared overlapped launch's range, in tokens per sequence (T / N):
+/// below it chunks' work is too short to hide recur's start behind, above
+/// it was not measured to pay (H100, 2026-11-25, H16/HV32, 64 recur blocks:
+/// T = 512 loses 5 %, 1K-16K win 3-11 %).
+constexpr int64_t kSharedMinTokensPerSequence = 1024;
+constexpr int64_t kSharedMaxTokensPerSequence = 16384;
+
+/// The variant the shared overlapped launch runs for a call that
+/// chooseOverlapVariant does not overlap: the first of (K, V) with the
+/// queue and recurShared whose recur grid (N * HV * valueTiles) takes at
+/// most half the `sms` (a grid of a wave loses: 128 blocks, 3-6 % on the
+/// H100), for T / N tokens per sequence in the range above. `forced`
+/// (DELTAC_PREFILL_OVERLAP_SHARE): 1 takes the first such variant whatever
+/// the call, -1 none. Null: not shared.
+const PrefillVariant *chooseSharedOverlapVariant(const PrefillVariant *variants,
+                                                 int count, int64_t K, int64_t V,
+                                                 int64_t N, int64_t HV, int64_t T,
+                                                 int sms, int forced = 0);
 
 /// Whether recur variant `v` (its altTarget code loaded) reads raw q and k
 /// for a call of `recurGrid` recur blocks on `sms` SMs: where the grid

@@ -158,6 +158,26 @@ const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
   return nullptr;
 }
 
+const PrefillVariant *chooseSharedOverlapVariant(const PrefillVariant *variants,
+                                                 int count, int64_t K, int64_t V,
+                                                 int64_t N, int64_t HV, int64_t T,
+                                                 int sms, int forced) {
+  if (forced < 0 || N <= 0)
+    return nullptr;
+  for (int i = 0; i < count; ++i) {
+    const PrefillVariant &c = variants[i];
+    if (c.K != K || c.V != V || c.overlapBlocksPerSM <= 0 || !c.queue || !c.recurShared)
+      continue;
+    if (forced > 0)
+      return &c;
+    int64_t grid = N * HV * int64_t(c.valueTiles);
+    if (2 * grid <= int64_t(sms) && T >= kSharedMinTokensPerSequence * N &&
+        T <= kSharedMaxTokensPerSequence * N)
+      return &c;
+  }
+  return nullptr;
+}
+
 bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
   if (!v.chunksRaw || forced < 0)
     return false;
@@ -310,36 +330,38 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // code that has it and programmatic launches are on. Tuning and tests:
   // DELTAC_PREFILL_OVERLAP=0 never, =1 wherever the code has it.
   static const int forcedOverlap = envSwitch("DELTAC_PREFILL_OVERLAP");
-  // The shared overlapped launch (PrefillVariant::recurShared), an
-  // experiment not yet timed: DELTAC_PREFILL_OVERLAP_SHARE=1 takes it
-  // wherever the overlapped launch is taken (with DELTAC_PREFILL_OVERLAP=1,
-  // wherever the code has it). Each recur block then shares an SM with one
-  // queue block: R = recur's grid SMs (at most all, and kMaxSharedSMs),
-  // `overlap` = -R, two ring stages.
+  // The shared overlapped launch (PrefillVariant::recurShared,
+  // chooseSharedOverlapVariant) where the other is not taken: each recur
+  // block shares an SM with one queue block, R = recur's grid SMs (at most
+  // all, and kMaxSharedSMs), `overlap` = -R, two ring stages.
+  // DELTAC_PREFILL_OVERLAP_SHARE=0 never; =1 wherever an overlapped launch
+  // is taken (with DELTAC_PREFILL_OVERLAP=1, wherever the code has it).
   static const int shareOverlap = envSwitch("DELTAC_PREFILL_OVERLAP_SHARE");
   bool sharedOverlap = false;
   int64_t overlapSMs = 0;
   if (programmaticLaunches()) {
-    if (const PrefillVariant *o = chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
-                                                       sms, forcedOverlap)) {
+    const PrefillVariant *o =
+        chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV, sms, forcedOverlap);
+    bool share = o ? shareOverlap > 0 && o->recurShared
+                   : (o = chooseSharedOverlapVariant(
+                          variants, count, a.K, a.V, a.N, a.HV, a.T, sms,
+                          forcedOverlap < 0 || shareOverlap < 0 ? -1 : 0)) != nullptr;
+    if (o) {
       // The queue kernel has only the code of altTarget (sm_90a): load it
       // only where recur (and chunks) run that code.
       if (!o->chunks->load(&error) || !o->recur->load(&error))
         return {DELTAC_CUDA_ERROR, error};
+      if (share && !o->recurShared->load(&error))
+        return {DELTAC_CUDA_ERROR, error};
       if (o->altTarget && o->chunks->imageTarget() == o->altTarget &&
-          o->recur->imageTarget() == o->altTarget) {
+          o->recur->imageTarget() == o->altTarget &&
+          (!share || o->recurShared->imageTarget() == o->altTarget)) {
         if (!o->queue->load(&error))
           return {DELTAC_CUDA_ERROR, error};
         chosen = o;
-        overlapSMs = overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
-        if (shareOverlap > 0 && o->recurShared) {
-          if (!o->recurShared->load(&error))
-            return {DELTAC_CUDA_ERROR, error};
-          if (o->recurShared->imageTarget() == o->altTarget) {
-            sharedOverlap = true;
-            overlapSMs = overlapSharedSMs(a.N * a.HV * int64_t(o->valueTiles), sms);
-          }
-        }
+        sharedOverlap = share;
+        overlapSMs = share ? overlapSharedSMs(a.N * a.HV * int64_t(o->valueTiles), sms)
+                           : overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
         // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
         static const long forcedSMs = envNumber("DELTAC_PREFILL_OVERLAP_SMS", 0);
         if (forcedSMs > 0)

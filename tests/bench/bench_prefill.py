@@ -115,9 +115,15 @@ def host_us(fn, calls=200):
 # 32K sequence among 63 of 100 tokens, where the dispatch's busy sequences
 # (T / max_seqlen = 1, not N = 64) choose the narrow recur tile; and T = 32K
 # with fewer heads (fewer recur blocks: whether recur's time per block
-# depends on how many share the GPU's L2).
+# depends on how many share the GPU's L2); and lengths between and beyond
+# the harness's with H16/HV32 (recur's grid 64 or 128 blocks, under a wave:
+# where the shared overlapped launch is taken, and where it stops paying).
 EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
-                ("t32k_h8", [32768], 8, 8), ("t32k_h4", [32768], 4, 4)]
+                ("t32k_h8", [32768], 8, 8), ("t32k_h4", [32768], 4, 4),
+                ("t1k_h16_hv32", [1024], 16, 32), ("t2k_h16_hv32", [2048], 16, 32),
+                ("t16k_h16_hv32", [16384], 16, 32),
+                ("n2_t2k_h16_hv32", [2048, 2048], 16, 32),
+                ("n2_t4k_h16_hv32", [4096, 4096], 16, 32)]
 
 
 def kda_inputs(lens, Hh, HV, seed=0):

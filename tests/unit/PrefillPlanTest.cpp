@@ -270,6 +270,48 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   EXPECT_EQ(deltac_rt::kMaxSharedSMs, 254);
 }
 
+TEST(PrefillDispatch, SharedOverlapWhereRecurTakesAtMostHalfTheSMs) {
+  // The table above, with the queue and the shared recur on the tile-64
+  // variant. Taken where the reserved launch is not (chooseOverlapVariant
+  // comes first in runPrefill), recur's grid takes at most half the SMs and
+  // the sequences average 1K to 16K tokens (H100 timings in the header).
+  deltac_rt::Kernel *kernel = reinterpret_cast<deltac_rt::Kernel *>(&kernel);
+  deltac_rt::PrefillVariant table[] = {variant(128, 128, 2, 1), variant(128, 128, 8, 0)};
+  table[0].overlapBlocksPerSM = 1;
+  table[0].queue = kernel;
+  table[0].recurShared = kernel;
+  const int sms = 132;
+  auto shared = [&](int64_t N, int64_t HV, int64_t T, int forced = 0) {
+    return deltac_rt::chooseSharedOverlapVariant(table, 2, 128, 128, N, HV, T, sms, forced) !=
+           nullptr;
+  };
+  EXPECT_TRUE(shared(1, 32, 4096));      // T = 4K, HV = 32: 64 blocks
+  EXPECT_TRUE(shared(1, 32, 1024));
+  EXPECT_TRUE(shared(1, 32, 16384));
+  EXPECT_FALSE(shared(1, 32, 512));      // T = 512: too short
+  EXPECT_FALSE(shared(1, 32, 1023));
+  EXPECT_FALSE(shared(1, 32, 16385));    // not measured to pay
+  EXPECT_TRUE(shared(1, 33, 4096));      // 66 blocks: half the SMs
+  EXPECT_FALSE(shared(1, 34, 4096));     // 68
+  EXPECT_FALSE(shared(2, 32, 8192));     // 128 blocks: a wave
+  EXPECT_TRUE(shared(2, 16, 8192));      // 4K tokens a sequence
+  EXPECT_FALSE(shared(2, 16, 1536));     // 768
+  EXPECT_FALSE(shared(8, 32, 16384));    // varlen 8 x HV32
+  EXPECT_TRUE(shared(8, 32, 16384, 1));  // forced
+  EXPECT_FALSE(shared(1, 32, 4096, -1));
+  EXPECT_EQ(deltac_rt::chooseSharedOverlapVariant(table, 2, 128, 128, 1, 32, 4096, sms)
+                ->valueTiles,
+            2u);
+  // Without the shared recur (a library without sm_90a), or the queue,
+  // nothing is shared, even forced.
+  table[0].recurShared = nullptr;
+  EXPECT_FALSE(shared(1, 32, 4096));
+  EXPECT_FALSE(shared(1, 32, 4096, 1));
+  table[0].recurShared = kernel;
+  table[0].queue = nullptr;
+  EXPECT_FALSE(shared(1, 32, 4096, 1));
+}
+
 TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
   // The table of the test above. With max_seqlen the busy sequences are
   // T / max_seqlen (at most N): one long sequence among short ones runs
