@@ -184,6 +184,8 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
   return forced > 0 || (sms > 0 && recurGrid >= sms);
 }
 
+bool useSharedRecur(int64_t recurGrid, int sms) { return sms > 0 && recurGrid < sms; }
+
 int64_t overlapSharedSMs(int64_t recurGrid, int sms) {
   return std::max<int64_t>(1, std::min<int64_t>({recurGrid, int64_t(sms), kMaxSharedSMs}));
 }
@@ -397,9 +399,26 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   int perBlock = 0;
   if (launched.smemRecurStage > 0 && (perBlock = maxSharedPerBlock(&error)) == 0)
     return {DELTAC_CUDA_ERROR, error};
+  // The shared launch's recur in the ordinary launch too, where
+  // useSharedRecur says (beside chunks, where the raw form is not taken):
+  // it fits an SM beside one chunks block, so its blocks start while
+  // chunks' last blocks run. Not yet the default: measured faster, but the
+  // GPU test suite has not run it yet (session 24 had no device time
+  // left); DELTAC_PREFILL_RECUR_SHARED=1 takes it. A forced raw form
+  // (DELTAC_PREFILL_QK_RAW=1) comes first.
+  static const int recurSharedAlone = envSwitch("DELTAC_PREFILL_RECUR_SHARED");
+  static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
+  bool sharedRecur = sharedOverlap;
+  if (recurSharedAlone > 0 && overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&
+      chosen->altTarget && chosen->recur->imageTarget() == chosen->altTarget &&
+      useSharedRecur(a.N * a.HV * int64_t(chosen->valueTiles), sms)) {
+    if (!chosen->recurShared->load(&error))
+      return {DELTAC_CUDA_ERROR, error};
+    sharedRecur = chosen->recurShared->imageTarget() == chosen->altTarget;
+  }
   // Beside a queue block the shared launch's recur has room for two stages.
   int stages = recurStages(launched, perBlock, forcedStages);
-  unsigned recurSmem = recurSharedBytes(launched, sharedOverlap ? std::min(stages, 2) : stages);
+  unsigned recurSmem = recurSharedBytes(launched, sharedRecur ? std::min(stages, 2) : stages);
 
   // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
@@ -418,9 +437,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // instead of Qg and Kd), where its grid fills a wave and both kernels
   // run altTarget's code; never overlapped. DELTAC_PREFILL_QK_RAW=0|1 turns
   // it off or on wherever it can be (tests).
-  static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
   int32_t qkRaw = 0;
-  if (overlapSMs == 0 && chosen->altTarget &&
+  if (overlapSMs == 0 && !sharedRecur && chosen->altTarget &&
       chosen->recur->imageTarget() == chosen->altTarget &&
       useRawQK(*chosen, a.N * a.HV * int64_t(chosen->valueTiles), sms, forcedRaw)) {
     if (!chosen->chunksRaw->load(&error))
@@ -503,11 +521,11 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                              chosen->smemPrep)) ||
       !chunksKernel->launch(chunksGrid, 1, 1, launched.chunksThreads,
                              stream, params, &error, launched.smemChunks, false,
-                             sharedOverlap) ||
-      !(sharedOverlap ? chosen->recurShared : chosen->recur)
+                             sharedRecur) ||
+      !(sharedRecur ? chosen->recurShared : chosen->recur)
            ->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
                             launched.recurThreads, stream, params, &error,
-                            recurSmem, dependent, sharedOverlap))
+                            recurSmem, dependent, sharedRecur))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

@@ -130,6 +130,16 @@ const PrefillVariant *chooseSharedOverlapVariant(const PrefillVariant *variants,
 /// fills a wave (forced > 0: wherever the code can; < 0: never).
 bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced);
 
+/// Whether the ordinary launch (not overlapped, not the raw form) runs
+/// the shared launch's recur (PrefillVariant::recurShared; its 168
+/// registers and two ring stages fit an SM beside one chunks block, so its
+/// blocks start while chunks' last ones run): where its grid of
+/// `recurGrid` blocks is under a wave of the `sms` (where the raw form is
+/// not taken; H100, 2026-11-25, H16/HV32: T = 512 0.0342 -> 0.0313 ms,
+/// 2 x 4K 0.3325 -> 0.3135; taken only with DELTAC_PREFILL_RECUR_SHARED=1
+/// until the GPU tests have run it).
+bool useSharedRecur(int64_t recurGrid, int sms);
+
 /// The SMs an overlapped launch of `recurGrid` recur blocks leaves to
 /// recur: the grid, at most half of the `sms`.
 int64_t overlapReservedSMs(int64_t recurGrid, int sms);

@@ -58,9 +58,20 @@ run_tests() {
   # chunks' queue form beside recur, PrefillOverlap.cpp).
   DELTAC_PREFILL_OVERLAP=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
-  # The shared overlapped launch (an experiment, not the default: recur
-  # beside one queue block on each SM it takes, `_recur_shared`), wherever
-  # the code has the overlapped launch, at 2 and 1 ring stages.
+  # The shared launch's recur in the ordinary launch (beside chunks, where
+  # recur's grid is under a wave: useSharedRecur; not yet the default), not
+  # overlapped so that every case with such a grid takes it, and at 1 stage.
+  DELTAC_PREFILL_RECUR_SHARED=1 DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" \
+    > "$OUT/prefill_test_shared_recur.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur.log" | sed 's/^/shared recur, ordinary launch: /'
+  DELTAC_PREFILL_RECUR_SHARED=1 DELTAC_PREFILL_OVERLAP=0 DELTAC_PREFILL_RECUR_STAGES=1 \
+    "$BUILD/prefill_test" --quick > "$OUT/prefill_test_shared_recur_1.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur_1.log" |
+    sed 's/^/shared recur, ordinary launch, 1 stage: /'
+  # The shared overlapped launch (recur beside one queue block on each SM
+  # it takes, `_recur_shared`; the default where chooseSharedOverlapVariant
+  # says), wherever the code has the overlapped launch, at 2 and 1 ring
+  # stages.
   for st in 2 1; do
     DELTAC_PREFILL_OVERLAP=1 DELTAC_PREFILL_OVERLAP_SHARE=1 DELTAC_PREFILL_RECUR_STAGES=$st \
       "$BUILD/prefill_test" --quick > "$OUT/prefill_test_shared_$st.log" 2>&1 || status=1
@@ -129,6 +140,12 @@ run_tests() {
     # The same with the shared launch (recur beside a queue block per SM).
     sanitize memcheck prefill_test memcheck_prefill_shared DELTAC_PREFILL_OVERLAP=1 \
       DELTAC_PREFILL_OVERLAP_SHARE=1
+    # And its recur in the ordinary launch (racecheck: its warp roles at
+    # 168 registers hand over shared memory as the other recur's do).
+    sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=1 \
+      DELTAC_PREFILL_OVERLAP=0
+    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=1 \
+      DELTAC_PREFILL_OVERLAP=0
     # The raw q/k form (not overlapped, which would never take it) as
     # dispatched: its TMA copies and the W form (W's stores over A_w; the
     # chain's wait for it).

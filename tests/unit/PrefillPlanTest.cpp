@@ -310,6 +310,16 @@ TEST(PrefillDispatch, SharedOverlapWhereRecurTakesAtMostHalfTheSMs) {
   table[0].recurShared = kernel;
   table[0].queue = nullptr;
   EXPECT_FALSE(shared(1, 32, 4096, 1));
+  // The shared recur in the ordinary launch: under a wave of recur blocks
+  // (where the raw form is not taken, useRawQK), and only with the SM count.
+  EXPECT_TRUE(deltac_rt::useSharedRecur(64, sms));   // T = 512, HV = 32
+  EXPECT_TRUE(deltac_rt::useSharedRecur(128, sms));  // 2 x 4K
+  EXPECT_FALSE(deltac_rt::useSharedRecur(132, sms));
+  EXPECT_FALSE(deltac_rt::useSharedRecur(512, sms)); // varlen 8 x HV32
+  EXPECT_FALSE(deltac_rt::useSharedRecur(64, 0));
+  table[0].chunksRaw = kernel;
+  EXPECT_EQ(deltac_rt::useRawQK(table[0], 131, sms, 0), deltac_rt::useSharedRecur(131, sms) == false);
+  EXPECT_EQ(deltac_rt::useRawQK(table[0], 132, sms, 0), deltac_rt::useSharedRecur(132, sms) == false);
 }
 
 TEST(PrefillDispatch, LongestSequenceWhereTheHostKnowsIt) {
