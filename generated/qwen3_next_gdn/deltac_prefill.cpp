@@ -328,6 +328,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       return {DELTAC_CUDA_ERROR, error};
   const PrefillVariant *chosen =
       choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms, a.T, a.max_seqlen);
+  // recur's grid for a variant: a block per (sequence, value head, V tile).
+  auto recurGrid = [&](const PrefillVariant &c) { return a.N * a.HV * int64_t(c.valueTiles); };
   // The overlapped launch (chooseOverlapVariant), where the device runs the
   // code that has it and programmatic launches are on. Tuning and tests:
   // DELTAC_PREFILL_OVERLAP=0 never, =1 wherever the code has it.
@@ -344,10 +346,12 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   if (programmaticLaunches()) {
     const PrefillVariant *o =
         chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV, sms, forcedOverlap);
-    bool share = o ? shareOverlap > 0 && o->recurShared
-                   : (o = chooseSharedOverlapVariant(
-                          variants, count, a.K, a.V, a.N, a.HV, a.T, sms,
-                          forcedOverlap < 0 || shareOverlap < 0 ? -1 : 0)) != nullptr;
+    bool share = o && shareOverlap > 0 && o->recurShared;
+    if (!o) {
+      o = chooseSharedOverlapVariant(variants, count, a.K, a.V, a.N, a.HV, a.T, sms,
+                                     forcedOverlap < 0 || shareOverlap < 0 ? -1 : 0);
+      share = o != nullptr;
+    }
     if (o) {
       // The queue kernel has only the code of altTarget (sm_90a): load it
       // only where recur (and chunks) run that code.
@@ -362,8 +366,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
           return {DELTAC_CUDA_ERROR, error};
         chosen = o;
         sharedOverlap = share;
-        overlapSMs = share ? overlapSharedSMs(a.N * a.HV * int64_t(o->valueTiles), sms)
-                           : overlapReservedSMs(a.N * a.HV * o->valueTiles, sms);
+        overlapSMs = share ? overlapSharedSMs(recurGrid(*o), sms)
+                           : overlapReservedSMs(recurGrid(*o), sms);
         // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
         static const long forcedSMs = envNumber("DELTAC_PREFILL_OVERLAP_SMS", 0);
         if (forcedSMs > 0)
@@ -411,7 +415,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   bool sharedRecur = sharedOverlap;
   if (recurSharedAlone > 0 && overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&
       chosen->altTarget && chosen->recur->imageTarget() == chosen->altTarget &&
-      useSharedRecur(a.N * a.HV * int64_t(chosen->valueTiles), sms)) {
+      useSharedRecur(recurGrid(*chosen), sms)) {
     if (!chosen->recurShared->load(&error))
       return {DELTAC_CUDA_ERROR, error};
     sharedRecur = chosen->recurShared->imageTarget() == chosen->altTarget;
@@ -440,7 +444,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   int32_t qkRaw = 0;
   if (overlapSMs == 0 && !sharedRecur && chosen->altTarget &&
       chosen->recur->imageTarget() == chosen->altTarget &&
-      useRawQK(*chosen, a.N * a.HV * int64_t(chosen->valueTiles), sms, forcedRaw)) {
+      useRawQK(*chosen, recurGrid(*chosen), sms, forcedRaw)) {
     if (!chosen->chunksRaw->load(&error))
       return {DELTAC_CUDA_ERROR, error};
     qkRaw = chosen->chunksRaw->imageTarget() == chosen->altTarget ? 1 : 0;
@@ -523,7 +527,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                              stream, params, &error, launched.smemChunks, false,
                              sharedRecur) ||
       !(sharedRecur ? chosen->recurShared : chosen->recur)
-           ->launch((unsigned)(a.N * a.HV * chosen->valueTiles), 1, 1,
+           ->launch((unsigned)recurGrid(*chosen), 1, 1,
                             launched.recurThreads, stream, params, &error,
                             recurSmem, dependent, sharedRecur))
     return {DELTAC_CUDA_ERROR, error};
