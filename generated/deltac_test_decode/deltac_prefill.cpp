@@ -406,14 +406,13 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // The shared launch's recur in the ordinary launch too, where
   // useSharedRecur says (beside chunks, where the raw form is not taken):
   // it fits an SM beside one chunks block, so its blocks start while
-  // chunks' last blocks run. Not yet the default: measured faster, but the
-  // GPU test suite has not run it yet (session 24 had no device time
-  // left); DELTAC_PREFILL_RECUR_SHARED=1 takes it. A forced raw form
-  // (DELTAC_PREFILL_QK_RAW=1) comes first.
+  // chunks' last blocks run (H100, T = 512: 8.5 % faster).
+  // DELTAC_PREFILL_RECUR_SHARED=0 never takes it (A/B, tests). A forced raw
+  // form (DELTAC_PREFILL_QK_RAW=1) comes first.
   static const int recurSharedAlone = envSwitch("DELTAC_PREFILL_RECUR_SHARED");
   static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
   bool sharedRecur = sharedOverlap;
-  if (recurSharedAlone > 0 && overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&
+  if (recurSharedAlone != 0 && overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&
       chosen->altTarget && chosen->recur->imageTarget() == chosen->altTarget &&
       useSharedRecur(recurGrid(*chosen), sms)) {
     if (!chosen->recurShared->load(&error))

@@ -59,8 +59,9 @@ run_tests() {
   DELTAC_PREFILL_OVERLAP=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
   # The shared launch's recur in the ordinary launch (beside chunks, where
-  # recur's grid is under a wave: useSharedRecur; not yet the default), not
-  # overlapped so that every case with such a grid takes it, and at 1 stage.
+  # recur's grid is under a wave: useSharedRecur, the default there), not
+  # overlapped so that every case with such a grid takes it, and at 1 stage;
+  # and the other recur in its place (DELTAC_PREFILL_RECUR_SHARED=0).
   DELTAC_PREFILL_RECUR_SHARED=1 DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" \
     > "$OUT/prefill_test_shared_recur.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur.log" | sed 's/^/shared recur, ordinary launch: /'
@@ -68,6 +69,10 @@ run_tests() {
     "$BUILD/prefill_test" --quick > "$OUT/prefill_test_shared_recur_1.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur_1.log" |
     sed 's/^/shared recur, ordinary launch, 1 stage: /'
+  DELTAC_PREFILL_RECUR_SHARED=0 "$BUILD/prefill_test" --quick \
+    > "$OUT/prefill_test_no_shared_recur.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_no_shared_recur.log" |
+    sed 's/^/ordinary recur, ordinary launch: /'
   # The shared overlapped launch (recur beside one queue block on each SM
   # it takes, `_recur_shared`; the default where chooseSharedOverlapVariant
   # says), wherever the code has the overlapped launch, at 2 and 1 ring
