@@ -136,8 +136,9 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced);
 /// blocks start while chunks' last ones run): where its grid of
 /// `recurGrid` blocks is under a wave of the `sms` (where the raw form is
 /// not taken; H100, 2026-11-25, H16/HV32: T = 512 0.0342 -> 0.0313 ms,
-/// 2 x 4K 0.3325 -> 0.3135; DELTAC_PREFILL_RECUR_SHARED=0 turns it off).
-bool useSharedRecur(int64_t recurGrid, int sms);
+/// 2 x 4K 0.3325 -> 0.3135; H200, 2026-11-26: T = 512 0.0321 -> 0.0303).
+/// `forced` < 0 (DELTAC_PREFILL_RECUR_SHARED=0) never takes it.
+bool useSharedRecur(int64_t recurGrid, int sms, int forced = 0);
 
 /// The SMs an overlapped launch of `recurGrid` recur blocks leaves to
 /// recur: the grid, at most half of the `sms`.

@@ -317,6 +317,10 @@ TEST(PrefillDispatch, SharedOverlapWhereRecurTakesAtMostHalfTheSMs) {
   EXPECT_FALSE(deltac_rt::useSharedRecur(132, sms));
   EXPECT_FALSE(deltac_rt::useSharedRecur(512, sms)); // varlen 8 x HV32
   EXPECT_FALSE(deltac_rt::useSharedRecur(64, 0));
+  // DELTAC_PREFILL_RECUR_SHARED: 0 (-1 here) turns it off, 1 is the default.
+  EXPECT_FALSE(deltac_rt::useSharedRecur(64, sms, -1));
+  EXPECT_TRUE(deltac_rt::useSharedRecur(64, sms, 1));
+  EXPECT_FALSE(deltac_rt::useSharedRecur(512, sms, 1));
   table[0].chunksRaw = kernel;
   EXPECT_EQ(deltac_rt::useRawQK(table[0], 131, sms, 0), deltac_rt::useSharedRecur(131, sms) == false);
   EXPECT_EQ(deltac_rt::useRawQK(table[0], 132, sms, 0), deltac_rt::useSharedRecur(132, sms) == false);
