@@ -149,10 +149,23 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     store(inverse, sel(first, rq, rk), row, 4);
     Value factor = fmul(inverse, fmul(load(f32, sel(first, f.eg, f.egl), row, 4),
                                       sel(first, param(pScale), cF32(1.0))));
-    if (raw)
+    if (raw) {
       store(factor, tileOf(6),
             add(sel(first, cI32(rawFactorsAt(0)), cI32(rawFactorsAt(1))), row), 4);
-    else
+      // L's factors as base-2 exponents (the raw form leaves fq and fk
+      // free): a_i = G_i log2 e + lg2(beta_i / |k_i|) and b_j = G_j log2 e
+      // - lg2(1 / |k_j|), so that L_ij = (K K^T)_ij 2^(a_i - b_j) costs one
+      // ex2 and one multiply. On an H200 the epilogue was 20 of varlen 16K's
+      // 248 us of chunks_raw; this form made the call 2.2-2.6 % faster on an
+      // H100. A padding row's inverse 0 gives a = -inf and b = +inf, so its
+      // elements are 0.
+      ifThen(notI(first), [&] {
+        auto lg2 = [&](Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); };
+        Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
+        store(fadd(gl, lg2(fmul(inverse, load(f32, f.beta, row, 4)))), ptrAt(L.fq), row, 4);
+        store(fsub(gl, lg2(inverse)), ptrAt(L.fk), row, 4);
+      });
+    } else
       store(factor, sel(first, ptrAt(L.fq), ptrAt(L.fk)), row, 4);
   };
   if (s.qkL2Norm) {
@@ -183,16 +196,23 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // swizzled layout, so each 16-byte group goes where it was.
   if (raw) {
     // Warpgroup 0's Q K^T would be P, which this form leaves to recur:
-    // only warpgroup 1 multiplies (K K^T for L), alone on the tensor cores.
-    auto op = scf::IfOp::create(b, TypeRange(SmallVector<Type>(acc.size(), f32)), first, true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(op.thenBlock());
-    scf::YieldOp::create(b, acc);
-    b.setInsertionPointToStart(op.elseBlock());
-    product(kDesc);
-    scf::YieldOp::create(b, acc);
-    b.setInsertionPointAfter(op);
-    acc.assign(op.getResults().begin(), op.getResults().end());
+    // warpgroup 1 alone needs a product, K K^T for L. With the L2 norms its
+    // product in (2) was that already (the norms scale results, not
+    // operands), so it keeps it rather than multiplying again (an H100,
+    // varlen 16K: 0.4780 -> 0.4707 ms). The other form multiplies again:
+    // there warpgroup 0's Q K^T runs beside it, and keeping the 32 values
+    // through (2) cost T = 4K's queue form 1.6 %.
+    if (!s.qkL2Norm) {
+      auto op = scf::IfOp::create(b, TypeRange(SmallVector<Type>(acc.size(), f32)), first, true);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(op.thenBlock());
+      scf::YieldOp::create(b, acc);
+      b.setInsertionPointToStart(op.elseBlock());
+      product(kDesc);
+      scf::YieldOp::create(b, acc);
+      b.setInsertionPointAfter(op);
+      acc.assign(op.getResults().begin(), op.getResults().end());
+    }
   } else {
     product(kDesc);
   }
@@ -233,8 +253,14 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     // warp's first 2 wl + 2 of the 8 carry values (a uniform branch each).
     auto epilogue = [&](bool isP) {
       SmallVector<Value> out(acc.size());
-      Value gRow[2], fRow[2];
-      for (int64_t h = 0; h < 2; ++h) {
+      Value gRow[2], fRow[2], aRow[2];
+      // The raw form's L: 2^(a_i - b_j) from the exponents stored with the
+      // row scales (storeRowScale). A positive exponent above the diagonal
+      // may give inf (or NaN times 0); the select drops it.
+      bool exponents = raw && !isP;
+      for (int64_t h = 0; h < 2 && exponents; ++h)
+        aRow[h] = load(f32, ptrAt(L.fq), rowAt[h], 4);
+      for (int64_t h = 0; h < 2 && !exponents; ++h) {
         gRow[h] = load(f32, f.gam, rowAt[h], 4);
         Value n = load(f32, isP ? rq : rk, rowAt[h], 4);
         fRow[h] = fmul(n, isP ? param(pScale) : load(f32, f.beta, rowAt[h], 4));
@@ -246,16 +272,27 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(ifLive.thenBlock());
           Value col = wgCol(j, 0);
-          Value gCol = pairAt(f.gam, col), nCol = pairAt(rk, col);
           SmallVector<Value> x4;
-          for (int64_t e = 0; e < 4; ++e) {
-            Value row = rowAt[e / 2], cj = add(col, cI32(e % 2));
-            // P keeps i >= j, L (strictly lower) i > j.
-            Value keep = cmp(isP ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt, row, cj);
-            Value x = fmul(acc[4 * j + e], fmul(fRow[e / 2], elt(nCol, e % 2)));
-            if (gated)
-              x = fmul(x, exp(sel(keep, fsub(gRow[e / 2], elt(gCol, e % 2)), cF32(0.0))));
-            x4.push_back(sel(keep, x, cF32(0.0)));
+          if (exponents) {
+            Value bCol = pairAt(ptrAt(L.fk), col);
+            for (int64_t e = 0; e < 4; ++e) {
+              Value keep = cmp(arith::CmpIPredicate::ugt, rowAt[e / 2], add(col, cI32(e % 2)));
+              Value x = fmul(acc[4 * j + e], intrinsic("llvm.nvvm.ex2.approx.ftz.f",
+                                                       fsub(aRow[e / 2], elt(bCol, e % 2))));
+              x4.push_back(sel(keep, x, cF32(0.0)));
+            }
+          } else {
+            Value gCol = pairAt(f.gam, col), nCol = pairAt(rk, col);
+            for (int64_t e = 0; e < 4; ++e) {
+              Value row = rowAt[e / 2], cj = add(col, cI32(e % 2));
+              // P keeps i >= j, L (strictly lower) i > j.
+              Value keep =
+                  cmp(isP ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt, row, cj);
+              Value x = fmul(acc[4 * j + e], fmul(fRow[e / 2], elt(nCol, e % 2)));
+              if (gated)
+                x = fmul(x, exp(sel(keep, fsub(gRow[e / 2], elt(gCol, e % 2)), cF32(0.0))));
+              x4.push_back(sel(keep, x, cF32(0.0)));
+            }
           }
           scf::YieldOp::create(b, x4);
           b.setInsertionPointToStart(ifLive.elseBlock());

@@ -3,6 +3,8 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,delta-tensor-map-params,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=RAW
 // RUN: rm -rf %t && deltac %s --target=sm_80,sm_90a -o %t --name=lib > /dev/null
 // RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
+// RUN: grep -c wgmma.mma_async %t/kernels/qwen_k128_v128_prefill_chunks_raw.sm_90a.ptx | FileCheck %s --check-prefix=RAWPRODUCTS
+// RUN: grep -c ex2.approx.ftz %t/kernels/qwen_k128_v128_prefill_chunks_raw.sm_90a.ptx | FileCheck %s --check-prefix=RAWEXP2
 
 // On sm_90a recur is two warpgroups of wgmma (PrefillRecurWarpgroup.cpp):
 // the state warpgroup runs V' = U - W S and S = e^G_last S + Kd^T V' with
@@ -195,3 +197,13 @@ module attributes {delta.targets = ["sm_90a"]} {
 // RAW-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.[^}]*.}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 1;
 // RAW: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // RAW-NOT: cp.async.mbarrier.arrive.noinc
+
+// chunks_raw's products: the norms' Q Q^T and K K^T (8 k-steps, one code
+// path for both warpgroups), whose K K^T is L's product too (no second one),
+// then U = A_u V split over the warpgroups (2 blocks x 4 k-steps) with
+// qk_raw = 2, or W and U (16) with qk_raw = 1: 32 wgmma in the PTX, 40
+// while L multiplied K K^T again.
+// RAWPRODUCTS: {{^}}32{{$}}
+// L's epilogue as 2^(a_i - b_j): ex2.approx.ftz, which the exp()s of the
+// other forms (ex2.approx.f32 after a multiply by log2 e) do not use.
+// RAWEXP2: {{^[1-9][0-9]*$}}
