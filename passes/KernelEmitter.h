@@ -57,11 +57,12 @@ protected:
     return intrinsic("llvm.nvvm.ex2.approx.f32",
                      fmul(x, cF32(1.4426950408889634)));
   }
+  /// log2(x) as lg2.approx (-inf at 0).
+  Value lg2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); }
+  /// 2^x as ex2.approx.ftz: no denormal fix-up (a result below 2^-126 is 0).
+  Value exp2Ftz(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }
   /// log(x) as lg2.approx(x) ln 2.
-  Value log(Value x) {
-    return fmul(intrinsic("llvm.nvvm.lg2.approx.f", x),
-                cF32(0.6931471805599453));
-  }
+  Value log(Value x) { return fmul(lg2(x), cF32(0.6931471805599453)); }
   Value sqrt(Value x) { return intrinsic("llvm.nvvm.sqrt.rn.f", x); }
   /// 1 / sqrt(x) as rsqrt.approx (2 ulp; the IEEE divide and square root
   /// branch into slow paths that keep independent rows from overlapping).

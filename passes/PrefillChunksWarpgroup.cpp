@@ -160,7 +160,6 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       // H100. A padding row's inverse 0 gives a = -inf and b = +inf, so its
       // elements are 0.
       ifThen(notI(first), [&] {
-        auto lg2 = [&](Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); };
         Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
         store(fadd(gl, lg2(fmul(inverse, load(f32, f.beta, row, 4)))), ptrAt(L.fq), row, 4);
         store(fsub(gl, lg2(inverse)), ptrAt(L.fk), row, 4);
@@ -277,8 +276,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
             Value bCol = pairAt(ptrAt(L.fk), col);
             for (int64_t e = 0; e < 4; ++e) {
               Value keep = cmp(arith::CmpIPredicate::ugt, rowAt[e / 2], add(col, cI32(e % 2)));
-              Value x = fmul(acc[4 * j + e], intrinsic("llvm.nvvm.ex2.approx.ftz.f",
-                                                       fsub(aRow[e / 2], elt(bCol, e % 2))));
+              Value x = fmul(acc[4 * j + e], exp2Ftz(fsub(aRow[e / 2], elt(bCol, e % 2))));
               x4.push_back(sel(keep, x, cF32(0.0)));
             }
           } else {
@@ -313,7 +311,6 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       Value row = tid, slot = tileOf(6);
       ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] {
         Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
-        auto lg2 = [&](Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); };
         store(fadd(gl, lg2(fmul(load(f32, rq, row, 4), param(pScale)))), slot, row, 4);
         store(fsub(gl, lg2(load(f32, rk, row, 4))), slot, add(row, cI32(C)), 4);
       });

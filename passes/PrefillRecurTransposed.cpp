@@ -186,7 +186,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         // whose terms are -inf and +inf).
         Value keep = cmp(arith::CmpIPredicate::uge, row, cj);
         Value arg = sel(keep, fsub(aRow[e / 2], elt(bCol, e % 2)), minusInf);
-        acc[4 * j + e] = fmul(acc[4 * j + e], intrinsic("llvm.nvvm.ex2.approx.ftz.f", arg));
+        acc[4 * j + e] = fmul(acc[4 * j + e], exp2Ftz(arg));
       }
     }
     Value img = stageAddr(c, L.pb);
