@@ -149,23 +149,37 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     store(inverse, sel(first, rq, rk), row, 4);
     Value factor = fmul(inverse, fmul(load(f32, sel(first, f.eg, f.egl), row, 4),
                                       sel(first, param(pScale), cF32(1.0))));
-    if (raw) {
+    if (raw)
       store(factor, tileOf(6),
             add(sel(first, cI32(rawFactorsAt(0)), cI32(rawFactorsAt(1))), row), 4);
-      // L's factors as base-2 exponents (the raw form leaves fq and fk
-      // free): a_i = G_i log2 e + lg2(beta_i / |k_i|) and b_j = G_j log2 e
-      // - lg2(1 / |k_j|), so that L_ij = (K K^T)_ij 2^(a_i - b_j) costs one
-      // ex2 and one multiply. On an H200 the epilogue was 20 of varlen 16K's
-      // 248 us of chunks_raw; this form made the call 2.2-2.6 % faster on an
-      // H100. A padding row's inverse 0 gives a = -inf and b = +inf, so its
-      // elements are 0.
-      ifThen(notI(first), [&] {
-        Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
-        store(fadd(gl, lg2(fmul(inverse, load(f32, f.beta, row, 4)))), ptrAt(L.fq), row, 4);
-        store(fsub(gl, lg2(inverse)), ptrAt(L.fk), row, 4);
-      });
-    } else
+    else
       store(factor, sel(first, ptrAt(L.fq), ptrAt(L.fk)), row, 4);
+    // The epilogues' factors as base-2 exponents: P_ij = (Q K^T)_ij
+    // 2^(p_i - b_j) and L_ij = (K K^T)_ij 2^(l_i - b_j), with p_i = G_i
+    // log2 e + lg2(scale / |q_i|), l_i = G_i log2 e + lg2(beta_i / |k_i|)
+    // and b_j = G_j log2 e - lg2(1 / |k_j|): one ex2 and one multiply an
+    // element, where two scale multiplies and an ex2 without .ftz (a
+    // denormal fix-up) were (the raw form's L: varlen 16K 2.2-2.6 % faster
+    // on an H100). A padding row's inverse 0 gives -inf row terms and a
+    // +inf column term, so its elements are 0.
+    // The raw form has no P: p_i and b_j go to region 6 instead, the
+    // per-token terms recur computes P from (rawPInputBytes), b_j also to
+    // xk for L.
+    Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
+    auto pair = scf::IfOp::create(b, first, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(pair.thenBlock());
+    Value p = fadd(gl, lg2(fmul(inverse, param(pScale))));
+    if (raw)
+      store(p, tileOf(6), row, 4);
+    else
+      store(p, ptrAt(L.xq), row, 4);
+    b.setInsertionPointToStart(pair.elseBlock());
+    store(fadd(gl, lg2(fmul(inverse, load(f32, f.beta, row, 4)))), ptrAt(L.xl), row, 4);
+    Value bj = fsub(gl, lg2(inverse));
+    store(bj, ptrAt(L.xk), row, 4);
+    if (raw)
+      store(bj, tileOf(6), add(row, cI32(C)), 4);
   };
   if (s.qkL2Norm) {
     product(aDesc);
@@ -239,9 +253,8 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // (accumulator blocks go there by stmatrixBlock).
   auto imageRow = [&](int64_t img, Value row, Value j) { return swizzledRow(addrAt(img), row, j); };
 
-  // (4) The products' epilogues: this thread's two rows and 16 columns.
-  // exp(G_i - G_j) on i >= j only; the argument is selected first so no
-  // positive exponent is evaluated.
+  // (4) The products' epilogues: this thread's two rows and 16 columns,
+  // each element its product times 2^(a_i - b_j) on i >= j (P) or i > j (L).
   {
     auto pairTy = VectorType::get({2}, f32);
     auto pairAt = [&](Value arr, Value col) {
@@ -252,18 +265,12 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     // warp's first 2 wl + 2 of the 8 carry values (a uniform branch each).
     auto epilogue = [&](bool isP) {
       SmallVector<Value> out(acc.size());
-      Value gRow[2], fRow[2], aRow[2];
-      // The raw form's L: 2^(a_i - b_j) from the exponents stored with the
-      // row scales (storeRowScale). A positive exponent above the diagonal
-      // may give inf (or NaN times 0); the select drops it.
-      bool exponents = raw && !isP;
-      for (int64_t h = 0; h < 2 && exponents; ++h)
-        aRow[h] = load(f32, ptrAt(L.fq), rowAt[h], 4);
-      for (int64_t h = 0; h < 2 && !exponents; ++h) {
-        gRow[h] = load(f32, f.gam, rowAt[h], 4);
-        Value n = load(f32, isP ? rq : rk, rowAt[h], 4);
-        fRow[h] = fmul(n, isP ? param(pScale) : load(f32, f.beta, rowAt[h], 4));
-      }
+      // 2^(a_i - b_j) from the exponents stored with the row scales
+      // (storeRowScale). A positive exponent above the diagonal may give
+      // inf (or NaN times 0); the select drops it.
+      Value aRow[2];
+      for (int64_t h = 0; h < 2; ++h)
+        aRow[h] = load(f32, ptrAt(isP ? L.xq : L.xl), rowAt[h], 4);
       for (int64_t j = 0; j < C / 8; ++j) {
         Value live = cmp(arith::CmpIPredicate::ult, cI32(8 * j), mul(add(wl, cI32(1)), cI32(16)));
         auto ifLive = scf::IfOp::create(b, TypeRange(SmallVector<Type>(4, f32)), live, true);
@@ -272,25 +279,13 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
           b.setInsertionPointToStart(ifLive.thenBlock());
           Value col = wgCol(j, 0);
           SmallVector<Value> x4;
-          if (exponents) {
-            Value bCol = pairAt(ptrAt(L.fk), col);
-            for (int64_t e = 0; e < 4; ++e) {
-              Value keep = cmp(arith::CmpIPredicate::ugt, rowAt[e / 2], add(col, cI32(e % 2)));
-              Value x = fmul(acc[4 * j + e], exp2Ftz(fsub(aRow[e / 2], elt(bCol, e % 2))));
-              x4.push_back(sel(keep, x, cF32(0.0)));
-            }
-          } else {
-            Value gCol = pairAt(f.gam, col), nCol = pairAt(rk, col);
-            for (int64_t e = 0; e < 4; ++e) {
-              Value row = rowAt[e / 2], cj = add(col, cI32(e % 2));
-              // P keeps i >= j, L (strictly lower) i > j.
-              Value keep =
-                  cmp(isP ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt, row, cj);
-              Value x = fmul(acc[4 * j + e], fmul(fRow[e / 2], elt(nCol, e % 2)));
-              if (gated)
-                x = fmul(x, exp(sel(keep, fsub(gRow[e / 2], elt(gCol, e % 2)), cF32(0.0))));
-              x4.push_back(sel(keep, x, cF32(0.0)));
-            }
+          Value bCol = pairAt(ptrAt(L.xk), col);
+          for (int64_t e = 0; e < 4; ++e) {
+            // P keeps i >= j, L (strictly lower) i > j.
+            Value keep = cmp(isP ? arith::CmpIPredicate::uge : arith::CmpIPredicate::ugt,
+                             rowAt[e / 2], add(col, cI32(e % 2)));
+            Value x = fmul(acc[4 * j + e], exp2Ftz(fsub(aRow[e / 2], elt(bCol, e % 2))));
+            x4.push_back(sel(keep, x, cF32(0.0)));
           }
           scf::YieldOp::create(b, x4);
           b.setInsertionPointToStart(ifLive.elseBlock());
@@ -305,17 +300,10 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(which.thenBlock());
     if (raw) {
-      // No P: the per-token terms recur computes it from (rawPInputBytes;
-      // lg2 of 0 on padding rows gives their infinities) and G_last,
-      // straight to region 6's slot.
-      Value row = tid, slot = tileOf(6);
-      ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] {
-        Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
-        store(fadd(gl, lg2(fmul(load(f32, rq, row, 4), param(pScale)))), slot, row, 4);
-        store(fsub(gl, lg2(load(f32, rk, row, 4))), slot, add(row, cI32(C)), 4);
-      });
+      // No P: its per-token terms are in region 6 already (storeRowScale;
+      // lg2 of 0 on padding rows gives their infinities); G_last beside.
       ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-        store(load(f32, f.gam, cI32(C - 1), 4), slot, cI32(C * C / 2), 4);
+        store(load(f32, f.gam, cI32(C - 1), 4), tileOf(6), cI32(C * C / 2), 4);
       });
     } else {
       // P as the swizzled image recur reads, staged in af's region, G_last

@@ -325,8 +325,8 @@ struct RowFactors {
 /// scales fq, fk (Qg = fq q, Kd = fk k). With K = V = 128, C = 64:
 /// 69.5 KiB, 3 blocks per SM.
 struct ChunksWarpgroupSmem {
-  int64_t qs, ks, vs, af, lf, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, fq, fk, queue,
-      total;
+  int64_t qs, ks, vs, af, lf, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, fq, fk, xq, xl, xk,
+      queue, total;
   ChunksWarpgroupSmem(const PrefillSpec &s) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) {
@@ -344,6 +344,12 @@ struct ChunksWarpgroupSmem {
     gam = row, gr = row + C * 4, beta = row + 2 * C * 4, eg = row + 3 * C * 4,
     egl = row + 4 * C * 4, beg = row + 5 * C * 4, rq = row + 6 * C * 4, rk = row + 7 * C * 4;
     fq = row + 8 * C * 4, fk = row + 9 * C * 4;
+    // The epilogues' base-2 exponents (PrefillChunksWarpgroup.cpp): P's and
+    // L's row terms and their shared column term, over rows nothing reads
+    // afterwards: e^G and e^(G_last - G), each read only by the lane that
+    // stores the row's exponent in its place, and the raw gates, which the
+    // cumsum has consumed.
+    xq = eg, xl = egl, xk = gr;
     off += 10 * C * 4;
     // The overlapped launch's next item (PrefillOverlap.cpp); in the
     // single-item form, the mbarriers of q and k's and v's TMA copies.

@@ -5,6 +5,8 @@
 // RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
 // RUN: grep -c wgmma.mma_async %t/kernels/qwen_k128_v128_prefill_chunks_raw.sm_90a.ptx | FileCheck %s --check-prefix=RAWPRODUCTS
 // RUN: grep -c ex2.approx.ftz %t/kernels/qwen_k128_v128_prefill_chunks_raw.sm_90a.ptx | FileCheck %s --check-prefix=RAWEXP2
+// RUN: grep -c ex2.approx.ftz %t/kernels/qwen_k128_v128_prefill_chunks.sm_90a.ptx | FileCheck %s --check-prefix=EXP2
+// RUN: grep -c ex2.approx.ftz %t/kernels/qwen_k128_v128_prefill_queue.sm_90a.ptx | FileCheck %s --check-prefix=EXP2
 
 // On sm_90a recur is two warpgroups of wgmma (PrefillRecurWarpgroup.cpp):
 // the state warpgroup runs V' = U - W S and S = e^G_last S + Kd^T V' with
@@ -204,6 +206,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // qk_raw = 2, or W and U (16) with qk_raw = 1: 32 wgmma in the PTX, 40
 // while L multiplied K K^T again.
 // RAWPRODUCTS: {{^}}32{{$}}
-// L's epilogue as 2^(a_i - b_j): ex2.approx.ftz, which the exp()s of the
-// other forms (ex2.approx.f32 after a multiply by log2 e) do not use.
+// Every warpgroup epilogue (L's here; P's and L's in chunks and the queue
+// form, EXP2) as product x 2^(a_i - b_j): ex2.approx.ftz, which exp()
+// (ex2.approx.f32 after a multiply by log2 e) does not use.
 // RAWEXP2: {{^[1-9][0-9]*$}}
+// EXP2: {{^[1-9][0-9]*$}}
