@@ -383,3 +383,25 @@ std::pair<Value, Value> PrefillEmitter::sequenceBounds(const ChunkMap &map, Valu
   scf::YieldOp::create(b, ValueRange{cuAt(n), cuAt(add(n, cI32(1)))});
   return {r.getResult(0), r.getResult(1)};
 }
+
+Value PrefillEmitter::longestFirst(const ChunkMap &map, Value position) {
+  // Lane l's rank among the lanes' chunk counts (0 past N, after every
+  // sequence), descending and stable: the sequences' permutation, from 32
+  // shuffles; then the lane whose rank is `position`, by a butterfly sum.
+  Value mine = chunksOf(map.len);
+  auto loop = scf::ForOp::create(b, cI32(0), cI32(32), cI32(1), ValueRange{cI32(0)});
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar(), rank = loop.getRegionIterArg(0);
+    Value other = gpu::ShuffleOp::create(b, mine, j, cI32(32), gpu::ShuffleMode::IDX)
+                      .getShuffleResult();
+    Value before = orI(cmp(arith::CmpIPredicate::ugt, other, mine),
+                       andI(cmp(arith::CmpIPredicate::eq, other, mine),
+                            cmp(arith::CmpIPredicate::ult, j, lane)));
+    scf::YieldOp::create(b, add(rank, sel(before, cI32(1), cI32(0))));
+  }
+  Value rank = loop.getResult(0);
+  Value taken = xorSum(sel(cmp(arith::CmpIPredicate::eq, rank, position), lane, cI32(0)), 1, 16);
+  return sel(map.inlineMap, taken, position);
+}

@@ -635,6 +635,11 @@ private:
   /// that read them for the inline scan (a dependent global load less at
   /// each block's start), else read from cu_seqlens.
   std::pair<Value, Value> sequenceBounds(const ChunkMap &map, Value n);
+  /// The sequence a recur block at grid position `position` (< N) takes:
+  /// with the inline map, sequences by chunk count, longest first (ties in
+  /// their order), so that the longest chains start in the first wave
+  /// wherever the caller lists them; else `position` itself.
+  Value longestFirst(const ChunkMap &map, Value position);
 
   // Workspace regions (element offsets computed from the call's sizes).
   Value workRegion(int64_t which);

@@ -40,13 +40,16 @@ void PrefillEmitter::emitRecur() {
   // state: the full budget).
   RecurProducts products = recurProducts(
       plan.registerState ? 0 : K * BV / (plan.stateWarps * 32));
-  // One-dimensional grid, sequence-major: the blocks of sequence 0 (all
-  // heads and V tiles) are dispatched first, so long sequences listed first
-  // start in the first wave instead of the last.
+  // One-dimensional grid, sequence-major: the blocks of the grid's first
+  // sequence (all heads and V tiles) are dispatched first. With the inline
+  // map that is the longest sequence, and so on down (longestFirst): a long
+  // sequence's chain starts in the first wave instead of the last wherever
+  // cu_seqlens lists it.
   int64_t tiles = V / BV;
   Value flat = blockId(gpu::Dimension::x);
   Value vt = remu(flat, cI32(tiles)), rest = divu(flat, cI32(tiles));
-  Value hv = remu(rest, param(pHV)), n = divu(rest, param(pHV));
+  ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  Value hv = remu(rest, param(pHV)), n = longestFirst(map, divu(rest, param(pHV)));
   Value v0 = mul(vt, cI32(BV));
   // Slots: in_idx / out_idx (null: row n; out null: the slot read).
   // Negative = padding (no read / no write); >= slots raises the flag.
@@ -76,7 +79,6 @@ void PrefillEmitter::emitRecur() {
     Value vcol = toI64(add(v0, col));
     return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
   };
-  ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
   Value inlineMap = map.inlineMap, scan = map.scan;
   Value c0 = chunkOffsetOf(inlineMap, scan, n),
         c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));

@@ -117,8 +117,11 @@ def host_us(fn, calls=200):
 # with fewer heads (fewer recur blocks: whether recur's time per block
 # depends on how many share the GPU's L2); and lengths between and beyond
 # the harness's with H16/HV32 (recur's grid 64 or 128 blocks, under a wave:
-# where the shared overlapped launch is taken, and where it stops paying).
+# where the shared overlapped launch is taken, and where it stops paying);
+# and the harness's varlen lengths shortest first (the longest chain last
+# in cu_seqlens: what recur's longest-first order is for).
 EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
+                ("varlen16k_rev_h16_hv32", [100, 200, 500, 900, 1800, 2500, 3000, 7000], 16, 32),
                 ("t32k_h8", [32768], 8, 8), ("t32k_h4", [32768], 4, 4),
                 ("t1k_h16_hv32", [1024], 16, 32), ("t2k_h16_hv32", [2048], 16, 32),
                 ("t16k_h16_hv32", [16384], 16, 32),
