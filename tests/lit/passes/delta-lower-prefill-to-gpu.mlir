@@ -28,6 +28,16 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.grid_x = 2
 // CHECK-SAME: delta.min_blocks_per_sm = 1
+// Its block takes the sequence ranked at its grid position, longest first
+// (PrefillEmitter::longestFirst): each lane's rank from 32 shuffles of the
+// lanes' chunk counts (ties in lane order), then the lane with that rank
+// by a butterfly sum.
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[RANK:.*]] = %{{.*}}) -> (i32)
+// CHECK: %[[OTHER:.*]], %{{.*}} = gpu.shuffle  idx %[[MINE:.*]], %[[J]],
+// CHECK: arith.cmpi eq, %[[OTHER]], %[[MINE]]
+// CHECK: arith.cmpi ugt, %[[OTHER]], %[[MINE]]
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
 // (No tile 32: the plan drops it after a scalar gate's tile 64.)
 // CHECK-NOT: recur_v32
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
