@@ -52,10 +52,11 @@ protected:
     return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name), args)
         .getResult(0);
   }
+  /// log2 e: exp(x) = 2^(x log2 e).
+  static constexpr double kLog2e = 1.4426950408889634;
   /// exp(x) as ex2.approx(x log2 e): the instruction Triton uses too.
   Value exp(Value x) {
-    return intrinsic("llvm.nvvm.ex2.approx.f32",
-                     fmul(x, cF32(1.4426950408889634)));
+    return intrinsic("llvm.nvvm.ex2.approx.f32", fmul(x, cF32(kLog2e)));
   }
   /// log2(x) as lg2.approx (-inf at 0).
   Value lg2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); }

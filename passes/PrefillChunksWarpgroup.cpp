@@ -165,7 +165,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     // The raw form has no P: p_i and b_j go to region 6 instead, the
     // per-token terms recur computes P from (rawPInputBytes), b_j also to
     // xk for L.
-    Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(1.4426950408889634)) : cF32(0.0);
+    Value gl = gated ? fmul(load(f32, f.gam, row, 4), cF32(kLog2e)) : cF32(0.0);
     auto pair = scf::IfOp::create(b, first, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(pair.thenBlock());
