@@ -73,6 +73,10 @@ typedef struct deltac_decode_args {
    * given): a row that fails is skipped (no o, no state) and raises
    * error_flag; debug_checks checks it all on the host first. */
   const int32_t *cu_seqlens;
+  /* nonzero: initial_state_indices, output_state_indices, state_indices_2d,
+   * num_accepted_tokens and cu_seqlens point to int64 values (read as int64
+   * by the kernel, never narrowed) */
+  int32_t indices_i64;
 } deltac_decode_args;
 
 /* One prefill call: N sequences packed into T tokens (B = 1), chunked.
@@ -124,6 +128,8 @@ typedef struct deltac_prefill_args {
                            (FLA's cu_seqlens_cpu), 0: unknown. It only picks
                            the kernel variant (never read on the device):
                            a wrong value costs speed, not correctness */
+  int32_t indices_i64;  /* nonzero: initial_state_indices and
+                           output_state_indices point to int64 values */
 } deltac_prefill_args;
 
 #ifdef __cplusplus
