@@ -1,0 +1,340 @@
+"""Checks of the generated Python module (deltac_torch.py) that need torch
+but no GPU: FLA's signatures (the pinned release's parameters, order and
+defaults, written out below), FLA's **kwargs keys (non-default unsupported
+-> ValueError naming it, unknown -> TypeError), the ctypes argument structs
+against deltac_api.h, the int64 index rule (never narrowed), and the error
+flag's contract (allocation refused during graph capture, check_errors'
+message and clearing, the status -> exception mapping).
+
+tests/gpu/test_python.py runs them on the GPU machine (and compares the
+table below with the live FLA there); without a GPU:
+    python3 tests/gpu/python_api_checks.py [--fla-src FLA_CHECKOUT]
+(prints a table, exits non-zero on a failure; --fla-src also compares the
+table below with FLA's source, parsed, not imported).
+"""
+import inspect
+import os
+import re
+import sys
+import warnings
+
+import torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REQUIRED = inspect.Parameter.empty
+
+# flash-linear-attention 0.5.2 (commit bc3b101): each function's explicit
+# parameters in order with their defaults, and the keys it reads from
+# **kwargs with the default it assumes (None: "not given").
+FLA_SIGNATURES = {
+    "fused_recurrent_gated_delta_rule": (
+        [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("g", None), ("gk", None),
+         ("gv", None), ("beta", None), ("scale", None), ("initial_state", None),
+         ("output_final_state", False), ("use_qk_l2norm_in_kernel", False),
+         ("use_gate_in_kernel", False), ("A_log", None), ("dt_bias", None),
+         ("use_beta_sigmoid_in_kernel", False), ("allow_neg_eigval", False),
+         ("state_v_first", False), ("cu_seqlens", None)],
+        {"transpose_state_layout": None}),
+    "chunk_gated_delta_rule": (
+        [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("g", REQUIRED), ("beta", REQUIRED),
+         ("scale", None), ("initial_state", None), ("output_final_state", False),
+         ("use_qk_l2norm_in_kernel", False), ("use_beta_sigmoid_in_kernel", False),
+         ("allow_neg_eigval", False), ("state_v_first", False), ("cu_seqlens", None),
+         ("cu_seqlens_cpu", None), ("chunk_indices", None), ("cp_context", None)],
+        {"transpose_state_layout": None, "head_first": False, "chunk_size": 64,
+         "use_gate_in_kernel": False, "A_log": None, "dt_bias": None}),
+    "chunk_kda": (
+        [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("g", REQUIRED), ("beta", REQUIRED),
+         ("scale", None), ("initial_state", None), ("output_final_state", False),
+         ("use_qk_l2norm_in_kernel", False), ("use_gate_in_kernel", False),
+         ("use_beta_sigmoid_in_kernel", False), ("allow_neg_eigval", False),
+         ("safe_gate", False), ("lower_bound", None), ("disable_recompute", False),
+         ("return_intermediate_states", False), ("state_v_first", False),
+         ("cu_seqlens", None), ("cu_seqlens_cpu", None), ("cp_context", None)],
+        {"transpose_state_layout": None, "A_log": None, "dt_bias": None, "chunk_size": 64}),
+}
+
+# Arguments FLA gives a meaning that deltac does not implement: each,
+# set as here, must raise ValueError naming it before anything touches a
+# tensor (so q may be None). (function, kwargs, name in the message)
+UNSUPPORTED = [
+    ("fused_recurrent_gated_delta_rule", {"gk": "x"}, "gk"),
+    ("fused_recurrent_gated_delta_rule", {"gv": "x"}, "gv"),
+    ("fused_recurrent_gated_delta_rule", {"allow_neg_eigval": True}, "allow_neg_eigval"),
+    ("fused_recurrent_gated_delta_rule", {"state_v_first": True, "transpose_state_layout": True},
+     "transpose_state_layout"),
+    ("chunk_gated_delta_rule", {"cp_context": object()}, "cp_context"),
+    ("chunk_gated_delta_rule", {"head_first": True}, "head_first"),
+    ("chunk_gated_delta_rule", {"chunk_size": 128}, "chunk_size"),
+    ("chunk_gated_delta_rule", {"allow_neg_eigval": True}, "allow_neg_eigval"),
+    ("chunk_gated_delta_rule", {"state_v_first": True, "transpose_state_layout": False},
+     "transpose_state_layout"),
+    ("chunk_kda", {"safe_gate": True, "lower_bound": -5.0}, "safe_gate"),
+    ("chunk_kda", {"lower_bound": -5.0}, "lower_bound"),
+    ("chunk_kda", {"return_intermediate_states": True}, "return_intermediate_states"),
+    ("chunk_kda", {"cp_context": object()}, "cp_context"),
+    ("chunk_kda", {"chunk_size": 16}, "chunk_size"),
+    ("chunk_kda", {"allow_neg_eigval": True}, "allow_neg_eigval"),
+    ("chunk_kda", {"state_v_first": True, "transpose_state_layout": True},
+     "transpose_state_layout"),
+]
+
+# Keywords FLA does not have (FLA's fused_recurrent would swallow the
+# first silently): TypeError.
+UNKNOWN = [("fused_recurrent_gated_delta_rule", "chunk_indices"),
+           ("fused_recurrent_gated_delta_rule", "use_qk_l2norm"),
+           ("chunk_gated_delta_rule", "disable_recompute"),
+           ("chunk_gated_delta_rule", "output_final_states"),
+           ("chunk_kda", "head_first"),
+           ("chunk_kda", "chunk_indices")]
+
+
+def _rest(fn):
+    """The required arguments after q, k, v (None: never reached)."""
+    return {} if fn.startswith("fused") else {"g": None, "beta": None}
+
+
+def signature_mismatches(ours, fla_params, fla_kwargs):
+    """What differs between `ours` (a callable) and FLA's parameters: []
+    when FLA's explicit parameters come first, in order, positional-or-
+    keyword with FLA's defaults, and everything after them (FLA's **kwargs
+    keys with FLA's defaults, deltac's extensions) is keyword-only with no
+    **kwargs catch-all."""
+    params = list(inspect.signature(ours).parameters.values())
+    bad = []
+    for i, (name, default) in enumerate(fla_params):
+        if i >= len(params):
+            bad.append(f"missing {name}")
+            continue
+        p = params[i]
+        if p.name != name or p.kind != p.POSITIONAL_OR_KEYWORD or \
+                not _same_default(p.default, default):
+            bad.append(f"#{i}: {p.name}={p.default!r} ({p.kind.name}), FLA {name}={default!r}")
+    for p in params[len(fla_params):]:
+        if p.kind != p.KEYWORD_ONLY:
+            bad.append(f"{p.name} is {p.kind.name}, not keyword-only")
+    rest = {p.name: p.default for p in params[len(fla_params):]}
+    for key, default in fla_kwargs.items():
+        if key not in rest:
+            bad.append(f"FLA's **kwargs key {key} is not a keyword-only parameter")
+        elif not _same_default(rest[key], default):
+            bad.append(f"{key} defaults to {rest[key]!r}, FLA to {default!r}")
+    return bad
+
+
+def _same_default(a, b):
+    return a is b or (type(a) is type(b) and a == b)
+
+
+def fla_live_params(fn):
+    """(explicit parameters as (name, default), has **kwargs) of a live FLA
+    function (inspect follows its dispatch wrappers)."""
+    ps = list(inspect.signature(fn).parameters.values())
+    return ([(p.name, p.default) for p in ps if p.kind != p.VAR_KEYWORD],
+            any(p.kind == p.VAR_KEYWORD for p in ps))
+
+
+FLA_FILES = {"fused_recurrent_gated_delta_rule": "fla/ops/gated_delta_rule/fused_recurrent.py",
+             "chunk_gated_delta_rule": "fla/ops/gated_delta_rule/chunk.py",
+             "chunk_kda": "fla/ops/kda/chunk.py"}
+
+
+def fla_source_params(fla_dir, fn):
+    """(explicit parameters as (name, default), **kwargs keys read) of FLA's
+    function `fn` parsed from its source under fla_dir (no import: FLA's
+    import needs a matching triton): the keys are those of kwargs.get(...),
+    kwargs.pop(...), kwargs[...] and '...' in kwargs in its body."""
+    import ast
+    tree = ast.parse(open(os.path.join(fla_dir, FLA_FILES[fn])).read())
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn)
+    args = node.args.args
+    defaults = [REQUIRED] * (len(args) - len(node.args.defaults)) + \
+        [ast.literal_eval(d) for d in node.args.defaults]
+    keys = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                isinstance(n.func.value, ast.Name) and n.func.value.id == "kwargs" and n.args:
+            keys.add(ast.literal_eval(n.args[0]))
+        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "kwargs":
+            keys.add(ast.literal_eval(n.slice))
+        elif isinstance(n, ast.Compare) and isinstance(n.comparators[0], ast.Name) and \
+                n.comparators[0].id == "kwargs" and isinstance(n.left, ast.Constant):
+            keys.add(n.left.value)
+    return [(a.arg, d) for a, d in zip(args, defaults)], keys
+
+
+def compare_with_fla_source(fla_dir, check):
+    """The table above against FLA's source at fla_dir (its fla/__init__.py
+    version must be the pinned one)."""
+    version = re.search(r'__version__ = "(.*?)"',
+                        open(os.path.join(fla_dir, "fla", "__init__.py")).read()).group(1)
+    check("FLA source is the pinned 0.5.2", version == "0.5.2", f"found {version}")
+    for fn, (params, kwargs) in FLA_SIGNATURES.items():
+        src, keys = fla_source_params(fla_dir, fn)
+        check(f"table of {fn} = FLA source's parameters and **kwargs keys",
+              src == params and keys == set(kwargs),
+              f"params {'same' if src == params else src}; kwargs keys {sorted(keys)}")
+
+
+def header_fields(struct):
+    """deltac_api.h's fields of `struct` in order as (name, ctypes type)."""
+    text = open(os.path.join(ROOT, "templates", "runtime", "deltac_api.h")).read()
+    body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (struct, struct), text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    import ctypes
+    fields = []
+    for decl in body.split(";"):
+        decl = " ".join(decl.split())
+        if not decl:
+            continue
+        m = re.match(r"(const )?(\w+) (.*)", decl)
+        ctype, names = m.group(2), m.group(3)
+        for n in names.split(","):
+            n = n.strip()
+            if n.startswith("*"):
+                fields.append((n.lstrip("*").strip(), ctypes.c_void_p))
+            else:
+                fields.append((n, {"int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32,
+                                   "deltac_dtype": ctypes.c_int32, "float": ctypes.c_float}[ctype]))
+    return fields
+
+
+def run(dt, lib, check):
+    """All checks on module `dt` (deltac_torch) and a Library `lib` of it;
+    check(name, ok, detail) records each."""
+    # FLA's signatures.
+    for fn, (params, kwargs) in FLA_SIGNATURES.items():
+        bad = signature_mismatches(getattr(lib, fn), params, kwargs)
+        check(f"signature of {fn} = FLA 0.5.2's", not bad, "; ".join(bad)[:200])
+    # Non-default values of what deltac does not implement: ValueError naming it.
+    for fn, kwargs, name in UNSUPPORTED:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                getattr(lib, fn)(None, None, None, **_rest(fn), **kwargs)
+            check(f"{fn}({', '.join(kwargs)}) -> ValueError", False, "no error")
+        except ValueError as e:
+            check(f"{fn}({', '.join(kwargs)}) -> ValueError", name in str(e), str(e)[:100])
+        except Exception as e:  # noqa: BLE001
+            check(f"{fn}({', '.join(kwargs)}) -> ValueError", False, f"{type(e).__name__}: {e}")
+    for fn, key in UNKNOWN:
+        try:
+            getattr(lib, fn)(None, None, None, **_rest(fn), **{key: 1})
+            check(f"{fn}({key}=...) unknown -> TypeError", False, "no error")
+        except TypeError as e:
+            check(f"{fn}({key}=...) unknown -> TypeError", key in str(e), str(e)[:100])
+        except Exception as e:  # noqa: BLE001
+            check(f"{fn}({key}=...) unknown -> TypeError", False, f"{type(e).__name__}: {e}")
+
+    # The ctypes structs mirror deltac_api.h field for field (indices_i64 last).
+    for struct, cls in (("deltac_decode_args", dt._DecodeArgs),
+                        ("deltac_prefill_args", dt._PrefillArgs)):
+        want = header_fields(struct)
+        ok = [(n, t) for n, t in cls._fields_] == want
+        check(f"ctypes {cls.__name__} = deltac_api.h's {struct}", ok,
+              f"{len(cls._fields_)} fields, header {len(want)}; last {cls._fields_[-1][0]}")
+
+    # int64 indices: never narrowed; a mix is widened to int64.
+    big = torch.tensor([2 ** 32 + 1, 3], dtype=torch.int64)
+    small = torch.tensor([1, 2], dtype=torch.int32)
+    (a, b, c), i64 = dt._same_width((big, small, None))
+    check("int64 index kept (2^32 + 1 stays 2^32 + 1), int32 widened, flag set",
+          i64 and a.dtype == b.dtype == torch.int64 and int(a[0]) == 2 ** 32 + 1
+          and b.tolist() == [1, 2] and c is None, f"i64={i64}, {a.tolist()} {b.tolist()}")
+    (a, b), i64 = dt._same_width((small, None))
+    check("all-int32 indices stay int32", not i64 and a.dtype == torch.int32)
+    x = dt._index("state_indices", big, (2,), big.device)
+    check("_index keeps int64", x.dtype == torch.int64 and int(x[0]) == 2 ** 32 + 1)
+    cu = dt._cu_seqlens(torch.tensor([0, 3, 5], dtype=torch.int64), 1, torch.device("cpu"))
+    check("cu_seqlens keeps int64 (no cast)", cu.dtype == torch.int64)
+
+    # The error flag: no allocation during capture; check_errors' message,
+    # clearing; nothing when no call used it.
+    saved = dict(dt._FLAGS), {k: dict(v) for k, v in dt._KINDS.items()}
+    capturing = torch.cuda.is_current_stream_capturing
+    dev = 1000  # a device index no machine has: the tables only
+    try:
+        dt._FLAGS.pop(dev, None)
+        torch.cuda.is_current_stream_capturing = lambda: True
+        try:
+            dt.error_flag(dev)
+            check("error flag first needed during capture -> RuntimeError", False, "no error")
+        except RuntimeError as e:
+            check("error flag first needed during capture -> RuntimeError",
+                  "before capturing" in str(e) and "error_flag=" in str(e), str(e)[:100])
+        torch.cuda.is_current_stream_capturing = lambda: False  # no CUDA here
+        check("check_errors before any call: no error", dt.check_errors(dev) is None)
+        dt._FLAGS[dev] = torch.tensor([1], dtype=torch.int32)  # as a kernel leaves it
+        dt._KINDS[dev] = {"serving": None}
+        try:
+            dt.check_errors(dev)
+            check("check_errors on a raised flag -> RuntimeError", False, "no error")
+        except RuntimeError as e:
+            msg = str(e)
+            check("check_errors on a raised flag -> RuntimeError naming the causes",
+                  "num_accepted_tokens" in msg and ">= the pool's slots" in msg
+                  and "cu_seqlens" in msg and "prefill" not in msg, msg[:120])
+        check("check_errors clears the flag", int(dt._FLAGS[dev][0]) == 0 and dt.check_errors(dev) is None)
+    finally:
+        torch.cuda.is_current_stream_capturing = capturing
+        dt._FLAGS.clear()
+        dt._FLAGS.update(saved[0])
+        dt._KINDS.clear()
+        dt._KINDS.update(saved[1])
+
+    # Status -> exception: INVALID_ARGUMENT (what debug checks return) and
+    # UNSUPPORTED -> ValueError with the library's message; CUDA errors ->
+    # RuntimeError. (A stand-in for the shared library and the stream.)
+    class FakeLib:
+        def __init__(self, rc):
+            self.rc = rc
+
+        def __getitem__(self, name):
+            return lambda args, stream: self.rc
+
+    current_stream = torch.cuda.current_stream
+    torch.cuda.current_stream = lambda: type("S", (), {"cuda_stream": 0})()
+    try:
+        for rc, exc in ((1, ValueError), (2, ValueError), (3, RuntimeError)):
+            lib._lib = FakeLib(rc)
+            lib._last_error = lambda: b"cu_seqlens: entry 1 = -64 is negative"
+            try:
+                lib._call({"name": "x"}, dt._DecodeArgs())
+                check(f"status {rc} -> {exc.__name__}", False, "no error")
+            except Exception as e:  # noqa: BLE001
+                check(f"status {rc} -> {exc.__name__} with the message",
+                      type(e) is exc and "entry 1 = -64" in str(e), f"{type(e).__name__}: {e}")
+        a = dt._DecodeArgs()
+        a.debug_checks = 1
+        torch.cuda.is_current_stream_capturing = lambda: True
+        try:
+            lib._call({"name": "x"}, a)
+            check("DELTAC_DEBUG_CHECKS during capture -> RuntimeError", False, "no error")
+        except RuntimeError as e:
+            check("DELTAC_DEBUG_CHECKS during capture -> RuntimeError", "capturing" in str(e),
+                  str(e)[:100])
+    finally:
+        torch.cuda.current_stream = current_stream
+        torch.cuda.is_current_stream_capturing = capturing
+        lib._lib = None
+
+
+def main():
+    sys.path.insert(0, os.path.join(ROOT, "templates", "runtime"))
+    import deltac_torch as dt
+    lib = dt.Library("cpu_checks", [], __file__)
+    results = []
+
+    def check(name, ok, detail=""):
+        results.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'} {name:70s} {detail}", flush=True)
+    run(dt, lib, check)
+    if "--fla-src" in sys.argv:
+        compare_with_fla_source(sys.argv[sys.argv.index("--fla-src") + 1], check)
+    failed = results.count(False)
+    print(f"\n{len(results) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
