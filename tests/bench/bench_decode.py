@@ -1,12 +1,14 @@
 """Decode benchmark: deltac against FLA's Triton fused_recurrent_gated_delta_rule.
 
-Same inputs (fla_harness.decode_inputs), same options (given g and beta,
-in-kernel q/k l2norm, fp32 state), same timing (fla_harness.graph_ms: one call
-per CUDA graph, do_bench median with L2 flushed; and 32 calls on 32 distinct
-state pools in one graph). deltac runs in both state layouts: kv ([K, V],
+Same inputs (timing.decode_inputs), same options (given g and beta,
+in-kernel q/k l2norm, fp32 state), same timing (timing.graph_ms: one call
+per CUDA graph, median with L2 flushed, the method of the FLA anchor
+numbers; and 32 calls on 32 distinct state pools in one graph). deltac runs in both state layouts: kv ([K, V],
 FLA's) and vk ([V, K], serving pools). Also reports the error of both against
 the fp64 reference on the same inputs.
-Usage: bench_decode.py --lib libdeltac_test_decode.so --out DIR
+FLA (flash-linear-attention on PYTHONPATH) is the optional anchor: with
+--no-fla, or where it is not importable, its columns are nan.
+Usage: bench_decode.py --lib libdeltac_test_decode.so --out DIR [--no-fla]
 """
 import argparse
 import os
@@ -16,8 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("FLA_FLASH_QLA", "0")
 import torch
 
-import fla_harness as H
-from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
+import timing as H
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_decode"))
@@ -43,7 +44,15 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", default=".")
     ap.add_argument("--batches", default="1,4,16,64,256,512")
+    ap.add_argument("--no-fla", action="store_true", help="time deltac alone (FLA's columns nan)")
     args = ap.parse_args()
+    fused_recurrent_gated_delta_rule = None
+    if not args.no_fla:
+        if H.import_fla() is None:
+            print("FLA is not importable: its columns are nan (put it on PYTHONPATH)", flush=True)
+        else:
+            from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
+    nan = float("nan")
     lib = Library(args.lib)
     rows = []
     dev = torch.cuda.get_device_name()
@@ -63,9 +72,12 @@ def main():
     flat = lambda x: x.reshape(1, Bq * T, *x.shape[2:])
     scale = q.shape[-1] ** -0.5
     ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta), h0, scale, cu)
-    fo, fh = fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
-                                              output_final_state=True, use_qk_l2norm_in_kernel=True)
-    acc = [("fla", H.rel(flat(fo), ro), H.rel(fh, rh))]
+    acc = []
+    if fused_recurrent_gated_delta_rule is not None:
+        fo, fh = fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
+                                                  output_final_state=True,
+                                                  use_qk_l2norm_in_kernel=True)
+        acc.append(("fla", H.rel(flat(fo), ro), H.rel(fh, rh)))
     for layout in ("kv", "vk"):
         pool = h0.clone() if layout == "kv" else h0.transpose(-1, -2).contiguous()
         o = torch.full_like(v, float("nan"))
@@ -87,7 +99,7 @@ def main():
                 return fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
                                                         output_final_state=True,
                                                         use_qk_l2norm_in_kernel=True)
-            res["fla"] = H.graph_ms(fla) * 1e3
+            res["fla"] = H.graph_ms(fla) * 1e3 if fused_recurrent_gated_delta_rule else nan
             o = torch.empty_like(v)
             for layout in ("kv", "vk"):
                 pool = h0.clone() if layout == "kv" else h0.transpose(-1, -2).contiguous()
@@ -110,7 +122,8 @@ def main():
                         fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=hh,
                                                          output_final_state=True,
                                                          use_qk_l2norm_in_kernel=True)
-                res["fla32"] = H.graph_ms(fla_calls, calls_per_graph=1) * 1e3 / many
+                res["fla32"] = H.graph_ms(fla_calls, calls_per_graph=1) * 1e3 / many \
+                    if fused_recurrent_gated_delta_rule else nan
                 del pools, hs
             bw = {key: 2 * state_bytes / (us * 1e-6) / 1e12 for key, us in res.items()
                   if key in ("fla", "kv", "vk")}

@@ -1,10 +1,11 @@
 """Prefill benchmark: deltac against FLA's Triton chunk_gated_delta_rule.
 
-Same inputs (fla_harness.prefill_inputs: bf16 q/k/v, fp32 log g, bf16
+Same inputs (timing.prefill_inputs: bf16 q/k/v, fp32 log g, bf16
 beta, fp32 initial state [N, HV, K, V]), same options (q/k L2 norm in the
-kernel, final state out), same timing (fla_harness.graph_ms: one call per
-CUDA graph, do_bench median with L2 flushed between replays), same shapes
-(fla_harness.PREFILL_SHAPES). deltac runs the `gkv` spec of
+kernel, final state out), same timing (timing.graph_ms: one call per
+CUDA graph, median with L2 flushed between replays, the method of the FLA
+anchor numbers), same shapes (timing.PREFILL_SHAPES). FLA
+(flash-linear-attention on PYTHONPATH) is needed only without --no-fla. deltac runs the `gkv` spec of
 tests/gpu/prefill_matrix.mlir (kv state, FLA's layout) through its C API,
 cu_seqlens on the device (no host copy). Also reports both errors against
 the fp64 reference on the harness's accuracy case.
@@ -28,8 +29,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("FLA_FLASH_QLA", "0")
 import torch
 
-import fla_harness as H
-from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+import timing as H
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_prefill"))
@@ -182,7 +182,10 @@ def main():
     kda = args.rule == "kda"
     lib = Deltac(args.lib, "kkv" if kda else "gkv")
     inputs = kda_inputs if kda else H.prefill_inputs
-    if kda:
+    if not args.no_fla:
+        if H.import_fla() is None:
+            sys.exit("Error: FLA is not importable: put it on PYTHONPATH, or pass --no-fla")
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
         from fla.ops.kda import chunk_kda
     dev = torch.cuda.get_device_name()
     rows, table = [], []
@@ -195,9 +198,8 @@ def main():
         q, k, v, g, beta, cu, h0 = inputs(lens, Hh, HV)
         scale = 128 ** -0.5
         cu_arg, cu_cpu = (cu, cu.cpu()) if len(lens) > 1 else (None, None)
-        fla_fn = chunk_kda if kda else chunk_gated_delta_rule
-
         def fla():
+            fla_fn = chunk_kda if kda else chunk_gated_delta_rule
             return fla_fn(q, k, v, g, beta, initial_state=h0, output_final_state=True,
                           use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg, cu_seqlens_cpu=cu_cpu)
         ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale,

@@ -1,7 +1,8 @@
 """Times decode code-shape variants (deltac --decode-tuning) against each other.
 
 Each variant library holds gdn_log (vk) and gdn_log_kv (kv), K = V = 128,
-FLA's decode options; timing is fla_harness.graph_ms (one call per graph).
+FLA's decode options; timing is timing.graph_ms (one call per graph; the
+method of the FLA anchor numbers, tests/bench/timing.py). Needs no FLA.
 Usage: bench_variants.py DIR   (DIR/LIST: "name options..." per line, and
 DIR/build/<name>/lib<name>.so built by run.sh)
 """
@@ -13,7 +14,7 @@ import torch
 
 import importlib.util
 
-import fla_harness as H
+import timing as H
 
 
 class Library:
