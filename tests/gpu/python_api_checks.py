@@ -319,6 +319,169 @@ def run(dt, lib, check):
         lib._lib = None
 
 
+# A library like generated/gdn's (decode and prefill, kv and vk, the
+# serving form) for dry_runs.
+DRY_SPECS = [
+    dict(name="fla_kv", rule="gated", gate="log", beta="given", l2norm=False, io="bf16",
+         state="f32", layout="kv", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8,
+         chunk=64),
+    dict(name="fla_vk", rule="gated", gate="log", beta="given", l2norm=False, io="bf16",
+         state="f32", layout="vk", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8,
+         chunk=64),
+    dict(name="serving", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16",
+         state="f32", layout="vk", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8,
+         chunk=64),
+    dict(name="kda", rule="kda", gate="channel_log", beta="given", l2norm=False, io="bf16",
+         state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
+]
+
+
+def dry_runs(dt, check):
+    """The FLA-named and serving functions on CPU tensors with the C API
+    replaced by a recorder (no GPU, no shared library): which spec and
+    arguments each call hands the C API - int64 indices and cu_seqlens as
+    int64 with indices_i64 set (int32 ones widened), the module's error
+    flag when none is given, a zeroed prefill final state, FLA's keywords
+    mapped as documented."""
+    import ctypes
+    calls = []
+    flag = torch.zeros(1, dtype=torch.int32)
+
+    class Recorder:
+        def __getitem__(self, name):
+            if name.endswith("workspace_bytes"):
+                f = lambda *a: 64  # noqa: E731
+            else:
+                def f(args, stream):
+                    a = type(args._obj).from_buffer_copy(args._obj)
+                    # The index arrays as the call sees them (temporaries die after it).
+                    a.seen = {n: ctypes.string_at(getattr(a, n), 48) for n in
+                              ("initial_state_indices", "output_state_indices", "state_indices_2d")
+                              if getattr(a, n, None)}
+                    calls.append((name, a))
+                    return 0
+            return type("Fn", (), {"__call__": staticmethod(f), "restype": None,
+                                   "argtypes": None})()
+    lib = dt.Library("dry", DRY_SPECS, __file__)
+    lib._lib, lib._last_error = Recorder(), lambda: b""
+    patched = {"_check_gpu_q": lambda q: None, "error_flag": lambda device=None: flag,
+               "_device_index": lambda device: 0}
+    saved = {n: getattr(dt, n) for n in patched}
+    cuda_saved = torch.cuda.current_stream, torch.cuda.is_current_stream_capturing
+    ptr = ctypes.c_void_p
+    try:
+        for n, f in patched.items():
+            setattr(dt, n, f)
+        torch.cuda.current_stream = lambda: type("S", (), {"cuda_stream": 0})()
+        torch.cuda.is_current_stream_capturing = lambda: False
+        B, T, H, HV, K = 2, 3, 2, 4, 64
+        q, k = torch.randn(B, T, H, K).bfloat16(), torch.randn(B, T, H, K).bfloat16()
+        v = torch.randn(B, T, HV, K).bfloat16()
+        g, beta = torch.randn(B, T, HV), torch.rand(B, T, HV).bfloat16()
+        h0 = torch.randn(B, HV, K, K)
+
+        calls.clear()
+        o, h = lib.fused_recurrent_gated_delta_rule(q, k, v, g, beta=beta, initial_state=h0,
+                                                    output_final_state=True)
+        name, a = calls[-1]
+        check("dry: fused_recurrent -> fla_kv decode, the module's flag, no indices",
+              name == "dry_fla_kv_decode" and a.error_flag == flag.data_ptr()
+              and a.indices_i64 == 0 and a.cu_seqlens is None and tuple(h.shape) == (B, HV, K, K),
+              f"{name}")
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            lib.fused_recurrent_gated_delta_rule(q, k, v, g, None, None, beta, None, h0, True,
+                                                 transpose_state_layout=True)
+        check("dry: FLA's positional order (q, k, v, g, gk, gv, beta, scale, h0, out) and "
+              "transpose_state_layout -> the vk spec", calls[-1][0] == "dry_fla_vk_decode",
+              calls[-1][0])
+        calls.clear()
+        lib.fused_recurrent_gated_delta_rule(q, k, v, g.bfloat16(), beta=beta, initial_state=h0,
+                                             use_gate_in_kernel=True, A_log=torch.zeros(HV),
+                                             use_beta_sigmoid_in_kernel=True, state_v_first=True,
+                                             use_qk_l2norm_in_kernel=True)
+        name, a = calls[-1]
+        check("dry: fused_recurrent use_gate_in_kernel -> the raw-gate spec, dt_bias None -> "
+              "zeros passed", name == "dry_serving_decode" and a.dt_bias is not None, name)
+        cu = torch.tensor([0, 2, 5], dtype=torch.int64)
+        flat = lambda x: x.reshape(1, B * T, *x.shape[2:])  # noqa: E731
+        calls.clear()
+        lib.fused_recurrent_gated_delta_rule(flat(q)[:, :5], flat(k)[:, :5], flat(v)[:, :5],
+                                             flat(g)[:, :5], beta=flat(beta)[:, :5],
+                                             cu_seqlens=cu)
+        name, a = calls[-1]
+        check("dry: varlen decode with int64 cu_seqlens -> read as int64 (indices_i64)",
+              a.indices_i64 == 1 and a.B == 2 and a.cu_seqlens == cu.data_ptr(), f"B={a.B}")
+
+        # Prefill: final state zeroed, int64 cu_seqlens as is, chunk_size.
+        calls.clear()
+        o, ht = lib.chunk_gated_delta_rule(flat(q), flat(k), flat(v), flat(g), flat(beta),
+                                           output_final_state=True, cu_seqlens=cu[:2].clone() * 0 +
+                                           torch.tensor([0, 6]))
+        name, a = calls[-1]
+        check("dry: chunk_gated_delta_rule -> prefill, int64 cu_seqlens kept, final state zeroed",
+              name == "dry_fla_kv_prefill" and a.cu_seqlens_i64 == 1 and bool((ht == 0).all())
+              and a.final_state == ht.data_ptr() and a.error_flag == flag.data_ptr(), name)
+        pool = torch.randn(5, HV, K, K)
+        i32 = torch.tensor([4, 1], dtype=torch.int32)
+        i64 = torch.tensor([2 ** 32 + 1, 0], dtype=torch.int64)
+        calls.clear()
+        lib.chunk_gated_delta_rule(q, k, v, g.bfloat16(), beta, initial_state=pool,
+                                   output_final_state=True, use_gate_in_kernel=True,
+                                   A_log=torch.zeros(HV), use_beta_sigmoid_in_kernel=True,
+                                   use_qk_l2norm_in_kernel=True,
+                                   state_v_first=True, initial_state_indices=i32,
+                                   output_state_indices=i64)
+        name, a = calls[-1]
+        got_in = torch.frombuffer(bytearray(a.seen["initial_state_indices"][:16]),
+                                  dtype=torch.int64).tolist()
+        got_out = torch.frombuffer(bytearray(a.seen["output_state_indices"][:16]),
+                                   dtype=torch.int64).tolist()
+        check("dry: pool prefill, int32 + int64 indices -> both int64, 2^32 + 1 kept",
+              name == "dry_serving_prefill" and a.indices_i64 == 1 and got_in == [4, 1]
+              and got_out == [2 ** 32 + 1, 0] and a.slots == 5, f"{got_in} {got_out}")
+        calls.clear()
+        lib.chunk_kda(flat(q), flat(k), flat(v), flat(g)[..., None].expand(-1, -1, -1, K),
+                      flat(beta), chunk_size=32, disable_recompute=True)
+        check("dry: chunk_kda chunk_size=32 -> the chunk-32 kda spec", calls[-1][0] == "dry_kda_prefill",
+              calls[-1][0])
+        try:
+            lib.chunk_gated_delta_rule(flat(q), flat(k), flat(v), flat(g), flat(beta), chunk_size=32)
+            check("dry: chunk_size=32 with no chunk-32 gated spec -> ValueError", False, "no error")
+        except ValueError as e:
+            check("dry: chunk_size=32 with no chunk-32 gated spec -> ValueError", "chunk=32" in str(e),
+                  str(e)[:100])
+
+        # Serving decode: idx2d and num_accepted_tokens widened with an int64 state_indices.
+        state = torch.randn(6, HV, K, K)
+        idx2d = torch.tensor([[0, 1, 2], [3, 4, 5]], dtype=torch.int32)
+        calls.clear()
+        lib.gated_delta_rule_decode(q, k, v, g.bfloat16(), beta, torch.zeros(HV), torch.zeros(HV),
+                                    state, ssm_state_indices=idx2d,
+                                    num_accepted_tokens=torch.tensor([1, 3], dtype=torch.int64))
+        name, a = calls[-1]
+        got = torch.frombuffer(bytearray(a.seen["state_indices_2d"]), dtype=torch.int64).tolist()
+        check("dry: serving decode, int32 ssm_state_indices widened beside int64 counts",
+              a.indices_i64 == 1 and got == [0, 1, 2, 3, 4, 5] and a.state_indices_2d_stride == 3,
+              f"{got}, stride {a.state_indices_2d_stride}")
+        err = torch.zeros(1, dtype=torch.int32)
+        calls.clear()
+        lib.gated_delta_rule_decode(q, k, v, g.bfloat16(), beta, torch.zeros(HV), torch.zeros(HV),
+                                    state, error_flag=err)
+        check("dry: a given error_flag is passed, not the module's",
+              calls[-1][1].error_flag == err.data_ptr())
+        del ptr
+    except Exception as e:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+        check("dry runs: ran to the end", False, f"{type(e).__name__}: {e}"[:200])
+    finally:
+        for n, f in saved.items():
+            setattr(dt, n, f)
+        torch.cuda.current_stream, torch.cuda.is_current_stream_capturing = cuda_saved
+
+
 def main():
     sys.path.insert(0, os.path.join(ROOT, "templates", "runtime"))
     import deltac_torch as dt
@@ -329,6 +492,7 @@ def main():
         results.append(ok)
         print(f"{'PASS' if ok else 'FAIL'} {name:70s} {detail}", flush=True)
     run(dt, lib, check)
+    dry_runs(dt, check)
     if "--fla-src" in sys.argv:
         compare_with_fla_source(sys.argv[sys.argv.index("--fla-src") + 1], check)
     failed = results.count(False)

@@ -6,14 +6,22 @@ the same inputs (o and final state, and both against the fp64 reference),
 varlen decode (cu_seqlens), pool decode and pool prefill against the fp64
 reference, argument errors and device error flags, CUDA-graph capture and
 replay, and the cold start of a new process (deltac module vs FLA's first
-call).
+call). Also FLA's signatures (the pinned release, deltac_torch.FLA_VERSION,
+compared with inspect against the FLA imported here) and keywords, the
+error contract (the module's own flag, check_errors, DELTAC_DEBUG_CHECKS,
+o = 0 and zeroed final states for skipped rows, int64 indices), and the
+checks of tests/gpu/python_api_checks.py on the generated copy.
+Inputs, timing and the fp64 reference come from tests/bench/timing.py.
+FLA (flash-linear-attention, on PYTHONPATH) is required unless
+DELTAC_TEST_NO_FLA=1: then the comparisons against it are not made (the
+errors against fp64 keep their absolute bounds) and say so.
 Usage: test_python.py BUILD_DIR OUT_DIR   (prints a table, exits non-zero on
 a failed check)
 """
 import os
 import subprocess
 import sys
-import time
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -21,11 +29,25 @@ import torch.nn.functional as F
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD, OUT = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(ROOT, "generated", "gdn"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ["DELTAC_GDN_LIB"] = os.path.join(BUILD, "gdn", "libgdn.so")
-import fla_harness as H  # noqa: E402
+import timing as H  # noqa: E402
 import gdn  # noqa: E402
-from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fla_recurrent  # noqa: E402
+import deltac_torch as dt  # noqa: E402  (the copy beside gdn.py)
+import python_api_checks  # noqa: E402
 
+FLA = H.import_fla()
+NO_FLA = os.environ.get("DELTAC_TEST_NO_FLA", "0") not in ("", "0")
+if FLA is not None:
+    from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fla_recurrent  # noqa: E402
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_chunk  # noqa: E402
+    from fla.ops.kda import chunk_kda as fla_kda  # noqa: E402
+else:
+    # Without FLA: no result to compare with (None), so R() below gives 0
+    # for FLA's errors and the bounds fall back to their absolute floors.
+    fla_recurrent = fla_chunk = lambda *a, **k: (None, None)  # noqa: E731
+    fla_kda = None
 results = []
 
 
@@ -64,7 +86,14 @@ def replayed(call):
     return out, graph
 
 
+def R(a, b):
+    """H.rel, or 0.0 where a result is missing (FLA's, without FLA)."""
+    return 0.0 if a is None or b is None else H.rel(a, b)
+
+
 def flat(x):
+    if x is None:
+        return None
     return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
 
 
@@ -85,6 +114,11 @@ def serving_inputs(B, T, Hq, HV, K, slots, seed, pool_dtype=torch.float32):
     return q, k, v, a, b, A_log, dt_bias, pool, gf, bf
 
 
+if FLA is None:
+    check("FLA importable (the pinned flash-linear-attention)", NO_FLA,
+          "not importable: comparisons against FLA are not made"
+          + ("" if NO_FLA else "; set DELTAC_TEST_NO_FLA=1 to run without it"))
+
 # 1. fused_recurrent_gated_delta_rule against FLA and fp64.
 for K, T, v_first, dtype in [(64, 1, False, torch.bfloat16), (128, 4, False, torch.bfloat16),
                              (256, 2, False, torch.bfloat16), (128, 4, True, torch.bfloat16),
@@ -102,8 +136,8 @@ for K, T, v_first, dtype in [(64, 1, False, torch.bfloat16), (128, 4, False, tor
         dh = dh.transpose(-1, -2)
     ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta), h0, K ** -0.5,
                         [i * T for i in range(B + 1)])
-    e = dict(fo=H.rel(flat(fo), ro), fh=H.rel(fh, rh), do=H.rel(flat(do), ro), dh=H.rel(dh, rh),
-             vs_o=H.rel(do, fo), vs_h=H.rel(dh, fh))
+    e = dict(fo=R(flat(fo), ro), fh=R(fh, rh), do=R(flat(do), ro), dh=R(dh, rh),
+             vs_o=R(do, fo), vs_h=R(dh, fh))
     ok = e["do"] <= max(1.1 * e["fo"], 2.5e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-5) \
         and e["vs_o"] < 5e-3 and e["vs_h"] < 1e-5
     check(f"fused_recurrent K=V={K} T={T} {'vk' if v_first else 'kv'} {str(dtype)[6:]}", ok,
@@ -123,8 +157,8 @@ h0 = torch.stack([before[idx[i]].transpose(-1, -2) for i in valid])
 sel = lambda x: x[valid]
 ro, rh = H.ref_fp64(flat(sel(q)), flat(sel(k)), flat(sel(v)), flat(sel(gf)), flat(sel(bf)), h0,
                     K ** -0.5, [i * T for i in range(len(valid) + 1)])
-eo = H.rel(flat(o[valid]), ro)
-eh = H.rel(torch.stack([pool[out_idx[i]].transpose(-1, -2) for i in valid]), rh)
+eo = R(flat(o[valid]), ro)
+eh = R(torch.stack([pool[out_idx[i]].transpose(-1, -2) for i in valid]), rh)
 pad_zero = bool((o[1] == 0).all())
 read_kept = bool(torch.equal(pool[[7, 2, 4, 0]], before[[7, 2, 4, 0]]))
 check("pool decode raw gate, split pool, padding row", eo < 2.5e-3 and eh < 1e-5 and pad_zero and read_kept,
@@ -147,7 +181,7 @@ def varlen_decode():
         if v_first:
             dh = dh.transpose(-1, -2)
         ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
-        e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(do, ro), dh=H.rel(dh, rh))
+        e = dict(fo=R(fo, ro), fh=R(fh, rh), do=R(do, ro), dh=R(dh, rh))
         ok = e["do"] <= max(1.1 * e["fo"], 2.5e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-5) \
             and int(flag.item()) == 0
         check(f"fused_recurrent varlen rows {lens} {'vk' if v_first else 'kv'}", ok,
@@ -162,7 +196,7 @@ def varlen_decode():
         q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
         use_qk_l2norm_in_kernel=True, cu_seqlens=cu, error_flag=flag)
     ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
-    kept = H.rel(dh[[0, 2]], rh[[0, 2]]) < 1e-5 and torch.equal(dh[1], h0[1])
+    kept = R(dh[[0, 2]], rh[[0, 2]]) < 1e-5 and torch.equal(dh[1], h0[1])
     check("fused_recurrent varlen row of 9 > max_t: skipped, error flag",
           int(flag.item()) == 1 and kept, f"flag {int(flag.item())}, other rows right: {kept}")
     os.environ["DELTAC_DEBUG_CHECKS"] = "1"
@@ -187,8 +221,8 @@ def varlen_pool_decode():
                                     cu_seqlens=cu)
     h0 = torch.stack([before[i].transpose(-1, -2) for i in idx.tolist()])
     ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())
-    eo = H.rel(o, ro)
-    eh = H.rel(torch.stack([pool[i].transpose(-1, -2) for i in idx.tolist()]), rh)
+    eo = R(o, ro)
+    eh = R(torch.stack([pool[i].transpose(-1, -2) for i in idx.tolist()]), rh)
     check("pool decode varlen rows [3, 1, 0, 2] (vLLM query_start_loc)", eo < 2.5e-3 and eh < 1e-5,
           f"o {eo:.2e}, state {eh:.2e}")
 
@@ -230,7 +264,7 @@ def long_fused_recurrent():
                                                   use_qk_l2norm_in_kernel=True)
     ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta), h0, 128 ** -0.5,
                         [0, 100, 200])
-    e = dict(fo=H.rel(flat(fo), ro), fh=H.rel(fh, rh), do=H.rel(flat(do), ro), dh=H.rel(dh, rh))
+    e = dict(fo=R(flat(fo), ro), fh=R(fh, rh), do=R(flat(do), ro), dh=R(dh, rh))
     check("fused_recurrent B=2 T=100 > max_t (chunked prefill)",
           e["do"] < 1e-2 and e["dh"] < 1e-2 and tuple(do.shape) == tuple(fo.shape),
           f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e})")
@@ -298,7 +332,6 @@ check("graph capture + replay equals eager (bitwise)",
 
 # 4b. chunk_gated_delta_rule (prefill) of the same module against FLA and
 # fp64, in a graph, and its argument errors.
-from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_chunk  # noqa: E402
 
 lens, Hq, HV = [5, 100, 64, 300], 4, 8
 q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, Hq, HV, seed=1)
@@ -323,15 +356,16 @@ torch.cuda.synchronize()
 raises("chunk_gated_delta_rule cu_seqlens_cpu on the GPU", lambda: gdn.chunk_gated_delta_rule(
     q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
     use_qk_l2norm_in_kernel=True, cu_seqlens=cu, cu_seqlens_cpu=cu), "cu_seqlens_cpu")
-e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(po, ro), dh=H.rel(ph, rh), vs=H.rel(po, fo))
+e = dict(fo=R(fo, ro), fh=R(fh, rh), do=R(po, ro), dh=R(ph, rh), vs=R(po, fo))
 check("chunk_gated_delta_rule varlen vs fp64 and FLA",
       e["do"] < 1e-2 and e["dh"] < 1e-2 and e["vs"] < 1e-2,
       f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), vs FLA {e['vs']:.2e}")
 # Issue 4's accuracy bar: no worse than FLA's error on the same inputs (5 %
 # slack for run-to-run noise in FLA's own result).
-check("chunk_gated_delta_rule error no worse than FLA's",
-      e["do"] <= 1.05 * e["fo"] and e["dh"] <= 1.05 * e["fh"],
-      f"o {e['do']:.2e} vs {e['fo']:.2e}, state {e['dh']:.2e} vs {e['fh']:.2e}")
+if FLA is not None:
+    check("chunk_gated_delta_rule error no worse than FLA's",
+          e["do"] <= 1.05 * e["fo"] and e["dh"] <= 1.05 * e["fh"],
+          f"o {e['do']:.2e} vs {e['fo']:.2e}, state {e['dh']:.2e} vs {e['fh']:.2e}")
 (go, gh), graph = replayed(prefill)
 check("chunk_gated_delta_rule captured in a CUDA graph and replayed",
       torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
@@ -359,7 +393,7 @@ for K, v_first, dtype in [(64, False, torch.bfloat16), (128, True, torch.bfloat1
                                         cu_seqlens=cu, state_v_first=v_first)
     if v_first:
         ph = ph.transpose(-1, -2)
-    e = dict(fo=H.rel(fo, ro), fh=H.rel(fh, rh), do=H.rel(po, ro), dh=H.rel(ph, rh))
+    e = dict(fo=R(fo, ro), fh=R(fh, rh), do=R(po, ro), dh=R(ph, rh))
     check(f"chunk_gated_delta_rule K=V={K} {'vk' if v_first else 'kv'} {str(dtype)[6:]}",
           e["do"] <= max(1.1 * e["fo"], 1e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-3),
           f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e})")
@@ -381,8 +415,8 @@ for sdt in (torch.float32, torch.bfloat16):
     h0 = torch.stack([before[i].float().transpose(-1, -2) if i >= 0 else
                       torch.zeros(HV, K, K, device="cuda") for i in idx.tolist()])
     ro, rh = H.ref_fp64(q, k, v, gf, bf, h0, K ** -0.5, cu.tolist())
-    eo = H.rel(o, ro)
-    eh = H.rel(torch.stack([pool[i].float().transpose(-1, -2) for i in (4, 1)]), rh[[0, 2]])
+    eo = R(o, ro)
+    eh = R(torch.stack([pool[i].float().transpose(-1, -2) for i in (4, 1)]), rh[[0, 2]])
     untouched = torch.equal(pool[[0, 2, 3, 5]], before[[0, 2, 3, 5]])
     tol = 1e-2 if sdt == torch.bfloat16 else 5e-3
     check(f"pool prefill raw gate, {str(sdt)[6:]} v-first pool by index",
@@ -415,7 +449,7 @@ def kda_call():
 
 po, ph = kda_call()
 torch.cuda.synchronize()
-eo, eh = H.rel(po, ro), H.rel(ph, rh)
+eo, eh = R(po, ro), R(ph, rh)
 check("chunk_kda varlen vs fp64", eo < 1e-2 and eh < 1e-2, f"o {eo:.2e}, state {eh:.2e}")
 (go, gh), graph = replayed(kda_call)
 check("chunk_kda captured in a CUDA graph and replayed",
@@ -450,9 +484,272 @@ po, ph = tp.chunk_kda(q, k, v, a, b, initial_state=h0.transpose(-1, -2).contiguo
                       output_final_state=True, use_gate_in_kernel=True, A_log=A_log,
                       dt_bias=dt_bias.view(HV, K), use_beta_sigmoid_in_kernel=True,
                       state_v_first=True, cu_seqlens=cu)
-eo, eh = H.rel(po, ro), H.rel(ph.transpose(-1, -2), rh)
+eo, eh = R(po, ro), R(ph.transpose(-1, -2), rh)
 check("chunk_kda raw gate, v-first state, chunk 32", eo < 1e-2 and eh < 1e-2,
       f"o {eo:.2e}, state {eh:.2e}")
+
+# 6. The module's API contract: the checks that need no GPU (on the
+# generated copy), FLA's signatures against the FLA imported here, FLA's
+# keywords, and the error contract (issue 31, items 3 and 4).
+def section(name, fn):
+    """Runs fn(); an exception in it is one failed check (the run goes on)."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+        check(f"{name}: ran to the end", False, f"{type(e).__name__}: {e}"[:200])
+
+
+def same(x, y):
+    return all(a is None and b is None or torch.equal(a, b) for a, b in zip(x, y))
+
+
+def raises_runtime(name, fn, texts):
+    """Checks that fn raises RuntimeError whose message holds every text."""
+    try:
+        fn()
+    except RuntimeError as e:
+        check(f"RuntimeError: {name}", all(t in str(e) for t in texts), str(e)[:120])
+        return
+    except Exception as e:  # noqa: BLE001
+        check(f"RuntimeError: {name}", False, f"raised {type(e).__name__}: {e}")
+        return
+    check(f"RuntimeError: {name}", False, "no error")
+
+
+def flag_raised(name, texts):
+    """The module's flag must be up (check_errors raises naming texts) and
+    clear afterwards."""
+    torch.cuda.synchronize()
+    raises_runtime(f"check_errors after {name}", dt.check_errors, texts)
+    try:
+        dt.check_errors()
+        check(f"check_errors cleared the flag ({name})", True)
+    except RuntimeError as e:
+        check(f"check_errors cleared the flag ({name})", False, str(e)[:100])
+
+
+def fla_signatures():
+    if FLA is None:
+        return
+    check(f"FLA imported is the pinned {dt.FLA_VERSION}", FLA.__version__ == dt.FLA_VERSION,
+          f"fla.__version__ = {FLA.__version__} at {os.path.dirname(FLA.__file__)}")
+    for name, fla_fn in (("fused_recurrent_gated_delta_rule", fla_recurrent),
+                         ("chunk_gated_delta_rule", fla_chunk), ("chunk_kda", fla_kda)):
+        live, has_kwargs = python_api_checks.fla_live_params(fla_fn)
+        table, keys = python_api_checks.FLA_SIGNATURES[name]
+        check(f"FLA's {name} (inspect) = the pinned table", live == table and has_kwargs,
+              "" if live == table else f"live {live}"[:200])
+        bad = python_api_checks.signature_mismatches(getattr(gdn, name), live, keys)
+        check(f"gdn.{name}: FLA's parameters, order and defaults, then keyword-only", not bad,
+              "; ".join(bad)[:200])
+    # FLA's **kwargs keys, from the source of the FLA imported here.
+    python_api_checks.compare_with_fla_source(os.path.dirname(os.path.dirname(FLA.__file__)),
+                                              check)
+
+
+def fla_keywords():
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs([40, 90], 4, 8, seed=51)
+    kw = dict(initial_state=h0.transpose(-1, -2).contiguous(), output_final_state=True,
+              use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    want = gdn.chunk_gated_delta_rule(q, k, v, g, beta, state_v_first=True, **kw)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = gdn.chunk_gated_delta_rule(q, k, v, g, beta, transpose_state_layout=True, **kw)
+    check("chunk_gated_delta_rule transpose_state_layout=True = state_v_first=True",
+          same(want, got) and any(issubclass(x.category, DeprecationWarning) for x in w),
+          "same bits, FLA's DeprecationWarning")
+    got = gdn.chunk_gated_delta_rule(q, k, v, g, beta, state_v_first=True, chunk_size=64,
+                                     chunk_indices=torch.zeros(3, 2, dtype=torch.long,
+                                                               device="cuda"), **kw)
+    check("chunk_gated_delta_rule chunk_indices (ignored), chunk_size=64: same bits",
+          same(want, got))
+    raises("chunk_size=32 where no spec has chunks of 32", lambda: gdn.chunk_gated_delta_rule(
+        q, k, v, g, beta, state_v_first=True, chunk_size=32, **kw), "chunk=32")
+    q2, k2, v2, g2, b2, cu2, h2 = H.prefill_inputs([40, 30], 2, 4, K=256, V=256, seed=52)
+    kw2 = dict(initial_state=h2, output_final_state=True, use_qk_l2norm_in_kernel=True,
+               cu_seqlens=cu2)
+    check("chunk_gated_delta_rule chunk_size=32 selects the chunk-32 spec (K = 256)",
+          same(gdn.chunk_gated_delta_rule(q2, k2, v2, g2, b2, **kw2),
+               gdn.chunk_gated_delta_rule(q2, k2, v2, g2, b2, chunk_size=32, **kw2)))
+    # fused_recurrent: g None = no decay, beta None = 1 (as in FLA).
+    q, k, v, g, beta, h0 = H.decode_inputs(2, H=4, HV=8, T=3, seed=53)
+    kw = dict(initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True)
+    check("fused_recurrent g=None = zero log decays, beta=None = ones (bits)",
+          same(gdn.fused_recurrent_gated_delta_rule(q, k, v, **kw),
+               gdn.fused_recurrent_gated_delta_rule(q, k, v, g=torch.zeros_like(g),
+                                                    beta=torch.ones_like(beta), **kw)))
+    raises("fused_recurrent gk", lambda: gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g, g[..., None].expand(-1, -1, -1, 128), **kw), "gk")
+    # fused_recurrent's raw gate and sigmoid beta (FLA's use_gate_in_kernel,
+    # A_log, dt_bias, use_beta_sigmoid_in_kernel) on the serving spec, vs fp64
+    # and gated_delta_rule_decode; dt_bias None = zeros.
+    B, T, K = 3, 2, 128
+    q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(B, T, 4, 8, K, B, seed=54)
+    raw = dict(initial_state=pool, output_final_state=True, use_qk_l2norm_in_kernel=True,
+               use_gate_in_kernel=True, A_log=A_log, use_beta_sigmoid_in_kernel=True,
+               state_v_first=True)
+    do, dh = gdn.fused_recurrent_gated_delta_rule(q, k, v, a, beta=b, dt_bias=dt_bias, **raw)
+    ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(gf), flat(bf), pool.transpose(-1, -2),
+                        K ** -0.5, [i * T for i in range(B + 1)])
+    eo, eh = R(flat(do), ro), R(dh.transpose(-1, -2), rh)
+    pool2 = pool.clone()
+    o2 = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool2)
+    check("fused_recurrent use_gate_in_kernel + use_beta_sigmoid_in_kernel vs fp64",
+          eo < 2.5e-3 and eh < 1e-5 and torch.equal(o2, do) and torch.equal(pool2, dh),
+          f"o {eo:.2e}, state {eh:.2e}; same bits as gated_delta_rule_decode")
+    zero_bias = torch.zeros_like(dt_bias)
+    check("fused_recurrent dt_bias=None = zeros (bits)",
+          same(gdn.fused_recurrent_gated_delta_rule(q, k, v, a, beta=b, **raw),
+               gdn.fused_recurrent_gated_delta_rule(q, k, v, a, beta=b, dt_bias=zero_bias,
+                                                    **raw)))
+    raises("fused_recurrent use_gate_in_kernel without A_log", lambda:
+           gdn.fused_recurrent_gated_delta_rule(q, k, v, a, beta=b, use_gate_in_kernel=True),
+           "A_log")
+
+
+def error_contract():
+    dev = torch.cuda.current_device()
+    try:
+        dt.check_errors()
+        check("module error flag clear after the earlier sections", True)
+    except RuntimeError as e:
+        check("module error flag clear after the earlier sections", False, str(e)[:100])
+
+    # Varlen decode: a row of 9 > max_t tokens, no error_flag argument.
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs([2, 9, 1], 4, 8, seed=23)
+    o, h = gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    torch.cuda.synchronize()
+    check("varlen decode skipped row: o = 0, its state as given", bool((o[0, 2:11] == 0).all())
+          and torch.equal(h[1], h0[1]))
+    flag_raised("a varlen decode row > max_t", ["fused_recurrent_gated_delta_rule", "max_t"])
+
+    # Prefill: every class of bad cu_seqlens skips the whole call: o = 0,
+    # final state 0, the flag; debug checks: ValueError before launch.
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs([100, 50], 4, 8, seed=55)
+    for bad in ([0, -64, 150], [0, 100, 400], [0, 120, 100], [5, 100, 150], [0, 100, 50, 150]):
+        for dtype in (torch.int64, torch.int32):
+            c = torch.tensor(bad, dtype=dtype, device="cuda")
+            hn = torch.randn(len(bad) - 1, 8, 128, 128, device="cuda")
+            o, ht = gdn.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=hn,
+                                               output_final_state=True,
+                                               use_qk_l2norm_in_kernel=True, cu_seqlens=c)
+            torch.cuda.synchronize()
+            check(f"prefill cu_seqlens {bad} {str(dtype)[6:]}: o = 0, final state = 0",
+                  bool((o == 0).all()) and bool((ht == 0).all()))
+            flag_raised(f"prefill cu_seqlens {bad}", ["cu_seqlens[N] > T", "prefill"])
+        os.environ["DELTAC_DEBUG_CHECKS"] = "1"
+        try:
+            raises(f"debug checks: prefill cu_seqlens {bad}", lambda: gdn.chunk_gated_delta_rule(
+                q, k, v, g, beta, initial_state=hn, use_qk_l2norm_in_kernel=True,
+                cu_seqlens=torch.tensor(bad, device="cuda")), "cu_seqlens")
+        finally:
+            del os.environ["DELTAC_DEBUG_CHECKS"]
+    # cu_seqlens[N] < T is valid: the tokens past it get o = 0, no flag.
+    c = torch.tensor([0, 100, 120], device="cuda")
+    o, ht = gdn.chunk_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True,
+                                       use_qk_l2norm_in_kernel=True, cu_seqlens=c)
+    ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, [0, 100, 120])
+    torch.cuda.synchronize()
+    check("prefill cu_seqlens[N] = 120 < T = 150: tokens past it o = 0, the rest right",
+          bool((o[0, 120:] == 0).all()) and R(o, ro) < 1e-2 and R(ht, rh) < 1e-2,
+          f"o {R(o, ro):.2e}, state {R(ht, rh):.2e}")
+    try:
+        dt.check_errors()
+        check("prefill cu_seqlens[N] < T: no flag", True)
+    except RuntimeError as e:
+        check("prefill cu_seqlens[N] < T: no flag", False, str(e)[:100])
+
+    # Serving decode: int64 indices as int64 (same bits as int32; a mix is
+    # widened); 2^32 + 1 is out of range (not slot 1): skipped, flagged.
+    q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(4, 2, 4, 8, 128, 6, seed=61)
+    idx = torch.tensor([3, 0, 5, 1], dtype=torch.int32, device="cuda")
+    runs = []
+    for si, so in ((idx, None), (idx.long(), None), (idx, idx.long())):
+        p = pool.clone()
+        runs.append((gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, p, state_indices=si,
+                                                 output_state_indices=so), p))
+    check("pool decode int64 / mixed indices = int32 (bits)",
+          all(same(runs[0], r) for r in runs[1:]))
+    p = pool.clone()
+    big = torch.tensor([3, 2 ** 32 + 1, 5, 2], dtype=torch.int64, device="cuda")
+    o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, p, state_indices=big)
+    torch.cuda.synchronize()
+    check("pool decode index 2^32 + 1 (int64): skipped (o = 0), slot 1 untouched",
+          bool((o[1] == 0).all()) and torch.equal(p[1], pool[1]) and torch.equal(o[0], runs[0][0][0]))
+    flag_raised("an index 2^32 + 1", ["state_indices"])
+    # num_accepted_tokens out of range (0, and 3 > the 2 columns): o = 0,
+    # the rows' slots untouched, the flag; the other row as with good counts.
+    q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(3, 2, 4, 8, 128, 8, seed=62)
+    idx2d = torch.tensor([[0, 1], [2, 3], [4, 5]], dtype=torch.int32, device="cuda")
+    good = torch.tensor([1, 2, 1], dtype=torch.int32, device="cuda")
+    p_good = pool.clone()
+    o_good = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, p_good,
+                                         ssm_state_indices=idx2d, num_accepted_tokens=good)
+    for acc in ([1, 0, 3], [1, -1, 2 ** 31 - 1]):
+        p = pool.clone()
+        bad = torch.tensor(acc, dtype=torch.int32, device="cuda")
+        o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, p, ssm_state_indices=idx2d,
+                                        num_accepted_tokens=bad)
+        torch.cuda.synchronize()
+        check(f"num_accepted_tokens {acc}: rows 1, 2 o = 0 and slots untouched, row 0 right",
+              bool((o[1:] == 0).all()) and torch.equal(p[2:], pool[2:])
+              and torch.equal(o[0], o_good[0]) and torch.equal(p[:2], p_good[:2]))
+        flag_raised(f"num_accepted_tokens {acc}", ["num_accepted_tokens"])
+        os.environ["DELTAC_DEBUG_CHECKS"] = "1"
+        try:
+            raises(f"debug checks: num_accepted_tokens {acc}", lambda: gdn.gated_delta_rule_decode(
+                q, k, v, a, b, A_log, dt_bias, pool.clone(), ssm_state_indices=idx2d,
+                num_accepted_tokens=bad), "num_accepted_tokens")
+        finally:
+            del os.environ["DELTAC_DEBUG_CHECKS"]
+
+    # Prefill on a pool: int64 indices = int32 (bits); 2^32 + 3 is not slot 3.
+    lens = [40, 1, 90]
+    q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(1, sum(lens), 4, 8, 128, 6,
+                                                                  seed=63)
+    cu = torch.tensor([0, 40, 41, 131], device="cuda", dtype=torch.int32)
+    kw = dict(output_final_state=True, use_qk_l2norm_in_kernel=True,
+              use_beta_sigmoid_in_kernel=True, use_gate_in_kernel=True, A_log=A_log,
+              dt_bias=dt_bias, state_v_first=True, cu_seqlens=cu)
+    runs = []
+    for ix in (torch.tensor([4, -1, 1], dtype=torch.int32, device="cuda"),
+               torch.tensor([4, -1, 1], dtype=torch.int64, device="cuda")):
+        p = pool.clone()
+        runs.append((gdn.chunk_gated_delta_rule(q, k, v, a, b, initial_state=p,
+                                                initial_state_indices=ix, **kw)[0], p))
+    check("pool prefill int64 indices = int32 (bits)", same(runs[0], runs[1]))
+    p = pool.clone()
+    gdn.chunk_gated_delta_rule(q, k, v, a, b, initial_state=p, **kw, initial_state_indices=torch.tensor(
+        [4, 2 ** 32 + 3, 1], dtype=torch.int64, device="cuda"))
+    torch.cuda.synchronize()
+    check("pool prefill index 2^32 + 3 (int64): slot 3 untouched", torch.equal(p[3], pool[3]))
+    flag_raised("a prefill index 2^32 + 3", ["initial_state_indices"])
+
+    # The module's flag is allocated outside capture: a first call inside
+    # one raises RuntimeError telling what to do (the flag set aside here).
+    q, k, v, g, beta, h0 = H.decode_inputs(2, H=4, HV=8, T=1, seed=64)
+    saved = dt._FLAGS.pop(dev)
+    try:
+        def capture():
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                gdn.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta,
+                                                     use_qk_l2norm_in_kernel=True)
+        raises_runtime("module flag first needed inside graph capture", capture,
+                       ["before capturing", "error_flag="])
+    finally:
+        dt._FLAGS[dev] = saved
+
+
+section("checks without a GPU (python_api_checks)",
+        lambda: python_api_checks.run(dt, gdn._library, check))
+section("FLA's signatures", fla_signatures)
+section("FLA's keywords", fla_keywords)
+section("error contract", error_contract)
 
 # 5. Cold start: a new process to its first result.
 cold = """
@@ -462,7 +759,7 @@ import torch
 torch.zeros(1, device="cuda"); torch.cuda.synchronize()
 t1 = time.perf_counter()
 sys.path.insert(0, {gen!r}); sys.path.insert(0, {harness!r})
-import fla_harness as H
+import timing as H
 q, k, v, g, beta, h0 = H.decode_inputs(4)
 torch.cuda.synchronize()
 t2 = time.perf_counter()
@@ -478,7 +775,7 @@ torch.cuda.synchronize()
 t3 = time.perf_counter()
 print(f"{{(t3 - t2) * 1e3:.1f}} {{(t3 - t0) * 1e3:.1f}}")
 """
-for which in ("deltac", "fla"):
+for which in ("deltac", "fla") if FLA is not None else ("deltac",):
     code = cold.format(gen=os.path.join(ROOT, "generated", "gdn"),
                        harness=os.path.dirname(H.__file__), which=which)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
