@@ -22,7 +22,9 @@ enum {
   DELTAC_OK = 0,
   DELTAC_INVALID_ARGUMENT = 1, /* nothing was launched or written */
   DELTAC_UNSUPPORTED = 2,      /* no specialization covers the call */
-  DELTAC_CUDA_ERROR = 3        /* driver missing, load or launch failed */
+  DELTAC_CUDA_ERROR = 3,       /* driver missing, load or launch failed */
+  DELTAC_INTERNAL_ERROR = 4    /* the host failed (out of host memory, an
+                                  exception inside the library) */
 };
 
 /* One decode call: T = 1..max_t tokens for each of B rows, states in a pool;

@@ -173,9 +173,29 @@ unsigned recurSharedBytes(const PrefillVariant &v, int stages);
 deltac::Status runPrefill(const PrefillVariant *variants, int count,
                           const deltac_prefill_args &args, void *stream);
 
-/// The kernel parameters runPrefill passes, by name, in order (the
-/// compiler's list is prefillKernelParams()).
-const char *const *prefillParamNames(int *count);
+/// The values of the prefill kernels' parameters (all three take the same
+/// list), and packPrefillParams, the one place that lists them in the order
+/// of prefillKernelParams() (passes/PrefillKernel.cpp): runPrefill launches
+/// the pack it builds, prefillParamLayout() reports the same pack's names,
+/// kinds and sizes (tests/unit/PrefillPlanTest.cpp compares them with the
+/// compiler's types and the generated PTX's .param list).
+struct PrefillParams {
+  const void *q, *k, *v;
+  void *o;
+  const void *g, *beta, *aLog, *dtBias, *initialState;
+  void *finalState;
+  const void *inIdx, *outIdx, *cu;
+  void *work, *flag;
+  int32_t cuI64;
+  int64_t T;
+  int32_t N, H, HV, maxChunks;
+  int64_t qStride, kStride, vStride, oStride, slots;
+  float scale;
+  int32_t overlap, qkRaw, tma;
+  TensorMap qMap, kMap, vMap;
+};
+void packPrefillParams(const PrefillParams &p, ParamPack &pack);
+const ParamInfo *prefillParamLayout(int *count);
 
 } // namespace deltac_rt
 

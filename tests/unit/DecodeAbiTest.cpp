@@ -1,25 +1,37 @@
 //===- DecodeAbiTest.cpp - compiler and runtime agree on the kernel ABI ---===//
 //
-// The decode kernel's parameters are listed twice: by the compiler
-// (decodeKernelParams(), which builds the gpu.func) and by the host runtime
-// that packs them for cuLaunchKernel (deltac_rt::decodeParamNames(), beside
-// the packing in templates/runtime/deltac_decode.cpp). A parameter added,
-// removed or moved on one side only fails here instead of on the GPU.
+// The decode kernel's parameters: the compiler's decodeKernelParams() (which
+// builds the gpu.func, lowered to LLVM types by kernelParamTypes), the PTX
+// .entry of every decode kernel deltac wrote (the example library, fresh
+// from this build's deltac), and the array the runtime packs for
+// cuLaunchKernel (deltac_rt::packDecodeParams, whose layout reports each
+// value's kind and size) must agree position by position.
 //
 //===----------------------------------------------------------------------===//
+
+#include "AbiCheck.h"
 
 #include "passes/DecodeKernel.h"
 
 #include "deltac_decode.h"
 
-#include <gtest/gtest.h>
-
 TEST(DecodeAbi, RuntimePacksTheCompilersParameters) {
   int count = 0;
-  const char *const *runtime = deltac_rt::decodeParamNames(&count);
+  const deltac_rt::ParamInfo *runtime = deltac_rt::decodeParamLayout(&count);
   llvm::ArrayRef<mlir::delta::KernelParam> compiler =
       mlir::delta::decodeKernelParams();
-  ASSERT_EQ(size_t(count), compiler.size());
-  for (size_t i = 0; i < compiler.size(); ++i)
-    EXPECT_STREQ(runtime[i], compiler[i].name) << "parameter " << i;
+  abicheck::expectSame(runtime, count, abicheck::compilerParams(compiler),
+                  "compiler types", compiler);
+}
+
+TEST(DecodeAbi, RuntimePacksThePtxParameters) {
+  int count = 0;
+  const deltac_rt::ParamInfo *runtime = deltac_rt::decodeParamLayout(&count);
+  std::vector<std::string> files = abicheck::ptxFiles(DELTAC_LIBRARY_DIR, "_decode");
+  ASSERT_FALSE(files.empty()) << DELTAC_LIBRARY_DIR;
+  for (const std::string &file : files) {
+    std::string entry;
+    std::vector<abicheck::Param> ptx = abicheck::ptxParams(file, &entry);
+    abicheck::expectSame(runtime, count, ptx, file + " (" + entry + ")");
+  }
 }

@@ -20,6 +20,8 @@
 
 #include "deltac_prefill.h"
 
+#include "AbiCheck.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -31,20 +33,33 @@
 #include <cstring>
 #include <tuple>
 
+// The prefill kernels' parameters (prep, chunks and recur take one list):
+// the compiler's prefillKernelParams() lowered to LLVM types, the PTX
+// .entry of every prefill kernel deltac wrote (the example library, fresh
+// from this build's deltac), and the array the runtime packs
+// (deltac_rt::packPrefillParams) agree position by position: name, kind,
+// size (tests/unit/AbiCheck.h).
 TEST(PrefillAbi, RuntimePacksTheCompilersParameters) {
   int count = 0;
-  const char *const *runtime = deltac_rt::prefillParamNames(&count);
+  const deltac_rt::ParamInfo *runtime = deltac_rt::prefillParamLayout(&count);
   llvm::ArrayRef<mlir::delta::KernelParam> compiler =
       mlir::delta::prefillKernelParams();
-  ASSERT_EQ(size_t(count), compiler.size());
-  for (size_t i = 0; i < compiler.size(); ++i)
-    EXPECT_STREQ(runtime[i], compiler[i].name) << "parameter " << i;
+  abicheck::expectSame(runtime, count, abicheck::compilerParams(compiler),
+                  "compiler types", compiler);
 }
 
-// The host side of recur's TMA copies of raw q and k: which tensors a map
-// can describe (cuTensorMapEncodeTiled's rules), and that a map is never
-// left half-written where it cannot be encoded (the call then falls back to
-// cp.async with `tma` = 0).
+TEST(PrefillAbi, RuntimePacksThePtxParameters) {
+  int count = 0;
+  const deltac_rt::ParamInfo *runtime = deltac_rt::prefillParamLayout(&count);
+  std::vector<std::string> files = abicheck::ptxFiles(DELTAC_LIBRARY_DIR, "_prefill_");
+  ASSERT_GE(files.size(), 6u) << DELTAC_LIBRARY_DIR; // prep, chunks, recur, ...
+  for (const std::string &file : files) {
+    std::string entry;
+    std::vector<abicheck::Param> ptx = abicheck::ptxParams(file, &entry);
+    abicheck::expectSame(runtime, count, ptx, file + " (" + entry + ")");
+  }
+}
+
 TEST(PrefillTma, TensorMapRules) {
   alignas(16) static const uint16_t rows[64] = {};
   const void *base = rows;

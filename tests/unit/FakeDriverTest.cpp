@@ -1,0 +1,282 @@
+//===- FakeDriverTest.cpp - the host API over a fake CUDA driver ----------===//
+//
+// The example library (generated from the current templates) with the fake
+// driver of tests/fakecuda in place of libcuda.so.1: a valid call loads its
+// kernels once and launches them with the parameters the host computed, the
+// library reports exactly the kernels the driver saw (last_launches), debug
+// mode reads only device memory that exists, and no exception crosses the
+// API. No GPU needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "qwen3_next_gdn.h"
+
+#include "FakeCuda.h"
+#include "deltac_decode.h"
+#include "deltac_prefill.h"
+#include "deltac_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+// Before any call: the runtime opens the fake instead of libcuda.so.1.
+const bool injected = deltac_rt::useDriverLibrary(DELTAC_FAKECUDA_PATH);
+
+/// A launch as the fake driver saw it: the kernel and its parameters
+/// decoded with the runtime's own layout (decodeParamLayout /
+/// prefillParamLayout), pointers and integers as int64.
+struct Launch {
+  std::string kernel;
+  unsigned grid[3], block;
+  std::map<std::string, int64_t> params;
+};
+std::vector<Launch> launches;
+
+template <typename Layout>
+void hook(const char *kernel, const unsigned grid[3], unsigned block,
+          unsigned, void **params, void *layout) {
+  int count = 0;
+  const deltac_rt::ParamInfo *info =
+      reinterpret_cast<Layout>(layout)(&count);
+  Launch l{kernel, {grid[0], grid[1], grid[2]}, block, {}};
+  for (int i = 0; i < count; ++i) {
+    int64_t value = 0;
+    if (info[i].kind != deltac_rt::ParamKind::TensorMap)
+      std::memcpy(&value, params[i], info[i].bytes);
+    if (info[i].kind == deltac_rt::ParamKind::I32 ||
+        info[i].kind == deltac_rt::ParamKind::F32)
+      value = info[i].kind == deltac_rt::ParamKind::I32
+                  ? int64_t(*static_cast<int32_t *>(params[i]))
+                  : int64_t(*static_cast<uint32_t *>(params[i]));
+    l.params[info[i].name] = value;
+  }
+  launches.push_back(l);
+}
+using LayoutFn = const deltac_rt::ParamInfo *(*)(int *);
+
+void watch(LayoutFn layout) {
+  launches.clear();
+  fakecuda_reset();
+  fakecuda_set_launch_hook(&hook<LayoutFn>, reinterpret_cast<void *>(layout));
+}
+
+int64_t address(const void *p) { return int64_t(reinterpret_cast<uintptr_t>(p)); }
+
+/// Host buffers standing in for device memory (16-byte aligned).
+struct Buffers {
+  std::vector<std::vector<unsigned char>> all;
+  void *get(size_t bytes, unsigned char fill = 0x5A) {
+    all.emplace_back(bytes + 16, fill);
+    auto a = reinterpret_cast<uintptr_t>(all.back().data());
+    return reinterpret_cast<void *>((a + 15) & ~uintptr_t(15));
+  }
+};
+
+deltac_decode_args decodeArgs(Buffers &m) {
+  deltac_decode_args a{};
+  a.K = a.V = 128;
+  a.B = 2;
+  a.T = 3;
+  a.H = 2;
+  a.HV = 4;
+  a.io_dtype = DELTAC_BF16;
+  a.state_dtype = DELTAC_F32;
+  a.q = m.get(6 * 2 * 128 * 2);
+  a.k = m.get(6 * 2 * 128 * 2);
+  a.v = m.get(6 * 4 * 128 * 2);
+  a.o = m.get(6 * 4 * 128 * 2);
+  a.g = m.get(6 * 4 * 2);
+  a.beta = m.get(6 * 4 * 2);
+  a.A_log = static_cast<const float *>(m.get(16));
+  a.dt_bias = static_cast<const float *>(m.get(16));
+  a.state = m.get(2 * 4 * 128 * 128 * 4);
+  a.slots = 2;
+  a.scale = 0.088f;
+  a.error_flag = static_cast<int32_t *>(m.get(4));
+  return a;
+}
+
+std::string fakeNames() {
+  std::string out;
+  for (int i = 0; i < fakecuda_launches(); ++i)
+    out += (i ? "," : "") + std::string(fakecuda_launch_name(i));
+  return out;
+}
+} // namespace
+
+TEST(FakeDriver, Injected) { ASSERT_TRUE(injected); }
+
+// A valid decode launches one decode kernel with the values the host
+// computed; the library names it (last_launches, C and C++).
+TEST(FakeDriver, DecodeLaunchIsReported) {
+  Buffers m;
+  deltac_decode_args a = decodeArgs(m);
+  a.v_stride = 4 * 128 + 8;
+  watch(&deltac_rt::decodeParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_EQ(launches.size(), 1u);
+  const Launch &l = launches[0];
+  EXPECT_EQ(l.kernel.rfind("qwen3_next_k128_v128_decode", 0), 0u) << l.kernel;
+  EXPECT_EQ(qwen3_next_gdn::last_launches(), l.kernel);
+  EXPECT_EQ(fakeNames(), l.kernel);
+  EXPECT_EQ(l.grid[1], 4u); // HV
+  EXPECT_EQ(l.grid[2], 2u); // B
+  EXPECT_EQ(l.params.at("q"), address(a.q));
+  EXPECT_EQ(l.params.at("o"), address(a.o));
+  EXPECT_EQ(l.params.at("state"), address(a.state));
+  EXPECT_EQ(l.params.at("error_flag"), address(a.error_flag));
+  EXPECT_EQ(l.params.at("T"), 3);
+  EXPECT_EQ(l.params.at("H"), 2);
+  EXPECT_EQ(l.params.at("HV"), 4);
+  EXPECT_EQ(l.params.at("slots"), 2);
+  EXPECT_EQ(l.params.at("q_stride"), 256); // 0: contiguous
+  EXPECT_EQ(l.params.at("v_stride"), 520);
+  EXPECT_EQ(l.params.at("o_stride"), 512);
+  EXPECT_EQ(l.params.at("flags"), 0);
+  EXPECT_EQ(l.params.at("step_slots_stride"), 3); // 0: T
+  // The C form: full length returned, truncated with a NUL.
+  std::string name = l.kernel;
+  EXPECT_EQ(qwen3_next_gdn_last_launches(nullptr, 0), name.size());
+  char small[8];
+  EXPECT_EQ(qwen3_next_gdn_last_launches(small, sizeof small), name.size());
+  EXPECT_EQ(std::string(small), name.substr(0, 7));
+  // A rejected call afterwards reports nothing.
+  a.H = 3;
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(qwen3_next_gdn::last_launches(), "");
+  EXPECT_EQ(launches.size(), 1u);
+}
+
+// Kernels load once, however many calls (and the lazy load publishes the
+// handle it loaded).
+TEST(FakeDriver, KernelsLoadOnce) {
+  Buffers m;
+  deltac_decode_args a = decodeArgs(m);
+  watch(&deltac_rt::decodeParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK);
+  int loads = fakecuda_library_loads();
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK);
+  EXPECT_EQ(fakecuda_library_loads(), loads);
+  EXPECT_EQ(fakecuda_launches(), 6);
+}
+
+// Prefill: the library's record is the driver's, kernel by kernel.
+TEST(FakeDriver, PrefillLaunchesAreReported) {
+  Buffers m;
+  deltac_prefill_args a{};
+  a.K = a.V = 128;
+  a.T = 128;
+  a.N = 2;
+  a.H = 2;
+  a.HV = 4;
+  a.io_dtype = DELTAC_BF16;
+  a.state_dtype = DELTAC_F32;
+  a.q = m.get(128 * 2 * 128 * 2);
+  a.k = m.get(128 * 2 * 128 * 2);
+  a.v = m.get(128 * 4 * 128 * 2);
+  a.o = m.get(128 * 4 * 128 * 2);
+  a.g = m.get(128 * 4 * 2);
+  a.beta = m.get(128 * 4 * 2);
+  a.A_log = static_cast<const float *>(m.get(16));
+  a.dt_bias = static_cast<const float *>(m.get(16));
+  a.workspace_bytes =
+      qwen3_next_gdn_qwen3_next_prefill_workspace_bytes(128, 128, 128, 2, 4);
+  ASSERT_GT(a.workspace_bytes, 0);
+  a.workspace = m.get(size_t(a.workspace_bytes));
+  a.error_flag = static_cast<int32_t *>(m.get(4));
+  a.scale = 0.088f;
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_GE(launches.size(), 2u);
+  std::string names;
+  for (const Launch &l : launches) {
+    names += (names.empty() ? "" : ",") + l.kernel;
+    EXPECT_EQ(l.params.at("T"), 128);
+    EXPECT_EQ(l.params.at("N"), 2);
+    EXPECT_EQ(l.params.at("work"), address(a.workspace));
+  }
+  EXPECT_EQ(qwen3_next_gdn::last_launches(), names);
+  EXPECT_EQ(fakeNames(), names);
+  EXPECT_NE(names.find("_prefill_recur"), std::string::npos) << names;
+}
+
+// Debug mode copies indices through the driver: only memory that exists
+// is read (a driver refuses the rest), a bad index rejects the call before
+// any launch, and large 2-D strides cost no large host allocation.
+TEST(FakeDriver, DebugChecksReadOnlyDeviceMemory) {
+  Buffers m;
+  deltac_decode_args a = decodeArgs(m);
+  auto *idx = static_cast<int32_t *>(m.get(8));
+  idx[0] = 1;
+  idx[1] = 0;
+  a.initial_state_indices = idx;
+  a.debug_checks = 1;
+  watch(&deltac_rt::decodeParamLayout);
+  // Not registered as device memory: the copy fails, nothing launches.
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_CUDA_ERROR);
+  EXPECT_NE(std::string(qwen3_next_gdn_last_error())
+                .find("copying indices for the debug checks failed"),
+            std::string::npos)
+      << qwen3_next_gdn_last_error();
+  EXPECT_EQ(fakecuda_launches(), 0);
+  fakecuda_register_memory(idx, 8);
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  EXPECT_EQ(fakecuda_launches(), 1);
+  idx[1] = 2; // slots = 2
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(qwen3_next_gdn_last_error(),
+               "initial_state_indices[1] = 2 is not below slots = 2");
+  EXPECT_EQ(fakecuda_launches(), 1);
+
+  // 2-D slots at the largest stride: only the T columns a row uses are
+  // copied (row by row).
+  deltac_decode_args s = decodeArgs(m);
+  const int64_t stride = 65536;
+  auto *slots2d = static_cast<int32_t *>(m.get(2 * stride * 4, 0xFF));
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t t = 0; t < 3; ++t)
+      slots2d[b * stride + t] = int32_t(b);
+  s.state_indices_2d = slots2d;
+  s.state_indices_2d_stride = stride;
+  s.debug_checks = 1;
+  fakecuda_register_memory(slots2d, 2 * stride * 4);
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&s, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  slots2d[stride + 2] = 7;
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&s, nullptr),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(qwen3_next_gdn_last_error(),
+               "state_indices_2d[65538] = 7 is not below slots = 2");
+}
+
+// No exception crosses the C API: the guard turns each into a status, and
+// the last error is never empty for a failed call.
+TEST(FakeDriver, ExceptionsBecomeStatuses) {
+  deltac::Status s = deltac_rt::guarded(
+      []() -> deltac::Status { throw std::bad_alloc(); });
+  EXPECT_EQ(s.code, DELTAC_INTERNAL_ERROR);
+  EXPECT_EQ(s.message, "host exception: out of host memory");
+  s = deltac_rt::guarded(
+      []() -> deltac::Status { throw std::runtime_error("boom"); });
+  EXPECT_EQ(s.code, DELTAC_INTERNAL_ERROR);
+  EXPECT_EQ(s.message, "host exception: boom");
+  s = deltac_rt::guarded([]() -> deltac::Status { throw 42; });
+  EXPECT_EQ(s.message, "host exception: unknown");
+  EXPECT_EQ(deltac_rt::setLastError({DELTAC_INTERNAL_ERROR, ""}),
+            DELTAC_INTERNAL_ERROR);
+  EXPECT_GT(std::strlen(deltac_rt::lastError()), 0u);
+  EXPECT_EQ(deltac_rt::setLastError({}), DELTAC_OK);
+  EXPECT_STREQ(deltac_rt::lastError(), "");
+}
