@@ -23,7 +23,10 @@ deltac::Status scanDeviceIndices(
   std::string error;
   for (int64_t at = 0; at < count; at += kBlock) {
     int64_t n = std::min(kBlock, count - at);
-    const char *src = static_cast<const char *>(device) + (first + at) * bytes;
+    // Device addresses are integers to the host (no host pointer
+    // arithmetic on them).
+    const void *src = reinterpret_cast<const void *>(
+        reinterpret_cast<uintptr_t>(device) + uintptr_t((first + at) * bytes));
     if (!copyToHost(host.data(), src, size_t(n * bytes), stream, &error))
       return {DELTAC_CUDA_ERROR, error};
     for (int64_t i = 0; i < n; ++i) {
@@ -381,6 +384,10 @@ thread_local const char *lastErrorMessage = "";
 } // namespace
 
 int setLastError(const deltac::Status &status) noexcept {
+  // Every C entry point ends here, also those that fail before the
+  // runtime is reached (null args): a failed call reports no launches.
+  if (!status.ok())
+    beginCall();
   try {
     lastErrorText = status.message;
     lastErrorMessage = lastErrorText.c_str();

@@ -590,7 +590,9 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     // blocks find the queue empty and leave).
     chunksGrid = (unsigned)(sharedOverlap ? perSMBlocks * sms
                                           : std::min<int64_t>(chunksGrid, perSMBlocks * sms));
-    if (!zeroAsync(static_cast<char *>(a.workspace) + at, size_t(regionBytes / 4), stream,
+    if (!zeroAsync(reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(a.workspace) +
+                                            uintptr_t(at)),
+                   size_t(regionBytes / 4), stream,
                    &error))
       return {DELTAC_CUDA_ERROR, error};
   }

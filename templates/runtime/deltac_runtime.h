@@ -135,7 +135,9 @@ std::string describe(int code, const char *what);
 
 /// The kernels the calling thread's last call launched, in launch order.
 /// Every entry point starts a new record (beginCall) and each successful
-/// launch appends the kernel's name; a rejected call leaves it empty. No
+/// launch appends the kernel's name; a failed call leaves it empty (the C
+/// entry points' setLastError clears it, also where the runtime was never
+/// reached, as for null args). No
 /// allocation: the names are the images' static strings.
 constexpr int kMaxLaunchesPerCall = 8;
 void beginCall();

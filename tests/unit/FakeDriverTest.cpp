@@ -147,12 +147,19 @@ TEST(FakeDriver, DecodeLaunchIsReported) {
   char small[8];
   EXPECT_EQ(qwen3_next_gdn_last_launches(small, sizeof small), name.size());
   EXPECT_EQ(std::string(small), name.substr(0, 7));
-  // A rejected call afterwards reports nothing.
+  // A rejected call afterwards reports nothing: also one rejected by the
+  // generated C wrapper before the runtime is reached (null args; found by
+  // deltac-api-fuzzer: the previous call's kernels were reported).
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(nullptr, nullptr),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(qwen3_next_gdn::last_launches(), "");
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK);
+  EXPECT_EQ(qwen3_next_gdn::last_launches(), l.kernel);
   a.H = 3;
   EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr),
             DELTAC_INVALID_ARGUMENT);
   EXPECT_EQ(qwen3_next_gdn::last_launches(), "");
-  EXPECT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches.size(), 2u);
 }
 
 // Kernels load once, however many calls (and the lazy load publishes the

@@ -1,0 +1,398 @@
+//===- ApiFuzzer.cpp - libFuzzer target over the generated host API -------===//
+//
+// Bytes in, one call out: an entry point of a generated library (decode,
+// prefill or prefill_workspace_bytes; the table comes from
+// tests/fuzz/api/CMakeLists.txt) with a deltac_decode_args or
+// deltac_prefill_args filled from the bytes: sizes from interesting values
+// or raw int64s, dtypes as any int, strides, flags, and every pointer null,
+// a real host buffer of a fuzzed size (registered with the fake driver as
+// "device memory" and filled with fuzz bytes, so debug mode's copies read
+// fuzzed indices and offsets), the same buffer misaligned, or a wild
+// address that is never registered.
+//
+// The fake CUDA driver (tests/fakecuda, compiled in, found by dlsym in the
+// program itself) records loads and launches and reads only registered
+// memory. Asserted for every call:
+//   - the status is one of the five codes;
+//   - a failed call has a non-empty last error and launched and zeroed
+//     nothing;
+//   - a successful call launched what the library reports
+//     (last_launches), at least one kernel unless it is a prefill with
+//     T = 0 and no final state, and every launch carries the values the
+//     host checks promise (grid dimensions >= 1; decode: T, H, HV, slots,
+//     strides as given or contiguous);
+//   - prefill_workspace_bytes is -1 or positive, never another negative.
+// Any crash, ASan or UBSan report, leak or assertion is a finding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeCuda.h"
+#include "deltac_api.h"
+#include "deltac_decode.h"
+#include "deltac_prefill.h"
+#include "deltac_runtime.h"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+struct ApiEntry {
+  const char *name;
+  int (*decode)(const deltac_decode_args *, void *);
+  int (*prefill)(const deltac_prefill_args *, void *);
+  int64_t (*workspace)(int64_t, int64_t, int64_t, int64_t, int64_t);
+  const char *(*lastError)(void);
+};
+#include "api_entries.inc"
+constexpr size_t kNumEntries = sizeof(kEntries) / sizeof(kEntries[0]);
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      std::fprintf(stderr, "ApiFuzzer: %s failed: ", #cond);                   \
+      std::fprintf(stderr, __VA_ARGS__);                                       \
+      std::fprintf(stderr, "\n");                                              \
+      std::abort();                                                            \
+    }                                                                          \
+  } while (0)
+
+/// A launch as the fake driver saw it, decoded with the runtime's layout.
+struct Launch {
+  std::string kernel;
+  unsigned grid[3], block;
+  std::map<std::string, int64_t> params;
+};
+std::vector<Launch> *launches = nullptr;
+const deltac_rt::ParamInfo *(*layout)(int *) = nullptr;
+
+void onLaunch(const char *kernel, const unsigned grid[3], unsigned block,
+              unsigned, void **params, void *) {
+  int count = 0;
+  const deltac_rt::ParamInfo *info = layout(&count);
+  Launch l{kernel, {grid[0], grid[1], grid[2]}, block, {}};
+  for (int i = 0; i < count; ++i) {
+    int64_t value = 0;
+    switch (info[i].kind) {
+    case deltac_rt::ParamKind::I32: {
+      int32_t v;
+      std::memcpy(&v, params[i], 4);
+      value = v;
+      break;
+    }
+    case deltac_rt::ParamKind::F32: {
+      uint32_t v;
+      std::memcpy(&v, params[i], 4);
+      value = v;
+      break;
+    }
+    case deltac_rt::ParamKind::I64:
+    case deltac_rt::ParamKind::Pointer:
+      std::memcpy(&value, params[i], 8);
+      break;
+    case deltac_rt::ParamKind::TensorMap:
+      break;
+    }
+    l.params[info[i].name] = value;
+  }
+  launches->push_back(std::move(l));
+}
+
+/// The host memory of one input: buffers standing in for device memory.
+struct Memory {
+  std::vector<std::unique_ptr<unsigned char[]>> blocks;
+  FuzzedDataProvider &in;
+  explicit Memory(FuzzedDataProvider &in) : in(in) {}
+
+  /// A pointer of one of the classes the API must survive.
+  void *pointer() {
+    switch (in.ConsumeIntegralInRange<int>(0, 9)) {
+    case 0:
+      return nullptr;
+    case 1: // wild: never registered, never to be read
+      return reinterpret_cast<void *>(
+          uintptr_t(in.ConsumeIntegral<uint32_t>()) << 4);
+    default: {
+      size_t bytes = in.ConsumeIntegralInRange<size_t>(0, 4096);
+      blocks.emplace_back(new unsigned char[bytes + 64]);
+      unsigned char *base = blocks.back().get();
+      auto aligned = reinterpret_cast<unsigned char *>(
+          (reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t(63));
+      std::vector<uint8_t> fill = in.ConsumeBytes<uint8_t>(bytes);
+      std::memset(aligned, 0, bytes);
+      if (!fill.empty())
+        std::memcpy(aligned, fill.data(), fill.size());
+      // Misaligned by 1, 2, 4 or 8 bytes now and then.
+      int shift = in.ConsumeIntegralInRange<int>(0, 7);
+      size_t skew = shift < 4 ? 0 : size_t(1) << (shift - 4);
+      if (skew > bytes)
+        skew = 0;
+      fakecuda_register_memory(aligned + skew, bytes - skew);
+      return aligned + skew;
+    }
+    }
+  }
+
+  /// A size: a small or interesting value, or any int64.
+  int64_t size(std::initializer_list<int64_t> typical) {
+    switch (in.ConsumeIntegralInRange<int>(0, 5)) {
+    case 0:
+      return in.ConsumeIntegral<int64_t>();
+    case 1: {
+      static const int64_t edge[] = {0,       -1,          1,
+                                     65535,   65536,       int64_t(1) << 31,
+                                     int64_t(1) << 40,     (int64_t(1) << 40) + 1,
+                                     int64_t(1) << 61,     INT64_MAX,
+                                     INT64_MIN, 4096,      32, 33};
+      return edge[in.ConsumeIntegralInRange<size_t>(0, std::size(edge) - 1)];
+    }
+    default: {
+      std::vector<int64_t> t(typical);
+      return t[in.ConsumeIntegralInRange<size_t>(0, t.size() - 1)];
+    }
+    }
+  }
+  int64_t stride(int64_t contiguous) {
+    switch (in.ConsumeIntegralInRange<int>(0, 4)) {
+    case 0:
+      return contiguous;
+    case 1:
+      return int64_t(uint64_t(contiguous) +
+                     uint64_t(in.ConsumeIntegralInRange<int64_t>(-8, 8)));
+    case 2:
+      return size({-1, int64_t(1) << 44});
+    default:
+      return 0;
+    }
+  }
+  /// Any int, as a C caller may store it (written, never loaded, as the
+  /// enum: an out-of-range enumerator must not be loaded).
+  void dtype(deltac_dtype &field) {
+    int raw = in.ConsumeIntegralInRange<int>(0, 7) == 0
+                  ? in.ConsumeIntegral<int>()
+                  : in.ConsumeIntegralInRange<int>(0, 2);
+    std::memcpy(&field, &raw, sizeof field);
+  }
+  float scale() {
+    switch (in.ConsumeIntegralInRange<int>(0, 5)) {
+    case 0: {
+      uint32_t bits = in.ConsumeIntegral<uint32_t>();
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    default:
+      return 0.088f;
+    }
+  }
+};
+
+/// a * b, wrapping (the fuzzer's guesses at contiguous strides may be
+/// anything; the library must cope).
+int64_t mulw(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
+std::string recordedNames() {
+  std::string out;
+  for (int i = 0; i < fakecuda_launches(); ++i)
+    out += (i ? "," : "") + std::string(fakecuda_launch_name(i));
+  return out;
+}
+
+/// Calls per status code, and successful calls that launched (printed at
+/// exit with DELTAC_API_FUZZER_STATS=1: how deep the inputs get).
+long outcomes[DELTAC_INTERNAL_ERROR + 1], launchedCalls;
+
+void checkOutcome(const ApiEntry &e, int rc, bool mayLaunchNothing) {
+  CHECK(rc >= DELTAC_OK && rc <= DELTAC_INTERNAL_ERROR, "%s: rc %d", e.name, rc);
+  ++outcomes[rc];
+  launchedCalls += fakecuda_launches() > 0;
+  if (rc != DELTAC_OK) {
+    const char *message = e.lastError();
+    CHECK(message && *message, "%s: rc %d with an empty message", e.name, rc);
+    CHECK(fakecuda_launches() == 0 && fakecuda_memsets() == 0,
+          "%s: rc %d (%s) but %d launches, %d memsets", e.name, rc, message,
+          fakecuda_launches(), fakecuda_memsets());
+    CHECK(deltac_rt::lastLaunches().empty(), "%s: rejected but reports %s",
+          e.name, deltac_rt::lastLaunches().c_str());
+    return;
+  }
+  CHECK(fakecuda_launches() > 0 || mayLaunchNothing,
+        "%s: OK without a launch", e.name);
+  CHECK(deltac_rt::lastLaunches() == recordedNames(),
+        "%s: reports '%s', the driver saw '%s'", e.name,
+        deltac_rt::lastLaunches().c_str(), recordedNames().c_str());
+  for (const Launch &l : *launches)
+    CHECK(l.grid[0] >= 1 && l.grid[1] >= 1 && l.grid[2] >= 1 && l.block >= 32,
+          "%s: launch of %s with grid %u x %u x %u, block %u", e.name,
+          l.kernel.c_str(), l.grid[0], l.grid[1], l.grid[2], l.block);
+}
+
+void fuzzDecode(const ApiEntry &e, Memory &m) {
+  deltac_decode_args a{};
+  a.K = m.size({64, 128, 256});
+  a.V = m.in.ConsumeBool() ? a.K : m.size({64, 128, 256});
+  a.B = m.size({1, 2, 3, 8});
+  a.T = m.size({1, 2, 3, 4, 16});
+  a.H = m.size({1, 2, 4});
+  a.HV = m.size({1, 2, 4, 8});
+  m.dtype(a.io_dtype);
+  m.dtype(a.state_dtype);
+  a.q = m.pointer();
+  a.q_stride = m.stride(mulw(a.H, a.K));
+  a.k = m.pointer();
+  a.k_stride = m.stride(mulw(a.H, a.K));
+  a.v = m.pointer();
+  a.v_stride = m.stride(mulw(a.HV, a.V));
+  a.o = m.pointer();
+  a.o_stride = m.stride(mulw(a.HV, a.V));
+  a.g = m.pointer();
+  a.beta = m.pointer();
+  a.A_log = static_cast<const float *>(m.pointer());
+  a.dt_bias = static_cast<const float *>(m.pointer());
+  a.state = m.pointer();
+  a.slots = m.size({1, 2, 4, 8});
+  a.initial_state_indices = static_cast<const int32_t *>(m.pointer());
+  a.output_state_indices = static_cast<const int32_t *>(m.pointer());
+  a.step_states = m.pointer();
+  a.keep_pool = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  a.error_flag = static_cast<int32_t *>(m.pointer());
+  a.scale = m.scale();
+  a.debug_checks = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  if (m.in.ConsumeBool()) {
+    a.state_indices_2d = static_cast<const int32_t *>(m.pointer());
+    a.state_indices_2d_stride = m.size({0, 1, 4, 8});
+    a.num_accepted_tokens = static_cast<const int32_t *>(m.pointer());
+  }
+  if (m.in.ConsumeBool())
+    a.cu_seqlens = static_cast<const int32_t *>(m.pointer());
+  a.indices_i64 = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  layout = &deltac_rt::decodeParamLayout;
+  int rc = e.decode(m.in.ConsumeBool() ? &a : nullptr, nullptr);
+  checkOutcome(e, rc, false);
+  if (rc != DELTAC_OK)
+    return;
+  for (const Launch &l : *launches) {
+    const auto &p = l.params;
+    CHECK(p.at("T") == a.T && p.at("H") == a.H && p.at("HV") == a.HV &&
+              p.at("slots") == a.slots,
+          "%s: launched with other sizes", e.name);
+    CHECK(p.at("q") == int64_t(uintptr_t(a.q)) &&
+              p.at("o") == int64_t(uintptr_t(a.o)) &&
+              p.at("state") == int64_t(uintptr_t(a.state)),
+          "%s: launched with other pointers", e.name);
+    for (const char *s : {"q_stride", "k_stride", "v_stride", "o_stride"})
+      CHECK(p.at(s) >= 1, "%s: %s = %lld", e.name, s, (long long)p.at(s));
+    CHECK(a.B <= a.slots || a.initial_state_indices || a.state_indices_2d,
+          "%s: B > slots without indices launched", e.name);
+  }
+}
+
+void fuzzPrefill(const ApiEntry &e, Memory &m) {
+  if (m.in.ConsumeIntegralInRange<int>(0, 3) == 0) {
+    int64_t K = m.size({64, 128, 256}), V = m.size({64, 128, 256}),
+            T = m.size({0, 1, 64, 4096}), N = m.size({1, 2, 33}),
+            HV = m.size({1, 4, 32});
+    int64_t bytes = e.workspace(K, V, T, N, HV);
+    CHECK(bytes == -1 || bytes > 0,
+          "%s_workspace_bytes(%lld, %lld, %lld, %lld, %lld) = %lld", e.name,
+          (long long)K, (long long)V, (long long)T, (long long)N,
+          (long long)HV, (long long)bytes);
+    CHECK(bytes == -1 || (N >= 1 && T >= 0 && HV >= 1),
+          "%s_workspace_bytes accepted N = %lld, T = %lld, HV = %lld", e.name,
+          (long long)N, (long long)T, (long long)HV);
+    return;
+  }
+  deltac_prefill_args a{};
+  a.K = m.size({64, 128, 256});
+  a.V = m.in.ConsumeBool() ? a.K : m.size({64, 128, 256});
+  a.T = m.size({0, 1, 64, 100, 128});
+  a.N = m.size({1, 2, 33});
+  a.H = m.size({1, 2, 4});
+  a.HV = m.size({1, 2, 4, 8});
+  m.dtype(a.io_dtype);
+  m.dtype(a.state_dtype);
+  a.q = m.pointer();
+  a.q_stride = m.stride(mulw(a.H, a.K));
+  a.k = m.pointer();
+  a.k_stride = m.stride(mulw(a.H, a.K));
+  a.v = m.pointer();
+  a.v_stride = m.stride(mulw(a.HV, a.V));
+  a.o = m.pointer();
+  a.o_stride = m.stride(mulw(a.HV, a.V));
+  a.g = m.pointer();
+  a.beta = m.pointer();
+  a.A_log = static_cast<const float *>(m.pointer());
+  a.dt_bias = static_cast<const float *>(m.pointer());
+  a.initial_state = m.pointer();
+  a.final_state = m.pointer();
+  a.slots = m.size({0, 1, 2, 4});
+  a.initial_state_indices = static_cast<const int32_t *>(m.pointer());
+  a.output_state_indices = static_cast<const int32_t *>(m.pointer());
+  if (m.in.ConsumeBool())
+    a.cu_seqlens = m.pointer();
+  a.cu_seqlens_i64 = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  a.workspace = m.pointer();
+  int64_t need = e.workspace(a.K, a.V, a.T, a.N, a.HV);
+  a.workspace_bytes = m.in.ConsumeBool() ? need : m.size({0, 1 << 20});
+  a.error_flag = static_cast<int32_t *>(m.pointer());
+  a.scale = m.scale();
+  a.debug_checks = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  a.max_seqlen = m.size({0, 1, 64, 128});
+  a.indices_i64 = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  layout = &deltac_rt::prefillParamLayout;
+  int rc = e.prefill(m.in.ConsumeBool() ? &a : nullptr, nullptr);
+  checkOutcome(e, rc, a.T == 0 && !a.final_state);
+  if (rc != DELTAC_OK)
+    return;
+  CHECK(a.workspace_bytes >= need && need > 0,
+        "%s: launched with workspace_bytes %lld < %lld", e.name,
+        (long long)a.workspace_bytes, (long long)need);
+  for (const Launch &l : *launches)
+    CHECK(l.params.at("T") == a.T && l.params.at("N") == a.N &&
+              l.params.at("work") == int64_t(uintptr_t(a.workspace)),
+          "%s: launched with other sizes or workspace", e.name);
+}
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  // The fake driver's entry points are compiled into this program.
+  if (!deltac_rt::useDriverLibrary("")) {
+    std::fprintf(stderr, "ApiFuzzer: cannot inject the fake driver\n");
+    std::abort();
+  }
+  launches = new std::vector<Launch>;
+  if (const char *stats = std::getenv("DELTAC_API_FUZZER_STATS"); stats && *stats == '1')
+    std::atexit([] {
+      std::fprintf(stderr,
+                   "ApiFuzzer: ok %ld (launched %ld), invalid %ld, unsupported "
+                   "%ld, cuda error %ld, internal %ld\n",
+                   outcomes[0], launchedCalls, outcomes[1], outcomes[2],
+                   outcomes[3], outcomes[4]);
+    });
+  fakecuda_set_launch_hook(&onLaunch, nullptr);
+  // The fake's default device, a Hopper (9.0, 132 SMs): the sm_90a paths
+  // (overlapped and raw prefill launches, tensor maps) are taken. Kernels
+  // load once per process, so the device stays the same for every input.
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  fakecuda_reset();
+  launches->clear();
+  const ApiEntry &e =
+      kEntries[in.ConsumeIntegralInRange<size_t>(0, kNumEntries - 1)];
+  Memory m(in);
+  if (e.decode)
+    fuzzDecode(e, m);
+  else
+    fuzzPrefill(e, m);
+  return 0;
+}
