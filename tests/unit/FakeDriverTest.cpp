@@ -122,7 +122,7 @@ TEST(FakeDriver, DecodeLaunchIsReported) {
   ASSERT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   ASSERT_EQ(launches.size(), 1u);
-  const Launch &l = launches[0];
+  const Launch l = launches[0]; // a copy: later calls append
   EXPECT_EQ(l.kernel.rfind("qwen3_next_k128_v128_decode", 0), 0u) << l.kernel;
   EXPECT_EQ(qwen3_next_gdn::last_launches(), l.kernel);
   EXPECT_EQ(fakeNames(), l.kernel);
