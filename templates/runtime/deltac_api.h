@@ -31,7 +31,11 @@ enum {
  * or, with cu_seqlens, B rows of 0..max_t tokens each packed into T tokens.
  * Token-major tensors: q, k [tokens, stride q_stride / k_stride elements
  * between tokens, head h at h*K]; v, o likewise with value heads at hv*V.
- * g and beta are contiguous [tokens, HV]. Strides of 0 mean contiguous. */
+ * g and beta are contiguous [tokens, HV]. Strides of 0 mean contiguous.
+ * Alignment (checked): q, k, v, o, beta, state, step_states 16 bytes and
+ * every token stride a multiple of 16 bytes; g, A_log, dt_bias, the index
+ * arrays, cu_seqlens and error_flag their element's size. No tensor may
+ * span more than 2^48 bytes. */
 typedef struct deltac_decode_args {
   int64_t K, V;   /* head dims: select the specialization */
   int64_t B, T;   /* rows and tokens per row (1 <= T <= max_t); with
@@ -62,7 +66,7 @@ typedef struct deltac_decode_args {
   int32_t debug_checks; /* nonzero: copy indices to the host and check them
                            (synchronises: not for CUDA graphs) */
   /* vLLM's speculative decoding, or null: slots [B, state_indices_2d_stride]
-   * (stride 0 = T). Row b reads slot [b, num_accepted_tokens[b] - 1] (column
+   * (stride 0 = T; at most 65536). Row b reads slot [b, num_accepted_tokens[b] - 1] (column
    * 0 when num_accepted_tokens is null) and writes the state after token t
    * to slot [b, t]; a negative slot is skipped. Excludes the 1-D indices. */
   const int32_t *state_indices_2d;
