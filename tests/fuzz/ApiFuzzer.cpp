@@ -10,6 +10,12 @@
 // fuzzed indices and offsets), the same buffer misaligned, or a wild
 // address that is never registered.
 //
+// Two of three inputs start from a valid call of the entry (its K, V,
+// dtypes and gate found by probing at start-up; sizes, indices, offsets,
+// debug mode and int64 indices from the bytes) and change up to three
+// fields, so that dispatch, debug mode and launches are reached; the rest
+// are filled from the bytes alone.
+//
 // The fake CUDA driver (tests/fakecuda, compiled in, found by dlsym in the
 // program itself) records loads and launches and reads only registered
 // memory. Asserted for every call:
@@ -37,6 +43,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -234,6 +241,9 @@ void checkOutcome(const ApiEntry &e, int rc, bool mayLaunchNothing) {
           l.kernel.c_str(), l.grid[0], l.grid[1], l.grid[2], l.block);
 }
 
+void callDecode(const ApiEntry &e, const deltac_decode_args &a, bool withArgs);
+void callPrefill(const ApiEntry &e, const deltac_prefill_args &a, bool withArgs);
+
 void fuzzDecode(const ApiEntry &e, Memory &m) {
   deltac_decode_args a{};
   a.K = m.size({64, 128, 256});
@@ -273,8 +283,12 @@ void fuzzDecode(const ApiEntry &e, Memory &m) {
   if (m.in.ConsumeBool())
     a.cu_seqlens = static_cast<const int32_t *>(m.pointer());
   a.indices_i64 = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  callDecode(e, a, m.in.ConsumeBool());
+}
+
+void callDecode(const ApiEntry &e, const deltac_decode_args &a, bool withArgs) {
   layout = &deltac_rt::decodeParamLayout;
-  int rc = e.decode(m.in.ConsumeBool() ? &a : nullptr, nullptr);
+  int rc = e.decode(withArgs ? &a : nullptr, nullptr);
   checkOutcome(e, rc, false);
   if (rc != DELTAC_OK)
     return;
@@ -346,11 +360,16 @@ void fuzzPrefill(const ApiEntry &e, Memory &m) {
   a.debug_checks = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
   a.max_seqlen = m.size({0, 1, 64, 128});
   a.indices_i64 = m.in.ConsumeIntegralInRange<int32_t>(0, 1);
+  callPrefill(e, a, m.in.ConsumeBool());
+}
+
+void callPrefill(const ApiEntry &e, const deltac_prefill_args &a, bool withArgs) {
   layout = &deltac_rt::prefillParamLayout;
-  int rc = e.prefill(m.in.ConsumeBool() ? &a : nullptr, nullptr);
+  int rc = e.prefill(withArgs ? &a : nullptr, nullptr);
   checkOutcome(e, rc, a.T == 0 && !a.final_state);
   if (rc != DELTAC_OK)
     return;
+  int64_t need = e.workspace(a.K, a.V, a.T, a.N, a.HV);
   CHECK(a.workspace_bytes >= need && need > 0,
         "%s: launched with workspace_bytes %lld < %lld", e.name,
         (long long)a.workspace_bytes, (long long)need);
@@ -360,6 +379,248 @@ void fuzzPrefill(const ApiEntry &e, Memory &m) {
           "%s: launched with other sizes or workspace", e.name);
 }
 } // namespace
+
+/// A configuration each entry accepts (found at start-up by probing), the
+/// base of the "valid call, then a few fields changed" inputs: those get
+/// past the checks and reach dispatch, debug mode and launches.
+struct Base {
+  bool found = false;
+  int64_t K = 0, V = 0;
+  int io = 0, state = 0;
+  bool noGate = false; // rule delta: g must be null
+};
+std::vector<Base> *bases = nullptr;
+
+/// A 16-byte aligned address that is never device memory the fake reads
+/// (large tensors: the fake driver never dereferences them).
+void *wild(int i) {
+  return reinterpret_cast<void *>(uintptr_t(0x7f0000000000) + (uintptr_t(i) << 36));
+}
+
+void setDtypes(deltac_dtype &io, deltac_dtype &state, const Base &b) {
+  std::memcpy(&io, &b.io, sizeof io);
+  std::memcpy(&state, &b.state, sizeof state);
+}
+
+/// Registered host memory for `count` values (int32, or int64 with `wide`).
+unsigned char *valueArray(Memory &m, const std::vector<int64_t> &values,
+                          bool wide) {
+  size_t bytes = values.size() * (wide ? 8 : 4);
+  m.blocks.emplace_back(new unsigned char[bytes + 16]);
+  auto *p = reinterpret_cast<unsigned char *>(
+      (reinterpret_cast<uintptr_t>(m.blocks.back().get()) + 15) & ~uintptr_t(15));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (wide) {
+      std::memcpy(p + i * 8, &values[i], 8);
+    } else {
+      int32_t v = int32_t(values[i]);
+      std::memcpy(p + i * 4, &v, 4);
+    }
+  }
+  fakecuda_register_memory(p, bytes);
+  return p;
+}
+
+/// Index values drawn from [lo, hi].
+void *indexArray(Memory &m, int64_t count, bool wide, int64_t lo, int64_t hi) {
+  std::vector<int64_t> v(count);
+  for (int64_t &x : v)
+    x = m.in.ConsumeIntegralInRange<int64_t>(lo, hi);
+  return valueArray(m, v, wide);
+}
+
+/// Offsets 0 = cu[0] <= ... <= cu[n] = total, now and then broken.
+void *offsets(Memory &m, int64_t n, int64_t total, bool wide) {
+  std::vector<int64_t> cu(n + 1, 0);
+  for (int64_t i = 1; i < n; ++i)
+    cu[i] = m.in.ConsumeIntegralInRange<int64_t>(0, total);
+  cu[n] = total;
+  std::sort(cu.begin(), cu.end());
+  if (m.in.ConsumeIntegralInRange<int>(0, 7) == 0)
+    cu[m.in.ConsumeIntegralInRange<int64_t>(0, n)] =
+        m.in.ConsumeIntegralInRange<int64_t>(-2, total + 2);
+  return valueArray(m, cu, wide);
+}
+
+deltac_decode_args validDecode(const Base &b, Memory &m) {
+  deltac_decode_args a{};
+  a.K = b.K;
+  a.V = b.V;
+  setDtypes(a.io_dtype, a.state_dtype, b);
+  a.B = m.in.ConsumeIntegralInRange<int64_t>(1, 8);
+  a.T = m.in.ConsumeIntegralInRange<int64_t>(1, 2);
+  a.H = m.in.ConsumeIntegralInRange<int64_t>(1, 4);
+  a.HV = a.H * m.in.ConsumeIntegralInRange<int64_t>(1, 4);
+  a.q = wild(0);
+  a.k = wild(1);
+  a.v = wild(2);
+  a.o = wild(3);
+  a.g = b.noGate ? nullptr : wild(4);
+  a.beta = wild(5);
+  a.A_log = static_cast<const float *>(wild(6));
+  a.dt_bias = static_cast<const float *>(wild(7));
+  a.state = wild(8);
+  a.slots = a.B + m.in.ConsumeIntegralInRange<int64_t>(0, 4);
+  a.error_flag = static_cast<int32_t *>(wild(9));
+  a.scale = 0.088f;
+  a.debug_checks = m.in.ConsumeBool();
+  a.indices_i64 = m.in.ConsumeBool();
+  bool wide = a.indices_i64;
+  if (m.in.ConsumeBool()) {
+    a.T = m.in.ConsumeIntegralInRange<int64_t>(1, 4 * a.B);
+    a.cu_seqlens = static_cast<const int32_t *>(offsets(m, a.B, a.T, wide));
+  }
+  switch (m.in.ConsumeIntegralInRange<int>(0, 3)) {
+  case 0:
+    break;
+  case 1:
+    a.initial_state_indices = static_cast<const int32_t *>(
+        indexArray(m, a.B, wide, -1, a.slots));
+    if (m.in.ConsumeBool())
+      a.output_state_indices = static_cast<const int32_t *>(
+          indexArray(m, a.B, wide, -1, a.slots));
+    break;
+  default: {
+    a.state_indices_2d_stride = m.in.ConsumeIntegralInRange<int64_t>(
+        a.cu_seqlens ? 1 : 0, 6);
+    int64_t stride = a.state_indices_2d_stride ? a.state_indices_2d_stride : a.T;
+    a.state_indices_2d = static_cast<const int32_t *>(
+        indexArray(m, a.B * stride, wide, -1, a.slots));
+    if (m.in.ConsumeBool())
+      a.num_accepted_tokens = static_cast<const int32_t *>(
+          indexArray(m, a.B, wide, 0, stride + 1));
+  }
+  }
+  if (m.in.ConsumeBool()) {
+    a.step_states = wild(10);
+    a.keep_pool = m.in.ConsumeBool();
+  }
+  return a;
+}
+
+deltac_prefill_args validPrefill(const ApiEntry &e, const Base &b, Memory &m) {
+  deltac_prefill_args a{};
+  a.K = b.K;
+  a.V = b.V;
+  setDtypes(a.io_dtype, a.state_dtype, b);
+  a.N = m.in.ConsumeIntegralInRange<int64_t>(1, 40);
+  a.T = m.in.ConsumeBool() ? a.N * m.in.ConsumeIntegralInRange<int64_t>(0, 96)
+                           : m.in.ConsumeIntegralInRange<int64_t>(0, 3000);
+  a.H = m.in.ConsumeIntegralInRange<int64_t>(1, 4);
+  a.HV = a.H * m.in.ConsumeIntegralInRange<int64_t>(1, 8);
+  a.q = wild(0);
+  a.k = wild(1);
+  a.v = wild(2);
+  a.o = wild(3);
+  a.g = b.noGate ? nullptr : wild(4);
+  a.beta = wild(5);
+  a.A_log = static_cast<const float *>(wild(6));
+  a.dt_bias = static_cast<const float *>(wild(7));
+  if (m.in.ConsumeBool())
+    a.initial_state = wild(8);
+  if (m.in.ConsumeBool())
+    a.final_state = wild(9);
+  a.slots = m.in.ConsumeBool() ? 0 : a.N + m.in.ConsumeIntegralInRange<int64_t>(0, 4);
+  a.indices_i64 = m.in.ConsumeBool();
+  int64_t slots = a.slots ? a.slots : a.N;
+  if (m.in.ConsumeBool())
+    a.initial_state_indices = static_cast<const int32_t *>(
+        indexArray(m, a.N, a.indices_i64, -1, slots));
+  if (m.in.ConsumeBool())
+    a.output_state_indices = static_cast<const int32_t *>(
+        indexArray(m, a.N, a.indices_i64, -1, slots));
+  if (a.T % a.N != 0 || m.in.ConsumeBool()) {
+    a.cu_seqlens_i64 = m.in.ConsumeBool();
+    a.cu_seqlens = offsets(m, a.N, a.T, a.cu_seqlens_i64);
+  }
+  a.workspace = wild(11);
+  a.workspace_bytes = e.workspace(a.K, a.V, a.T, a.N, a.HV);
+  a.error_flag = static_cast<int32_t *>(wild(12));
+  a.scale = 0.088f;
+  a.debug_checks = m.in.ConsumeBool();
+  return a;
+}
+
+/// A valid call with up to three fields changed to fuzzed values.
+void fuzzFromBase(const ApiEntry &e, const Base &b, Memory &m) {
+  int changes = m.in.ConsumeIntegralInRange<int>(0, 3);
+  if (e.decode) {
+    deltac_decode_args a = validDecode(b, m);
+    for (int i = 0; i < changes; ++i) {
+      switch (m.in.ConsumeIntegralInRange<int>(0, 11)) {
+      case 0: a.B = m.size({0, 9, 65535, 65536}); break;
+      case 1: a.T = m.size({0, 5, 64}); break;
+      case 2: a.H = m.size({0, 3}); break;
+      case 3: a.HV = m.size({0, 65536}); break;
+      case 4: a.slots = m.size({0, 1}); break;
+      case 5: a.q_stride = m.stride(mulw(a.H, a.K)); break;
+      case 6: a.v_stride = m.stride(mulw(a.HV, a.V)); break;
+      case 7: a.o_stride = m.stride(mulw(a.HV, a.V)); break;
+      case 8: a.state_indices_2d_stride = m.size({0, 1, 65536, 65537}); break;
+      case 9: a.scale = m.scale(); break;
+      case 10: a.g = m.pointer(); break;
+      default: a.error_flag = static_cast<int32_t *>(m.pointer()); break;
+      }
+    }
+    callDecode(e, a, true);
+  } else {
+    deltac_prefill_args a = validPrefill(e, b, m);
+    for (int i = 0; i < changes; ++i) {
+      switch (m.in.ConsumeIntegralInRange<int>(0, 10)) {
+      case 0: a.T = m.size({-1, 1 << 20}); break;
+      case 1: a.N = m.size({0, 33, 1 << 20}); break;
+      case 2: a.HV = m.size({0, 65536}); break;
+      case 3: a.slots = m.size({-1, 1}); break;
+      case 4: a.workspace_bytes = m.size({0, 256}); break;
+      case 5: a.max_seqlen = m.size({1, 64, 4096}); break;
+      case 6: a.k_stride = m.stride(mulw(a.H, a.K)); break;
+      case 7: a.o_stride = m.stride(mulw(a.HV, a.V)); break;
+      case 8: a.scale = m.scale(); break;
+      case 9: a.g = m.pointer(); break;
+      default: a.workspace = m.pointer(); break;
+      }
+    }
+    callPrefill(e, a, true);
+  }
+}
+
+/// Finds a (K, V, dtypes) each entry accepts: a minimal valid call of each
+/// combination the libraries use, the first that gets past the checks.
+void probeBases() {
+  bases = new std::vector<Base>(kNumEntries);
+  static const uint8_t none[1] = {0};
+  auto probe = [](size_t i, const Base &trial) {
+    FuzzedDataProvider in(none, 0); // all minimal: B = T = N = 1, ...
+    Memory m(in);
+    fakecuda_reset();
+    launches->clear();
+    if (kEntries[i].decode) {
+      deltac_decode_args a = validDecode(trial, m);
+      layout = &deltac_rt::decodeParamLayout;
+      return kEntries[i].decode(&a, nullptr) == DELTAC_OK;
+    }
+    deltac_prefill_args a = validPrefill(kEntries[i], trial, m);
+    a.T = 64;
+    a.workspace_bytes = kEntries[i].workspace(a.K, a.V, a.T, a.N, a.HV);
+    layout = &deltac_rt::prefillParamLayout;
+    return kEntries[i].prefill(&a, nullptr) == DELTAC_OK;
+  };
+  for (size_t i = 0; i < kNumEntries; ++i) {
+    Base &b = (*bases)[i];
+    for (int64_t K : {128, 64, 256})
+      for (int64_t V : {128, 64, 256})
+        for (int io : {DELTAC_BF16, DELTAC_F16})
+          for (int state : {DELTAC_F32, DELTAC_BF16})
+            for (bool noGate : {false, true})
+              if (!b.found && probe(i, Base{true, K, V, io, state, noGate}))
+                b = Base{true, K, V, io, state, noGate};
+    if (!b.found)
+      std::fprintf(stderr, "ApiFuzzer: no valid call found for %s (%s)\n",
+                   kEntries[i].name, kEntries[i].lastError());
+  }
+  fakecuda_reset();
+  launches->clear();
+}
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   // The fake driver's entry points are compiled into this program.
@@ -377,6 +638,7 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
                    outcomes[3], outcomes[4]);
     });
   fakecuda_set_launch_hook(&onLaunch, nullptr);
+  probeBases();
   // The fake's default device, a Hopper (9.0, 132 SMs): the sm_90a paths
   // (overlapped and raw prefill launches, tensor maps) are taken. Kernels
   // load once per process, so the device stays the same for every input.
@@ -390,7 +652,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const ApiEntry &e =
       kEntries[in.ConsumeIntegralInRange<size_t>(0, kNumEntries - 1)];
   Memory m(in);
-  if (e.decode)
+  size_t index = size_t(&e - kEntries);
+  if ((*bases)[index].found && in.ConsumeIntegralInRange<int>(0, 2) > 0)
+    fuzzFromBase(e, (*bases)[index], m);
+  else if (e.decode)
     fuzzDecode(e, m);
   else
     fuzzPrefill(e, m);
