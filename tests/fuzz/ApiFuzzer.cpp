@@ -242,6 +242,18 @@ void checkOutcome(const ApiEntry &e, int rc, bool mayLaunchNothing) {
 }
 
 void callDecode(const ApiEntry &e, const deltac_decode_args &a, bool withArgs);
+/// Entry i of an int32 (int64 with `wide`) array in the fuzzer's memory.
+int64_t valueAt(const void *p, int64_t i, bool wide) {
+  const auto *bytes = static_cast<const unsigned char *>(p);
+  if (wide) {
+    int64_t v;
+    std::memcpy(&v, bytes + i * 8, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, bytes + i * 4, 4);
+  return v;
+}
 void callPrefill(const ApiEntry &e, const deltac_prefill_args &a, bool withArgs);
 
 void fuzzDecode(const ApiEntry &e, Memory &m) {
@@ -305,6 +317,24 @@ void callDecode(const ApiEntry &e, const deltac_decode_args &a, bool withArgs) {
       CHECK(p.at(s) >= 1, "%s: %s = %lld", e.name, s, (long long)p.at(s));
     CHECK(a.B <= a.slots || a.initial_state_indices || a.state_indices_2d,
           "%s: B > slots without indices launched", e.name);
+  }
+  if (!withArgs || !a.debug_checks)
+    return;
+  // Debug mode passed: every index a row uses was below slots, and
+  // cu_seqlens and the accepted counts were in range. (The copies
+  // succeeded, so this memory is the fuzzer's own.)
+  bool wide = a.indices_i64;
+  for (const void *idx : {static_cast<const void *>(a.initial_state_indices),
+                          static_cast<const void *>(a.output_state_indices)})
+    for (int64_t b = 0; idx && b < a.B; ++b)
+      CHECK(valueAt(idx, b, wide) < a.slots, "%s: debug mode passed index %lld >= slots",
+            e.name, (long long)valueAt(idx, b, wide));
+  if (a.cu_seqlens) {
+    CHECK(valueAt(a.cu_seqlens, 0, wide) == 0, "%s: debug mode passed cu[0] != 0", e.name);
+    for (int64_t b = 0; b < a.B; ++b)
+      CHECK(valueAt(a.cu_seqlens, b + 1, wide) >= valueAt(a.cu_seqlens, b, wide) &&
+                valueAt(a.cu_seqlens, b + 1, wide) <= a.T,
+            "%s: debug mode passed a bad cu_seqlens", e.name);
   }
 }
 
@@ -377,6 +407,24 @@ void callPrefill(const ApiEntry &e, const deltac_prefill_args &a, bool withArgs)
     CHECK(l.params.at("T") == a.T && l.params.at("N") == a.N &&
               l.params.at("work") == int64_t(uintptr_t(a.workspace)),
           "%s: launched with other sizes or workspace", e.name);
+  if (!withArgs || !a.debug_checks)
+    return;
+  // Debug mode passed (see callDecode).
+  int64_t slots = a.slots ? a.slots : a.N;
+  for (const void *idx : {static_cast<const void *>(a.initial_state_indices),
+                          static_cast<const void *>(a.output_state_indices)})
+    for (int64_t n = 0; idx && n < a.N; ++n)
+      CHECK(valueAt(idx, n, a.indices_i64) < slots,
+            "%s: debug mode passed index %lld >= slots", e.name,
+            (long long)valueAt(idx, n, a.indices_i64));
+  if (a.cu_seqlens) {
+    bool wide = a.cu_seqlens_i64;
+    CHECK(valueAt(a.cu_seqlens, 0, wide) == 0, "%s: debug mode passed cu[0] != 0", e.name);
+    for (int64_t n = 0; n < a.N; ++n)
+      CHECK(valueAt(a.cu_seqlens, n + 1, wide) >= valueAt(a.cu_seqlens, n, wide) &&
+                valueAt(a.cu_seqlens, n + 1, wide) <= a.T,
+            "%s: debug mode passed a bad cu_seqlens", e.name);
+  }
 }
 } // namespace
 
