@@ -400,6 +400,21 @@ int setLastError(const deltac::Status &status) noexcept {
   return status.code;
 }
 
+int setLastError(int code, const char *message) noexcept {
+  if (code != DELTAC_OK)
+    beginCall();
+  try {
+    lastErrorText = message ? message : "";
+    lastErrorMessage = lastErrorText.c_str();
+  } catch (...) {
+    lastErrorMessage = message; // static text: valid for the caller
+  }
+  if (code != DELTAC_OK && (!lastErrorMessage || !*lastErrorMessage))
+    lastErrorMessage = "the call failed on the host and its message could "
+                       "not be stored (out of host memory)";
+  return code;
+}
+
 const char *lastError() noexcept { return lastErrorMessage; }
 
 } // namespace deltac_rt

@@ -97,6 +97,9 @@ template <typename F> deltac::Status guarded(F &&body) noexcept {
 /// and returns its code. Never throws: where even the message cannot be
 /// stored, lastError() says so.
 int setLastError(const deltac::Status &status) noexcept;
+/// The same for a code and a static message (allocates nothing before the
+/// message is stored, so a wrapper's own rejection cannot throw).
+int setLastError(int code, const char *message) noexcept;
 const char *lastError() noexcept;
 
 } // namespace deltac_rt

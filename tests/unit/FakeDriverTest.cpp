@@ -286,4 +286,8 @@ TEST(FakeDriver, ExceptionsBecomeStatuses) {
   EXPECT_GT(std::strlen(deltac_rt::lastError()), 0u);
   EXPECT_EQ(deltac_rt::setLastError({}), DELTAC_OK);
   EXPECT_STREQ(deltac_rt::lastError(), "");
+  EXPECT_EQ(deltac_rt::setLastError(DELTAC_INVALID_ARGUMENT,
+                                    "args must not be null"),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(deltac_rt::lastError(), "args must not be null");
 }
