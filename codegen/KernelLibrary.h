@@ -55,10 +55,19 @@ struct EmittedKernel {
 mlir::FailureOr<std::vector<EmittedKernel>>
 lowerToPtx(mlir::ModuleOp module);
 
+/// Why `libName` cannot name a generated library ("" when it can): it must
+/// pass delta::checkGeneratedName (a C identifier, no keyword), be no
+/// Python keyword (it is the Python module's name) and differ, ignoring
+/// case, from the runtime files' stems that the library folder also holds
+/// (deltac_runtime, deltac_api, ...: <lib>.h would overwrite one, and its
+/// include guard <LIB>_H would hide one). The message names the library.
+std::string checkLibraryName(llvm::StringRef libName);
+
 /// Writes the library `libName` into `dir`: kernels/<kernel>.<target>.ptx,
 /// <lib>.h, <lib>.cpp, the runtime, CMakeLists.txt. The text depends only on
 /// its inputs (no timestamps, no absolute paths), so checked-in output can
-/// be compared with a fresh run. Returns an error message or "".
+/// be compared with a fresh run. Returns an error message or "" (a name
+/// checkLibraryName refuses: its message, before anything is written).
 std::string writeLibrary(llvm::StringRef dir, llvm::StringRef libName,
                          llvm::StringRef specFile,
                          const std::vector<EmittedKernel> &kernels);

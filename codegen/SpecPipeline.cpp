@@ -72,6 +72,22 @@ std::string deltac::checkTargets(ArrayRef<std::string> targets) {
   return "";
 }
 
+/// Parses a driver option string into `pass`'s options. LLVM's value
+/// parsers (a boolean that is not true/false/1/0, an integer that does not
+/// fit 64 bits) print their complaint to stderr and hand the handler an
+/// empty message, so that case gets a message of its own.
+static LogicalResult initializeOptions(Pass &pass, StringRef flag,
+                                       StringRef options, ModuleOp module) {
+  return pass.initializeOptions(options, [&](const Twine &msg) {
+    std::string text = msg.str();
+    if (StringRef(text).trim().empty())
+      text = "cannot parse '" + options.str() + "': options of " +
+             pass.getArgument().str() + " are name=value, integers are "
+             "decimal and fit 64 bits, booleans are true, false, 1 or 0";
+    return module.emitError() << flag << ": " << text;
+  });
+}
+
 LogicalResult deltac::expandSpecs(ModuleOp module,
                                   ArrayRef<std::string> targets,
                                   StringRef decodeTuning,
@@ -83,9 +99,8 @@ LogicalResult deltac::expandSpecs(ModuleOp module,
   // Decode fuses the options into its kernel, so it lowers first, from the
   // recurrence as the spec wrote it.
   std::unique_ptr<Pass> decode = delta::createDeltaLowerDecodeToGPU();
-  if (failed(decode->initializeOptions(decodeTuning, [&](const Twine &msg) {
-        return module.emitError("--decode-tuning: ") << msg;
-      })))
+  if (failed(initializeOptions(*decode, "--decode-tuning", decodeTuning,
+                               module)))
     return failure();
   pm.addPass(std::move(decode));
   pm.addPass(delta::createDeltaNormalizeOptions());
@@ -94,9 +109,7 @@ LogicalResult deltac::expandSpecs(ModuleOp module,
   pm.addNestedPass<func::FuncOp>(delta::createDeltaChunk());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   std::unique_ptr<Pass> plan = delta::createDeltaPlanPrefill();
-  if (failed(plan->initializeOptions(prefillPlan, [&](const Twine &msg) {
-        return module.emitError("--prefill-plan: ") << msg;
-      })))
+  if (failed(initializeOptions(*plan, "--prefill-plan", prefillPlan, module)))
     return failure();
   pm.addNestedPass<func::FuncOp>(std::move(plan));
   pm.addPass(delta::createDeltaLowerPrefillToGPU());

@@ -33,6 +33,22 @@ std::optional<std::string> checkRuleGate(Rule rule, GateForm gate);
 /// Chunk sizes the chunked prefill supports: 16, 32 and 64.
 bool isSupportedChunkSize(int64_t chunk);
 
+/// Longest spec or library name: kernel symbols and PTX file names append
+/// about 60 characters to it, and a file name holds at most 255.
+constexpr size_t kMaxGeneratedNameLength = 128;
+
+/// Why `name` cannot name a spec or a generated library, or nullopt when
+/// it can: it must be a C identifier, not reserved, not a C or C++ keyword
+/// and not a name the generated code uses (dialect/GeneratedNames.cpp).
+/// The message completes "name 'x' ...".
+std::optional<std::string> checkGeneratedName(llvm::StringRef name);
+
+/// The K x V pairs the GPU lowering of an entry point builds, in words
+/// (e.g. "multiples of 32"), or nullopt when it builds (k, v). Decode builds
+/// every pair the spec verifier accepts; prefill's tiles need 32 | K, V.
+std::optional<std::string> checkEntryDims(EntryKind entry, int64_t k,
+                                          int64_t v);
+
 /// True for the gate forms that carry one decay per K channel.
 bool isPerChannel(GateForm gate);
 /// True for the gate forms that take `A_log` and `dt_bias`.

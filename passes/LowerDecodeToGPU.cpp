@@ -16,6 +16,10 @@ namespace mlir::delta {
 #include "passes/Passes.h.inc"
 
 namespace {
+/// The largest rows-per-thread and dot-partials: a thread never holds more
+/// than a whole row (K, V <= 256), nor a dot product more partial sums.
+constexpr int64_t kMaxDecodeTuning = 256;
+
 /// The NVVM targets of the module's `delta.targets`, e.g. sm_90a.
 LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
                           const DecodeTuning &tuning, StringRef only) {
@@ -65,6 +69,23 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
                                  << variants << "'";
       return signalPassFailure();
     }
+    // Out-of-range values are refused, not clamped: rows-per-thread bounds
+    // a search loop (2^63 - 1 never ended) and neither value is useful past
+    // the largest head dimension.
+    auto inRange = [&](StringRef option, int64_t value, int64_t lo,
+                       int64_t hi, StringRef meaning) {
+      if (value >= lo && value <= hi)
+        return true;
+      getOperation().emitError()
+          << getArgument() << " option " << option << " = " << value
+          << " is out of range; "
+          << "accepted: " << lo << " to " << hi << meaning;
+      return false;
+    };
+    if (!inRange("rows-per-thread", rowsPerThread, 0, kMaxDecodeTuning,
+                 " (0: chosen from K, V and the state type)") ||
+        !inRange("dot-partials", dotPartials, 1, kMaxDecodeTuning, ""))
+      return signalPassFailure();
     DecodeTuning tuning;
     tuning.rowsPerThread = rowsPerThread;
     tuning.unswitchSteps = unswitchSteps;

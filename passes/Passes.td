@@ -60,13 +60,14 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
   }];
   let options = [
     Option<"rowsPerThread", "rows-per-thread", "int64_t", /*default=*/"0",
-           "state rows per thread (0: chosen from K, V and the state type)">,
+           "state rows per thread, 0 to 256 (0: chosen from K, V and "
+           "the state type)">,
     Option<"variants", "variants", "std::string", /*default=*/"\"\"",
            "kernel variants to emit: bulk, small, or both (empty)">,
     Option<"unswitchSteps", "unswitch-steps", "bool", /*default=*/"true",
            "emit the token loop with and without per-step stores">,
     Option<"dotPartials", "dot-partials", "int64_t", /*default=*/"4",
-           "independent partial sums per dot product">
+           "independent partial sums per dot product, 1 to 256">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -76,11 +76,6 @@ int fail(const Twine &message) {
   return 1;
 }
 
-/// A library name becomes C and C++ identifiers and file names.
-bool isIdentifier(StringRef name) {
-  return !name.empty() && !llvm::isDigit(name.front()) &&
-         all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -97,19 +92,20 @@ int main(int argc, char **argv) {
   if (std::string problem = deltac::checkTargets(targetList); !problem.empty())
     return fail(problem);
   // The default name is the file's stem made an identifier; a name given
-  // explicitly must already be one.
+  // explicitly must already be one. Either is checked before anything is
+  // read or written: it names C/C++ symbols, files beside the runtime's and
+  // a Python module.
   std::string lib = libraryName.getValue();
-  if (lib.empty()) {
+  if (libraryName.getNumOccurrences() == 0) {
     lib = sys::path::stem(inputFile).str();
     for (char &c : lib)
       if (!isAlnum(c) && c != '_')
         c = '_';
     if (lib.empty() || isDigit(lib.front()))
       lib = "_" + lib;
-  } else if (!isIdentifier(lib)) {
-    return fail("library name '" + lib +
-                "' is not an identifier; pass --name=<identifier>");
   }
+  if (std::string problem = deltac::checkLibraryName(lib); !problem.empty())
+    return fail(problem);
 
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
       MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);

@@ -166,3 +166,84 @@ delta.spec @same rule = gated dims = [128x128] io = bf16 state = f32
 // expected-note @-3 {{see existing symbol definition here}}
 delta.spec @same rule = gated dims = [64x64] io = bf16 state = f32
     layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// Names become C and C++ identifiers, symbols and file names
+// (dialect/GeneratedNames.cpp): `a b-c` once aborted in the NVPTX printer,
+// `class` and `1abc` once wrote libraries g++ rejects.
+
+// expected-error @+1 {{name 'a b-c' holds ' '; it must be a C identifier ([A-Za-z_][A-Za-z0-9_]*)}}
+delta.spec @"a b-c" rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{name '1abc' starts with a digit}}
+delta.spec @"1abc" rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{name 'class' is a C or C++ keyword or a name the generated code uses}}
+delta.spec @class rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{name 'deltac_rt' is a C or C++ keyword or a name the generated code uses}}
+delta.spec @deltac_rt rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{name 'a__b' is reserved in C and C++}}
+delta.spec @a__b rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{name '_Gdn' is reserved in C and C++}}
+delta.spec @_Gdn rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{name 'g\0A' holds '\x0A'}}
+delta.spec @"g\0A" rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{is longer than 128 characters}}
+delta.spec @a123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789 rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// Dims the GPU lowering of an asked-for entry cannot build: prefill's
+// tiles need K and V multiples of 32 (16x16 and 256x16 once reached
+// delta-plan-prefill and failed there on an internal V tile, at 1:1).
+
+// expected-error @+1 {{specialization 16x16 has no GPU prefill kernel: prefill supports K and V multiples of 32 (32, 64, ..., 256)}}
+delta.spec @prefill_16 rule = gated dims = [16x16] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+
+// -----
+
+// expected-error @+1 {{specialization 256x16 has no GPU prefill kernel}}
+delta.spec @prefill_256x16 rule = gated dims = [128x128, 256x16] io = bf16
+    state = f32 layout = kv gate = log beta = given chunk = 64
+    entries = [prefill, decode] max_t = 4
+
+// -----
+
+// expected-error @+1 {{specialization 48x128 has no GPU prefill kernel}}
+delta.spec @prefill_48 rule = kda dims = [48x128] io = bf16 state = f32
+    layout = kv gate = channel_log beta = given chunk = 32 entries = [prefill]
+
+// -----
+
+// Decode alone builds every K x V the verifier takes: 16x16 stays valid.
+delta.spec @decode_16 rule = gated dims = [16x16, 48x80] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [decode] max_t = 1

@@ -17,4 +17,4 @@
 delta.spec @ok rule = gated dims = [128x128] io = bf16 state = f32
     layout = vk gate = log beta = given chunk = 64 entries = [prefill]
 // RUN: not deltac %s --target=sm_90a -o %t.out --name=9lives 2>&1 | FileCheck %s --check-prefix=BADNAME
-// BADNAME: deltac: error: library name '9lives' is not an identifier; pass --name=<identifier>
+// BADNAME: deltac: error: library name '9lives' starts with a digit; pass --name=<identifier>
