@@ -217,6 +217,77 @@ TEST(FakeDriver, PrefillLaunchesAreReported) {
   EXPECT_NE(names.find("_prefill_recur"), std::string::npos) << names;
 }
 
+namespace {
+deltac_prefill_args prefillArgs(Buffers &m) {
+  deltac_prefill_args a{};
+  a.K = a.V = 128;
+  a.T = 128;
+  a.N = 2;
+  a.H = 2;
+  a.HV = 4;
+  a.io_dtype = DELTAC_BF16;
+  a.state_dtype = DELTAC_F32;
+  a.q = m.get(128 * 2 * 128 * 2);
+  a.k = m.get(128 * 2 * 128 * 2);
+  a.v = m.get(128 * 4 * 128 * 2);
+  a.o = m.get(128 * 4 * 128 * 2);
+  a.g = m.get(128 * 4 * 2);
+  a.beta = m.get(128 * 4 * 2);
+  a.A_log = static_cast<const float *>(m.get(16));
+  a.dt_bias = static_cast<const float *>(m.get(16));
+  a.workspace_bytes =
+      qwen3_next_gdn_qwen3_next_prefill_workspace_bytes(128, 128, 128, 2, 4);
+  a.workspace = m.get(size_t(a.workspace_bytes));
+  a.error_flag = static_cast<int32_t *>(m.get(4));
+  a.scale = 0.088f;
+  return a;
+}
+} // namespace
+
+// Prefill's debug mode: cu_seqlens (int32 or int64) and the indices read
+// through the driver and checked entry by entry before any launch.
+TEST(FakeDriver, PrefillDebugChecks) {
+  Buffers m;
+  deltac_prefill_args a = prefillArgs(m);
+  a.debug_checks = 1;
+  auto *cu64 = static_cast<int64_t *>(m.get(3 * 8));
+  cu64[0] = 0;
+  cu64[1] = 100;
+  cu64[2] = 128;
+  a.cu_seqlens = cu64;
+  a.cu_seqlens_i64 = 1;
+  watch(&deltac_rt::prefillParamLayout);
+  fakecuda_register_memory(cu64, 3 * 8);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  int launched = fakecuda_launches();
+  EXPECT_GE(launched, 2);
+  cu64[1] = 129; // past T
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(qwen3_next_gdn_last_error(),
+               "cu_seqlens[1] = 129 must not exceed T = 128");
+  cu64[1] = -1;
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(qwen3_next_gdn_last_error(),
+               "cu_seqlens decreases at 1 (0 then -1)");
+  cu64[1] = 100;
+  auto *idx = static_cast<int64_t *>(m.get(2 * 8));
+  idx[0] = 1;
+  idx[1] = 2; // slots = N = 2
+  a.indices_i64 = 1;
+  a.initial_state_indices = reinterpret_cast<const int32_t *>(idx);
+  a.initial_state = m.get(16);
+  fakecuda_register_memory(idx, 2 * 8);
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr),
+            DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(qwen3_next_gdn_last_error(),
+               "initial_state_indices[1] = 2 is not below slots = 2");
+  EXPECT_EQ(fakecuda_launches(), launched);
+  EXPECT_EQ(qwen3_next_gdn::last_launches(), "");
+}
+
 // Debug mode copies indices through the driver: only memory that exists
 // is read (a driver refuses the rest), a bad index rejects the call before
 // any launch, and large 2-D strides cost no large host allocation.
