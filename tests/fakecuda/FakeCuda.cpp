@@ -41,7 +41,7 @@ struct State {
   int major = 9, minor = 0, sms = 132, sharedOptin = 232448,
       sharedPerSM = 233472;
   std::atomic<int> launches{0}, memsets{0}, copies{0}, loads{0};
-  std::atomic<int> loadDelayUs{0};
+  std::atomic<int> loadDelayUs{0}, loadedTwice{0};
 };
 
 State &state() {
@@ -128,6 +128,9 @@ FAKE_API int cuLibraryGetKernel(void **kernel, void *library,
     return 1;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  for (const KernelHandle &k : s.kernels)
+    if (k.name == name)
+      s.loadedTwice.fetch_add(1);
   s.kernels.push_back({name});
   *kernel = &s.kernels.back();
   return 0;
@@ -247,6 +250,10 @@ FAKE_API const char *fakecuda_launch_name(int i) {
   return i >= 0 && size_t(i) < s.launchNames.size()
              ? s.launchNames[i].c_str()
              : "";
+}
+
+FAKE_API int fakecuda_kernels_loaded_twice(void) {
+  return state().loadedTwice.load();
 }
 
 FAKE_API void fakecuda_set_load_delay_us(int us) {

@@ -43,6 +43,9 @@ int fakecuda_library_loads(void);   /* cuLibraryLoadData calls, ever */
 /* The name of launch i since the last reset ("" past the end; the first 64
  * are kept). */
 const char *fakecuda_launch_name(int i);
+/* cuLibraryGetKernel calls for a name already looked up (a kernel loaded
+ * twice), ever. */
+int fakecuda_kernels_loaded_twice(void);
 /* Microseconds cuLibraryLoadData sleeps (widens races for ThreadSanitizer). */
 void fakecuda_set_load_delay_us(int us);
 
