@@ -21,6 +21,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -151,6 +152,22 @@ protected:
   Value param(Param p) { return func.getArgument(p); }
   Value notI1(Value x) { return arith::XOrIOp::create(b, x, cTrue()); }
   Value andI1(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value sel64(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  /// Element i of an index array as i64: int64 where `wide` (the call's
+  /// kIndicesI64), else int32 sign-extended. Only the chosen width is read.
+  Value loadIndex(Value base, Value wide, Value i) {
+    auto r = scf::IfOp::create(b, TypeRange{i64}, wide, true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(r.thenBlock());
+    scf::YieldOp::create(
+        b, LLVM::LoadOp::create(b, i64, gep(base, i64, i), 8).getResult());
+    b.setInsertionPointToStart(r.elseBlock());
+    scf::YieldOp::create(
+        b, toI64(LLVM::LoadOp::create(b, i32, gep(base, i32, i), 4)));
+    return r.getResult(0);
+  }
   /// Dot product in four interleaved partial sums: the dependent chain is
   /// a quarter as long, which is what limits a token's latency.
   Value sum(ArrayRef<Value> x, ArrayRef<Value> y) {
@@ -302,82 +319,159 @@ void EmitterBase::prologue(function_ref<void()> padding) {
       b, hv32, arith::DivUIOp::create(b, param(pHV), param(pH))));
 
   // The row's tokens: [b T, b T + T), or with cu_seqlens (T = all tokens)
-  // [cu[b], cu[b + 1]). A varlen row is computed only when its range fits
-  // 0 = cu[0] <= cu[b] <= cu[b + 1] <= cu[B] = T, has at most max_t tokens
-  // (and at most step_slots_stride with 2-D slots); otherwise it is skipped
-  // whole (no o, no state) and raises the error flag.
+  // [cu[b], cu[b + 1]). cu_seqlens is valid only as a whole: 0 = cu[0] <=
+  // cu[1] <= ... <= cu[B] <= T (checked by every warp over all B + 1
+  // entries, so no row lies outside the tokens or overlaps another; tokens
+  // past cu[B] get o = 0). An invalid one skips the whole call: o = 0 for
+  // every token, no state read or written, the error flag raised. A valid
+  // row with more than max_t tokens (or more than step_slots_stride with 2-D
+  // slots) is skipped alone: o = 0 for its tokens, no state, the flag.
   Value bb64 = toI64(bb);
-  Value rangeOk;
+  Value rangeOk, zeroFrom;
+  Value wide = cmp(arith::CmpIPredicate::ne,
+                   arith::AndIOp::create(b, param(pFlags), cI32(kIndicesI64)),
+                   cI32(0));
   {
-    Value cu = param(pCuSeqlens), T = param(pT);
-    auto ifFixed =
-        scf::IfOp::create(b, TypeRange{i64, i32, b.getI1Type()}, isNull(cu),
-                          /*withElse=*/true);
+    Value cu = param(pCuSeqlens), T = param(pT), T64 = toI64(T);
+    auto ifFixed = scf::IfOp::create(
+        b, TypeRange{i64, i32, b.getI1Type(), i64}, isNull(cu),
+        /*withElse=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifFixed.thenBlock());
-    scf::YieldOp::create(b, ValueRange{mul(bb64, toI64(T)), T, cTrue()});
+    scf::YieldOp::create(b, ValueRange{mul(bb64, T64), T, cTrue(),
+                                       mul(toI64(arith::IndexCastOp::create(
+                                               b, i32,
+                                               gpu::GridDimOp::create(
+                                                   b, gpu::Dimension::z))),
+                                           T64)});
     b.setInsertionPointToStart(ifFixed.elseBlock());
-    Value start = LLVM::LoadOp::create(b, i32, gep(cu, i32, bb64), 4);
-    Value end = LLVM::LoadOp::create(b, i32, gep(cu, i32, add(bb64, cI64(1))),
-                                     4);
+    Value B = toI64(arith::IndexCastOp::create(
+        b, i32, gpu::GridDimOp::create(b, gpu::Dimension::z)));
+    // The whole-call check: lane l takes entries l*4 .. l*4 + 3 of each
+    // 128, all loads of a round in flight together (one round up to
+    // B = 127, overlapping the row's own loads).
+    auto rounds = scf::ForOp::create(
+        b, cI64(0), add(B, cI64(1)), cI64(128), ValueRange{cTrue()});
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(rounds.getBody());
+      Value base = add(rounds.getInductionVar(), mul(toI64(lane), cI64(4)));
+      Value ok = rounds.getRegionIterArg(0);
+      for (int64_t u = 0; u < 4; ++u) {
+        Value e = add(base, cI64(u));
+        Value inside = cmp(arith::CmpIPredicate::sle, e, B);
+        Value hasNext = cmp(arith::CmpIPredicate::slt, e, B);
+        Value here = loadIndex(cu, wide, arith::MinSIOp::create(b, e, B));
+        Value next = loadIndex(cu, wide,
+                               arith::MinSIOp::create(b, add(e, cI64(1)), B));
+        Value good = andI1(cmp(arith::CmpIPredicate::sge, here, cI64(0)),
+                           cmp(arith::CmpIPredicate::sle, here, T64));
+        good = andI1(good, arith::OrIOp::create(
+                               b, notI1(hasNext),
+                               cmp(arith::CmpIPredicate::sle, here, next)));
+        good = andI1(good, arith::OrIOp::create(
+                               b, cmp(arith::CmpIPredicate::ne, e, cI64(0)),
+                               cmp(arith::CmpIPredicate::eq, here, cI64(0))));
+        ok = andI1(ok, arith::OrIOp::create(b, notI1(inside), good));
+      }
+      scf::YieldOp::create(b, ok);
+    }
+    Value callOk = NVVM::VoteSyncOp::create(b, b.getI1Type(), cI32(-1),
+                                            rounds.getResult(0),
+                                            NVVM::VoteSyncKind::all);
+    // Bounds only from a valid cu_seqlens (else the loads are not used).
+    Value start = sel64(callOk, loadIndex(cu, wide, bb64), cI64(0));
+    Value end = sel64(callOk, loadIndex(cu, wide, add(bb64, cI64(1))),
+                      cI64(0));
+    Value covered = sel64(callOk, loadIndex(cu, wide, B), cI64(0));
     Value len = arith::SubIOp::create(b, end, start);
-    Value lastRow = arith::SubIOp::create(
-        b,
-        arith::IndexCastOp::create(b, i32,
-                                   gpu::GridDimOp::create(b, gpu::Dimension::z)),
-        cI32(1));
-    Value firstOk = arith::OrIOp::create(
-        b, cmp(arith::CmpIPredicate::ne, bb, cI32(0)),
-        cmp(arith::CmpIPredicate::eq, start, cI32(0)));
-    Value lastOk = arith::OrIOp::create(
-        b, cmp(arith::CmpIPredicate::ne, bb, lastRow),
-        cmp(arith::CmpIPredicate::eq, end, T));
     Value fitsSlots = arith::OrIOp::create(
         b, isNull(param(pStepSlots)),
-        cmp(arith::CmpIPredicate::sle, toI64(len), param(pStepSlotsStride)));
-    Value ok = andI1(andI1(cmp(arith::CmpIPredicate::sge, start, cI32(0)),
-                           cmp(arith::CmpIPredicate::sge, len, cI32(0))),
-                     andI1(cmp(arith::CmpIPredicate::sle, end, T),
-                           cmp(arith::CmpIPredicate::sle, len,
-                               cI32(s.maxT))));
-    ok = andI1(andI1(ok, fitsSlots), andI1(firstOk, lastOk));
+        cmp(arith::CmpIPredicate::sle, len, param(pStepSlotsStride)));
+    Value ok = andI1(andI1(callOk, fitsSlots),
+                     cmp(arith::CmpIPredicate::sle, len, cI64(s.maxT)));
     scf::YieldOp::create(
-        b, ValueRange{toI64(arith::SelectOp::create(b, ok, start, cI32(0))),
-                      arith::SelectOp::create(b, ok, len, cI32(0)), ok});
+        b, ValueRange{start, arith::TruncIOp::create(b, i32, len), ok,
+                      covered});
     rowStart = ifFixed.getResult(0);
     rowLen = ifFixed.getResult(1);
     rangeOk = ifFixed.getResult(2);
+    zeroFrom = ifFixed.getResult(3);
+  }
+  // Tokens no row covers (past cu[B], or all of them in a skipped call):
+  // o = 0, shared by the whole grid. Empty unless cu_seqlens says so.
+  {
+    Value T64 = toI64(param(pT));
+    auto ifTail = scf::IfOp::create(
+        b, cmp(arith::CmpIPredicate::slt, zeroFrom, T64), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifTail.thenBlock());
+    auto dim = [&](gpu::Dimension d) {
+      return toI64(arith::IndexCastOp::create(
+          b, i32, gpu::GridDimOp::create(b, d)));
+    };
+    Value gx = dim(gpu::Dimension::x), gy = dim(gpu::Dimension::y),
+          gz = dim(gpu::Dimension::z);
+    Value threads = cI64(t.threads());
+    Value flatBlock =
+        add(mul(add(mul(bb64, gy), hv), gx), toI64(bx));
+    Value perToken = mul(toI64(param(pHV)), cI64(s.v));
+    auto loop = scf::ForOp::create(
+        b, add(mul(flatBlock, threads), toI64(tid)),
+        mul(arith::SubIOp::create(b, T64, zeroFrom), perToken),
+        mul(mul(mul(gx, gy), gz), threads));
+    b.setInsertionPointToStart(loop.getBody());
+    Value i = loop.getInductionVar();
+    Value tok = add(zeroFrom, arith::DivUIOp::create(b, i, perToken));
+    Value rest = arith::RemUIOp::create(b, i, perToken);
+    Value at = add(mul(tok, param(pOStride)), rest);
+    storeElems(param(pO), s.ioType, at, {cF32(0.0)});
   }
 
-  // Slots: in_idx[b] (or b), out_idx[b] (or the slot read).
+  // Slots: in_idx[b] (or b), out_idx[b] (or the slot read); int32, or
+  // int64 with kIndicesI64 (never narrowed).
   auto loadSlot = [&](Value idxPtr, Value fallback) {
     auto ifNull = scf::IfOp::create(b, i64, isNull(idxPtr), true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifNull.thenBlock());
     scf::YieldOp::create(b, fallback);
     b.setInsertionPointToStart(ifNull.elseBlock());
-    Value at = gep(idxPtr, i32, bb64);
-    scf::YieldOp::create(b, toI64(LLVM::LoadOp::create(b, i32, at, 4)));
+    scf::YieldOp::create(b, loadIndex(idxPtr, wide, bb64));
     return ifNull.getResult(0);
   };
   inSlot = loadSlot(param(pInIdx), bb64);
   outSlot = loadSlot(param(pOutIdx), inSlot);
   // vLLM's 2-D slots: the state is read from step_slots[b, accepted - 1]
   // (accepted = num_accepted[b], or 1) and written per token instead.
+  // accepted must lie in [1, T] (varlen: [1, step_slots_stride]), the range
+  // debug mode checks: checked before it forms the address; a row outside
+  // it is skipped (o = 0, no state) and raises the flag.
   Value usesStepSlots = notI1(isNull(param(pStepSlots)));
+  Value acceptedOk;
   {
-    auto ifSteps = scf::IfOp::create(b, i64, usesStepSlots, true);
+    auto ifSteps = scf::IfOp::create(b, TypeRange{i64, b.getI1Type()},
+                                     usesStepSlots, true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifSteps.thenBlock());
-    Value column = loadSlot(param(pNumAccepted), cI64(1));
-    column = arith::SubIOp::create(b, column, cI64(1));
-    Value at = gep(param(pStepSlots), i32,
-                   add(mul(bb64, param(pStepSlotsStride)), column));
-    scf::YieldOp::create(b, toI64(LLVM::LoadOp::create(b, i32, at, 4)));
+    Value accepted = loadSlot(param(pNumAccepted), cI64(1));
+    Value most = arith::SelectOp::create(b, isNull(param(pCuSeqlens)),
+                                         toI64(param(pT)),
+                                         param(pStepSlotsStride));
+    Value inRange = andI1(cmp(arith::CmpIPredicate::sge, accepted, cI64(1)),
+                          cmp(arith::CmpIPredicate::sle, accepted, most));
+    Value column =
+        arith::SubIOp::create(b, sel64(inRange, accepted, cI64(1)), cI64(1));
+    Value at = add(mul(bb64, param(pStepSlotsStride)), column);
+    scf::YieldOp::create(
+        b, ValueRange{sel64(inRange, loadIndex(param(pStepSlots), wide, at),
+                            cI64(-1)),
+                      inRange});
     b.setInsertionPointToStart(ifSteps.elseBlock());
-    scf::YieldOp::create(b, inSlot);
+    scf::YieldOp::create(b, ValueRange{inSlot, cTrue()});
     inSlot = ifSteps.getResult(0);
+    acceptedOk = ifSteps.getResult(1);
   }
+  rangeOk = andI1(rangeOk, acceptedOk);
   Value slots = param(pSlots);
   Value inTooLarge = cmp(arith::CmpIPredicate::sge, inSlot, slots);
   Value outTooLarge = cmp(arith::CmpIPredicate::sge, outSlot, slots);

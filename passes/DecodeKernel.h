@@ -31,20 +31,26 @@ namespace mlir::delta {
 ///     write back to the slot read). Negative = padding; >= slots = padding
 ///     and sets *error_flag = 1.
 ///   step_states: [tokens, HV, state] per-step states, or null
-///   flags: bit 0 = leave the pool unchanged (only step states are written)
+///   flags: bit 0 = leave the pool unchanged (only step states are written);
+///     bit 1 = the index arrays and cu_seqlens are int64
 ///   step_slots, num_accepted, step_slots_stride: vLLM's speculative decoding
 ///     (or null): row b reads slot step_slots[b * stride + num_accepted[b]
 ///     - 1] (num_accepted null: column 0) and writes the state after token t
 ///     to slot step_slots[b * stride + t] instead of a final write.
 ///   cu_seqlens: int32 [B + 1] or null. Null: row b is tokens [b T, b T + T).
 ///     Given: T is the total token count and row b is tokens [cu[b], cu[b+1])
-///     (0 to max_t of them); a range that breaks 0 = cu[0] <= cu[b] <=
-///     cu[b+1] <= cu[B] = T or exceeds max_t (or the 2-D slot stride) skips
-///     the row and sets *error_flag = 1.
+///     (0 to max_t of them); tokens past cu[B] get o = 0. A cu_seqlens that
+///     breaks 0 = cu[0] <= cu[1] <= ... <= cu[B] <= T anywhere skips the
+///     whole call (o = 0 for every token, no state) and sets *error_flag = 1;
+///     a row over max_t (or the 2-D slot stride) is skipped alone (o = 0,
+///     no state) and sets the flag. num_accepted[b] outside [1, T] (varlen:
+///     [1, step_slots_stride]) skips the row likewise.
 llvm::ArrayRef<KernelParam> decodeKernelParams();
 
 /// Bit values of the `flags` parameter.
-enum DecodeFlags : int32_t { kKeepPool = 1 };
+/// kIndicesI64: in_idx, out_idx, step_slots, num_accepted and cu_seqlens
+/// are int64 (read as int64, never narrowed).
+enum DecodeFlags : int32_t { kKeepPool = 1, kIndicesI64 = 2 };
 
 /// How a decode kernel maps the state onto threads, from K, V, the state
 /// type and layout. Every thread moves 16-byte pieces of state rows (the

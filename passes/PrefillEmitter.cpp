@@ -156,7 +156,8 @@ void PrefillEmitter::mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B,
   }
 }
 
-// Workspace: [0] chunk offsets i32 [N + 1]; then per (chunk, head):
+// Workspace: [0] chunk offsets i32 [N + 1] and prep's verdict on cu_seqlens
+// (i32, nonzero: invalid; the call is skipped); then per (chunk, head):
 // [1] gamma_last f32 (K of them per channel, rule kda); [2] W [C, K + 8]; [3] U [C, V]; [4] Qg [C, K + 8];
 // [5] Kd [C, K + 8]; [6] P [C, C + 8] (16-bit, all row-major). W, Qg, Kd
 // and P have recur's shared-memory rows (kPad elements of padding), so
@@ -168,7 +169,7 @@ Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
   auto round = [&](Value bytes) { return mul(divu(add(bytes, cI64(255)), cI64(256)), cI64(256)); };
-  Value off = round(mul(toI64(add(param(pN), cI32(1))), cI64(4)));
+  Value off = round(mul(toI64(add(param(pN), cI32(2))), cI64(4)));
   for (int64_t r = 1; r < which; ++r)
     off = add(off, round(mul(chunks, cI64(perChunk[r - 1]))));
   if (which == 0)
@@ -246,15 +247,16 @@ Frag PrefillEmitter::tileProduct(Operand A, Value m0, Operand B, Value n0, int64
 void PrefillEmitter::emitPrep() {
   int64_t n = plan.threads;
   Value scan = gep(smem, i32, cI64(0));
+  // One word past the scan's two buffers: set by any thread that finds
+  // cu_seqlens invalid.
+  Value badWord = gep(smem, i32, cI64(2 * n));
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
-  // cu_seqlens must start at 0, never decrease and end at T.
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
     store(cI32(0), offsets, cI32(0), 4);
-    Value bad = arith::OrIOp::create(b, cmp(arith::CmpIPredicate::ne, cuAt(cI32(0)), cI64(0)),
-                                     cmp(arith::CmpIPredicate::ne, cuAt(N), param(pT)));
-    ifThen(bad, [&] { raiseError(); });
+    store(cI32(0), badWord, cI32(0), 4);
   });
+  barrier();
   Value numTiles = divu(add(N, cI32(n - 1)), cI32(n));
   auto loop = scf::ForOp::create(b, cI32(0), numTiles, cI32(1), ValueRange{cI32(0)});
   {
@@ -267,10 +269,12 @@ void PrefillEmitter::emitPrep() {
     {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(count.thenBlock());
-      Value len = sub(cuAt(add(seq, cI32(1))), cuAt(seq));
-      Value negative = cmp(arith::CmpIPredicate::slt, len, cI64(0));
-      ifThen(negative, [&] { raiseError(); });
-      scf::YieldOp::create(b, chunksOf(len));
+      Value first = cuAt(seq), end = cuAt(add(seq, cI32(1)));
+      ifThen(boundsBad(seq, first, end), [&] {
+        raiseError();
+        store(cI32(1), badWord, cI32(0), 4);
+      });
+      scf::YieldOp::create(b, chunksOf(sub(end, first)));
       b.setInsertionPointToStart(count.elseBlock());
       scf::YieldOp::create(b, cI32(0));
     }
@@ -294,6 +298,31 @@ void PrefillEmitter::emitPrep() {
     barrier();
     scf::YieldOp::create(b, add(carry, total));
   }
+  // An invalid cu_seqlens anywhere empties every sequence (all offsets 0)
+  // and says so in the word after the offsets, which chunks and recur read
+  // before they use a bound (chunkMap).
+  barrier();
+  Value bad = cmp(arith::CmpIPredicate::ne, load(i32, badWord, cI32(0), 4), cI32(0));
+  ifThen(bad, [&] {
+    auto zero = scf::ForOp::create(b, tid, add(N, cI32(1)), cI32(n));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(zero.getBody());
+    store(cI32(0), offsets, zero.getInductionVar(), 4);
+  });
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
+         [&] { store(sel(bad, cI32(1), cI32(0)), offsets, add(N, cI32(1)), 4); });
+}
+
+Value PrefillEmitter::boundsBad(Value n, Value first, Value end) {
+  // Sequence n is [first, end): valid when 0 <= first <= end <= T, and the
+  // first sequence starts at 0. With every sequence valid, cu_seqlens
+  // starts at 0, never decreases and ends at most at T, so no sequence
+  // lies outside the tokens or overlaps another.
+  Value bad = orI(cmp(arith::CmpIPredicate::slt, first, cI64(0)),
+                  cmp(arith::CmpIPredicate::sgt, first, end));
+  bad = orI(bad, cmp(arith::CmpIPredicate::sgt, end, param(pT)));
+  return orI(bad, andI(cmp(arith::CmpIPredicate::eq, n, cI32(0)),
+                       cmp(arith::CmpIPredicate::ne, first, cI64(0))));
 }
 
 //===----------------------------------------------------------------------===//
@@ -303,32 +332,29 @@ void PrefillEmitter::emitPrep() {
 ChunkMap PrefillEmitter::inlineChunkScan(Value check) {
   Value N = param(pN);
   Value inside = cmp(arith::CmpIPredicate::ult, lane, N);
-  auto count = scf::IfOp::create(b, TypeRange{i32, i64, i64}, inside, true);
+  auto count = scf::IfOp::create(b, TypeRange{i64, i64, b.getI1Type()}, inside, true);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(count.thenBlock());
-    Value first = cuAt(lane), len = sub(cuAt(add(lane, cI32(1))), first);
-    ifThen(check, [&] {
-      // cu_seqlens must start at 0, never decrease and end at T.
-      Value bad = cmp(arith::CmpIPredicate::slt, len, cI64(0));
-      bad = arith::OrIOp::create(
-          b, bad, andI(cmp(arith::CmpIPredicate::eq, lane, cI32(0)),
-                       cmp(arith::CmpIPredicate::ne, first, cI64(0))));
-      bad = arith::OrIOp::create(
-          b, bad, andI(cmp(arith::CmpIPredicate::eq, add(lane, cI32(1)), N),
-                       cmp(arith::CmpIPredicate::ne, add(first, len), param(pT))));
-      ifThen(bad, [&] { raiseError(); });
-    });
-    scf::YieldOp::create(b, ValueRange{chunksOf(len), first, len});
+    Value first = cuAt(lane), end = cuAt(add(lane, cI32(1)));
+    Value bad = boundsBad(lane, first, end);
+    ifThen(andI(check, bad), [&] { raiseError(); });
+    scf::YieldOp::create(b, ValueRange{first, sub(end, first), bad});
     b.setInsertionPointToStart(count.elseBlock());
-    scf::YieldOp::create(b, ValueRange{cI32(0), cI64(0), cI64(0)});
+    scf::YieldOp::create(b, ValueRange{cI64(0), cI64(0), notI(cTrue())});
   }
-  Value x = count.getResult(0);
+  // One bad sequence anywhere empties them all (the call is skipped): no
+  // bound derived from cu_seqlens is used before this vote.
+  Value anyBad = NVVM::VoteSyncOp::create(b, b.getI1Type(), cI32(-1), count.getResult(2),
+                                          NVVM::VoteSyncKind::any);
+  Value first = sel(anyBad, cI64(0), count.getResult(0));
+  Value len = sel(anyBad, cI64(0), count.getResult(1));
+  Value x = chunksOf(len);
   for (int32_t off = 1; off < 32; off *= 2) {
     Value up = gpu::ShuffleOp::create(b, x, off, 32, gpu::ShuffleMode::UP).getShuffleResult();
     x = sel(cmp(arith::CmpIPredicate::uge, lane, cI32(off)), add(x, up), x);
   }
-  return {Value(), x, count.getResult(1), count.getResult(2)};
+  return {Value(), x, first, len, notI(anyBad)};
 }
 
 Value PrefillEmitter::chunkOffset(Value scan, Value n) {
@@ -350,17 +376,21 @@ Value PrefillEmitter::chunkOffsetOf(Value inlineMap, Value scan, Value n) {
 }
 
 ChunkMap PrefillEmitter::chunkMap(Value check) {
-  Value inlineMap = cmp(arith::CmpIPredicate::sle, param(pN), cI32(kPrefillInlineSequences));
-  auto r = scf::IfOp::create(b, TypeRange{i32, i64, i64}, inlineMap, true);
+  Value N = param(pN);
+  Value inlineMap = cmp(arith::CmpIPredicate::sle, N, cI32(kPrefillInlineSequences));
+  auto r = scf::IfOp::create(b, TypeRange{i32, i64, i64, b.getI1Type()}, inlineMap, true);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(r.thenBlock());
     ChunkMap m = inlineChunkScan(check);
-    scf::YieldOp::create(b, ValueRange{m.scan, m.first, m.len});
+    scf::YieldOp::create(b, ValueRange{m.scan, m.first, m.len, m.ok});
     b.setInsertionPointToStart(r.elseBlock());
-    scf::YieldOp::create(b, ValueRange{cI32(0), cI64(0), cI64(0)});
+    // prep's verdict, the word after its offsets.
+    Value bad = load(i32, gep(workRegion(0), i32, cI64(0)), add(N, cI32(1)), 4);
+    scf::YieldOp::create(b, ValueRange{cI32(0), cI64(0), cI64(0),
+                                       cmp(arith::CmpIPredicate::eq, bad, cI32(0))});
   }
-  return {inlineMap, r.getResult(0), r.getResult(1), r.getResult(2)};
+  return {inlineMap, r.getResult(0), r.getResult(1), r.getResult(2), r.getResult(3)};
 }
 
 std::pair<Value, Value> PrefillEmitter::sequenceBounds(const ChunkMap &map, Value n) {
@@ -380,8 +410,73 @@ std::pair<Value, Value> PrefillEmitter::sequenceBounds(const ChunkMap &map, Valu
   b.setInsertionPointToStart(r.thenBlock());
   scf::YieldOp::create(b, ValueRange{bos, add(bos, len)});
   b.setInsertionPointToStart(r.elseBlock());
-  scf::YieldOp::create(b, ValueRange{cuAt(n), cuAt(add(n, cI32(1)))});
+  // Read only where prep found cu_seqlens valid: an invalid one empties
+  // every sequence.
+  auto read = scf::IfOp::create(b, TypeRange{i64, i64}, map.ok, true);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(read.thenBlock());
+    scf::YieldOp::create(b, ValueRange{cuAt(n), cuAt(add(n, cI32(1)))});
+    b.setInsertionPointToStart(read.elseBlock());
+    scf::YieldOp::create(b, ValueRange{cI64(0), cI64(0)});
+  }
+  scf::YieldOp::create(b, read.getResults());
   return {r.getResult(0), r.getResult(1)};
+}
+
+Value PrefillEmitter::coveredTokens(const ChunkMap &map) {
+  Value N = param(pN);
+  // The last sequence's end: shuffled from lane N - 1 with the inline map
+  // (0 when invalid), else cu_seqlens[N] where prep found it valid.
+  Value last = sub(N, cI32(1));
+  Value end = add(map.first, map.len);
+  Value lo = toI32(end), hi = toI32(arith::ShRUIOp::create(b, end, cI64(32)));
+  auto idx = [&](Value v) {
+    return gpu::ShuffleOp::create(b, v, last, cI32(32), gpu::ShuffleMode::IDX).getShuffleResult();
+  };
+  Value fromLane = orI(arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, idx(hi)), cI64(32)),
+                       arith::ExtUIOp::create(b, i64, idx(lo)));
+  auto r = scf::IfOp::create(b, TypeRange{i64}, map.inlineMap, true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(r.thenBlock());
+  scf::YieldOp::create(b, fromLane);
+  b.setInsertionPointToStart(r.elseBlock());
+  auto read = scf::IfOp::create(b, TypeRange{i64}, map.ok, true);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(read.thenBlock());
+    scf::YieldOp::create(b, cuAt(N));
+    b.setInsertionPointToStart(read.elseBlock());
+    scf::YieldOp::create(b, cI64(0));
+  }
+  scf::YieldOp::create(b, read.getResult(0));
+  return r.getResult(0);
+}
+
+void PrefillEmitter::zeroUncovered(Value from) {
+  // o = 0 for tokens [from, T), every value head, in 16-byte pieces over
+  // the whole grid. Empty (one comparison) when the sequences cover T.
+  int64_t ioBytes = s.ioType.getIntOrFloatBitWidth() / 8, perPiece = 16 / ioBytes;
+  int64_t pieces = s.v / perPiece;
+  Value T = param(pT);
+  ifThen(cmp(arith::CmpIPredicate::slt, from, T), [&] {
+    Value perToken = mul(toI64(param(pHV)), cI64(pieces));
+    Value count = mul(sub(T, from), perToken);
+    Value threads = cI64(plan.recurThreads);
+    Value grid = arith::IndexCastOp::create(b, i64, gpu::GridDimOp::create(b, gpu::Dimension::x));
+    Value start = add(mul(toI64(blockId(gpu::Dimension::x)), threads), toI64(tid));
+    auto loop = scf::ForOp::create(b, start, count, mul(grid, threads));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value i = loop.getInductionVar();
+    Value tok = add(from, arith::DivUIOp::create(b, i, perToken));
+    Value rest = arith::RemUIOp::create(b, i, perToken);
+    Value hv = arith::DivUIOp::create(b, rest, cI64(pieces));
+    Value piece = arith::RemUIOp::create(b, rest, cI64(pieces));
+    Value at = add(add(mul(tok, param(pOStride)), mul(hv, cI64(s.v))), mul(piece, cI64(perPiece)));
+    Value zero = LLVM::ZeroOp::create(b, VectorType::get({4}, i32));
+    storeVec(zero, param(pO), s.ioType, at, 16);
+  });
 }
 
 Value PrefillEmitter::longestFirst(const ChunkMap &map, Value position) {

@@ -304,9 +304,10 @@ struct ChunkSite {
 /// G, the raw one, beta, e^G, e^(G_last - G), beta e^G.
 /// The chunk map as a block reads it (PrefillEmitter::chunkMap): whether
 /// it is the inline scan, the scan, and each lane's sequence's first token
-/// and length (i64; 0 when not inline).
+/// and length (i64; 0 when not inline), and whether cu_seqlens is valid
+/// (i1, uniform; when not, every sequence is empty: the call is skipped).
 struct ChunkMap {
-  Value inlineMap, scan, first, len;
+  Value inlineMap, scan, first, len, ok;
 };
 
 struct RowFactors {
@@ -602,7 +603,8 @@ private:
       Value perSeq = arith::DivSIOp::create(b, param(pT), toI64(param(pN)));
       scf::YieldOp::create(b, mul(toI64(n), perSeq));
       b.setInsertionPointToStart(ifNull.elseBlock());
-      Value wide = cmp(arith::CmpIPredicate::ne, param(pCuIsI64), cI32(0));
+      // Bit 0 of cu_is_i64: cu_seqlens is int64 (bit 1: the index arrays).
+      Value wide = cmp(arith::CmpIPredicate::ne, andI(param(pCuIsI64), cI32(1)), cI32(0));
       Value as64 = load(i64, cu, n, 8);
       Value as32 = toI64(load(i32, cu, n, 4));
       scf::YieldOp::create(b, sel(wide, as64, as32));
@@ -635,6 +637,15 @@ private:
   /// that read them for the inline scan (a dependent global load less at
   /// each block's start), else read from cu_seqlens.
   std::pair<Value, Value> sequenceBounds(const ChunkMap &map, Value n);
+  /// Whether sequence n's bounds [first, end) (i64, read from cu_seqlens)
+  /// are bad: outside [0, T], decreasing, or a first sequence not at 0.
+  Value boundsBad(Value n, Value first, Value end);
+  /// The tokens the sequences cover, [0, cu_seqlens[N]) (0 when cu_seqlens
+  /// is invalid): recur zeroes o past them (zeroUncovered).
+  Value coveredTokens(const ChunkMap &map);
+  /// o = 0 for tokens [from, T) of every value head, by the whole grid of
+  /// recur (a serving engine's padding, or every token of a skipped call).
+  void zeroUncovered(Value from);
   /// The sequence a recur block at grid position `position` (< N) takes:
   /// with the inline map, sequences by chunk count, longest first (ties in
   /// their order), so that the longest chains start in the first wave

@@ -75,7 +75,7 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   RecurSmem recur(spec, p.valueTile, p.registerState);
   p.recurSmem = recur.total;
   p.recurSmemStage = recur.stage;
-  p.prepSmem = 2 * p.threads * 4;
+  p.prepSmem = 2 * p.threads * 4 + 16; // the scan's two buffers, the verdict
   return p;
 }
 
@@ -142,7 +142,8 @@ std::array<int64_t, 6> mlir::delta::prefillChunkRegionBytes(const PrefillSpec &s
 int64_t mlir::delta::prefillWorkspaceBytes(const PrefillSpec &s, int64_t maxChunks,
                                            int64_t valueHeads, int64_t numSeqs) {
   int64_t chunks = maxChunks * valueHeads;
-  int64_t total = align256((numSeqs + 1) * 4);
+  // [0] chunk offsets [N + 1] and prep's verdict on cu_seqlens.
+  int64_t total = align256((numSeqs + 2) * 4);
   for (int64_t per : prefillChunkRegionBytes(s))
     total += align256(chunks * per);
   // [7] the overlapped launch's work queue and ready flags

@@ -59,7 +59,17 @@ void PrefillEmitter::emitRecur() {
     b.setInsertionPointToStart(r.thenBlock());
     scf::YieldOp::create(b, fallback);
     b.setInsertionPointToStart(r.elseBlock());
-    scf::YieldOp::create(b, toI64(load(i32, idx, n, 4)));
+    // int64 index arrays (bit 1 of cu_is_i64) are read as int64, never narrowed.
+    Value wide = cmp(arith::CmpIPredicate::ne, andI(param(pCuIsI64), cI32(2)), cI32(0));
+    auto read = scf::IfOp::create(b, TypeRange{i64}, wide, true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(read.thenBlock());
+      scf::YieldOp::create(b, load(i64, idx, n, 8));
+      b.setInsertionPointToStart(read.elseBlock());
+      scf::YieldOp::create(b, toI64(load(i32, idx, n, 4)));
+    }
+    scf::YieldOp::create(b, read.getResult(0));
     return r.getResult(0);
   };
   Value inSlot = slotOf(param(pInIdx), toI64(n));
@@ -71,8 +81,12 @@ void PrefillEmitter::emitRecur() {
                      cmp(arith::CmpIPredicate::slt, slot, param(pSlots))),
                 notNull(pool));
   };
-  Value readOk = usable(inSlot, param(pInitial));
-  Value writeOk = usable(outSlot, param(pFinal));
+  // A skipped call (invalid cu_seqlens) reads and writes no state.
+  Value readOk = andI(usable(inSlot, param(pInitial)), map.ok);
+  Value writeOk = andI(usable(outSlot, param(pFinal)), map.ok);
+  // Tokens no sequence covers get o = 0: past cu_seqlens[N], or all of
+  // them in a skipped call.
+  zeroUncovered(coveredTokens(map));
   bool vk = s.layout == StateLayout::vk;
   auto stateIndex = [&](Value slot, Value d, Value col) {
     Value head = mul(add(mul(slot, toI64(param(pHV))), toI64(hv)), cI64(K * V));

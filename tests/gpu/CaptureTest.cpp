@@ -3,7 +3,9 @@
 //
 // A fresh process, so the kernel is loaded during the capture. The graph's
 // result must equal a direct call's bit for bit, and two direct calls must
-// agree bit for bit too.
+// agree bit for bit too. o is poisoned (0xFF: NaN) before every run, so a
+// run that writes nothing cannot pass for one that wrote the same bits, and
+// every call's status is checked.
 #include "GpuTestUtil.h"
 
 #include "deltac_test_decode.h"
@@ -48,7 +50,9 @@ int main() {
   auto dq = upload(q), dk = upload(k), dv = upload(v), dg = upload(g),
        dbeta = upload(beta);
   DeviceBuffer o(v.size());
+  std::vector<uint8_t> poison(v.size(), 0xFF);
   auto run = [&](DeviceBuffer &state, cudaStream_t stream) {
+    o.upload(poison.data(), poison.size());
     deltac_decode_args a{};
     a.K = K, a.V = V, a.B = B, a.T = T, a.H = H, a.HV = HV;
     a.io_dtype = DELTAC_BF16, a.state_dtype = DELTAC_F32;
@@ -73,17 +77,20 @@ int main() {
   if (rc == DELTAC_OK && end == cudaSuccess) {
     cudaGraphExec_t exec;
     check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    o.upload(poison.data(), poison.size()); // the captured call wrote nothing yet
     check(cudaGraphLaunch(exec, stream), "graph launch");
     check(cudaStreamSynchronize(stream), "sync");
     std::vector<uint8_t> oGraph = o.read<uint8_t>(v.size());
     std::vector<uint8_t> sGraph = captured->read<uint8_t>(pool.size());
 
     auto direct1 = upload(pool), direct2 = upload(pool);
-    run(*direct1, stream);
+    int rc1 = run(*direct1, stream);
     check(cudaStreamSynchronize(stream), "sync");
     std::vector<uint8_t> o1 = o.read<uint8_t>(v.size());
-    run(*direct2, stream);
+    int rc2 = run(*direct2, stream);
     check(cudaStreamSynchronize(stream), "sync");
+    results.add("direct calls return OK", rc1 == DELTAC_OK && rc2 == DELTAC_OK,
+                rc1 == DELTAC_OK && rc2 == DELTAC_OK ? "" : deltac_test_decode_last_error());
     std::vector<uint8_t> o2 = o.read<uint8_t>(v.size());
     std::vector<uint8_t> s1 = direct1->read<uint8_t>(pool.size()),
                          s2 = direct2->read<uint8_t>(pool.size());
@@ -92,6 +99,10 @@ int main() {
     results.add("same inputs give the same bits (two direct calls)",
                 o1 == o2 && s1 == s2, "");
     results.add("the state changed (the call did work)", s1 != pool, "");
+    bool finite = true;
+    for (double x : decode(DELTAC_BF16, oGraph))
+      finite &= std::isfinite(x);
+    results.add("the replay wrote every element of o (no poison left)", finite, "");
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   }

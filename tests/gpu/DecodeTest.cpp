@@ -11,8 +11,11 @@
 //   error flag          1 exactly when an index >= slots or a varlen row
 //                       longer than max_t was passed
 // Varlen cases (cu_seqlens, rows of 0..max_t tokens) run the same checks
-// against the reference's varlen recurrence; a row longer than max_t must be
-// skipped whole: its o keeps the poison and its slot is unchanged.
+// against the reference's varlen recurrence; a row longer than max_t, or with
+// num_accepted_tokens outside [1, T] ([1, stride] varlen), must be skipped
+// whole: its o is 0 and its slot is unchanged. An invalid cu_seqlens skips
+// the whole call (runBadCu): o = 0 everywhere, the pool bit-identical, the
+// guard bytes around o and the pool untouched.
 // Usage: decode_test [--quick]   (--quick: fewer cases, for a second run with
 // DELTAC_FORCE_TARGET=sm_80 or under compute-sanitizer)
 #include "GpuTestUtil.h"
@@ -99,6 +102,7 @@ struct Case {
   bool steps = false, keepPool = false;
   uint64_t seed = 1;
   bool poolCheckAll = true; // compare every slot (off for huge pools)
+  bool i64 = false; // index arrays and cu_seqlens as int64 (indices_i64)
 };
 
 double tolO(const SpecUnderTest &s) {
@@ -121,9 +125,15 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
       varlen ? ref::cuSeqlensFromLengths(c.lengths) : std::vector<int64_t>{};
   auto begin = [&](int64_t b) { return varlen ? cu[b] : b * c.T; };
   auto len = [&](int64_t b) { return varlen ? c.lengths[b] : c.T; };
-  // A varlen row longer than max_t is skipped by the kernel (error flag).
-  auto skipped = [&](int64_t b) { return len(b) > s.maxT; };
   const int64_t stride2d = varlen ? s.maxT : c.T;
+  // num_accepted_tokens must lie in [1, T] ([1, stride] varlen).
+  auto acceptedOk = [&](int64_t b) {
+    return c.accepted.empty() ||
+           (c.accepted[b] >= 1 && c.accepted[b] <= (varlen ? stride2d : c.T));
+  };
+  // A varlen row longer than max_t, or a bad accepted count, is skipped by
+  // the kernel (error flag).
+  auto skipped = [&](int64_t b) { return len(b) > s.maxT || !acceptedOk(b); };
   const int64_t tokens = varlen ? cu.back() : c.B * c.T;
   ref::Problem p;
   p.rule = s.rule;
@@ -160,8 +170,9 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   const int64_t stateElems = K * V * c.HV;
   auto inSlot = [&](int64_t b) -> int64_t {
     if (!c.slots2d.empty())
-      return c.slots2d[b * stride2d +
-                       (c.accepted.empty() ? 0 : c.accepted[b] - 1)];
+      return acceptedOk(b) ? c.slots2d[b * stride2d +
+                                       (c.accepted.empty() ? 0 : c.accepted[b] - 1)]
+                           : -1;
     return c.inIdx.empty() ? b : c.inIdx[b];
   };
   auto outSlot = [&](int64_t b) -> int64_t {
@@ -231,32 +242,35 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   DeviceBuffer poolBuf(c.slots * slotBytes); // 0xFF poison
   for (const auto &[slot, bytes] : poolBytes)
     poolBuf.upload(bytes.data(), slotBytes, slot * slotBytes);
+  // An index array as int32, or int64 with c.i64 (values past 2^32 are
+  // what a narrowing cast would break: none here, but the width is).
+  auto indexBuffer = [&](const auto &values) {
+    size_t width = c.i64 ? 8 : 4;
+    auto buf = std::make_unique<DeviceBuffer>(values.size() * width);
+    if (c.i64) {
+      std::vector<int64_t> wide(values.begin(), values.end());
+      buf->upload(wide.data(), wide.size() * 8);
+    } else {
+      std::vector<int32_t> narrow(values.begin(), values.end());
+      buf->upload(narrow.data(), narrow.size() * 4);
+    }
+    return buf;
+  };
   std::unique_ptr<DeviceBuffer> inIdx, outIdx, steps;
-  if (!c.inIdx.empty()) {
-    inIdx = std::make_unique<DeviceBuffer>(c.B * 4);
-    inIdx->upload(c.inIdx.data(), c.B * 4);
-  }
-  if (!c.outIdx.empty()) {
-    outIdx = std::make_unique<DeviceBuffer>(c.B * 4);
-    outIdx->upload(c.outIdx.data(), c.B * 4);
-  }
+  if (!c.inIdx.empty())
+    inIdx = indexBuffer(c.inIdx);
+  if (!c.outIdx.empty())
+    outIdx = indexBuffer(c.outIdx);
   if (c.steps)
     steps = std::make_unique<DeviceBuffer>(tokens * slotBytes);
   std::unique_ptr<DeviceBuffer> slots2d, accepted;
-  if (!c.slots2d.empty()) {
-    slots2d = std::make_unique<DeviceBuffer>(c.slots2d.size() * 4);
-    slots2d->upload(c.slots2d.data(), c.slots2d.size() * 4);
-  }
-  if (!c.accepted.empty()) {
-    accepted = std::make_unique<DeviceBuffer>(c.B * 4);
-    accepted->upload(c.accepted.data(), c.B * 4);
-  }
+  if (!c.slots2d.empty())
+    slots2d = indexBuffer(c.slots2d);
+  if (!c.accepted.empty())
+    accepted = indexBuffer(c.accepted);
   std::unique_ptr<DeviceBuffer> cuBuf;
-  if (varlen) {
-    std::vector<int32_t> cu32(cu.begin(), cu.end());
-    cuBuf = std::make_unique<DeviceBuffer>(cu32.size() * 4);
-    cuBuf->upload(cu32.data(), cu32.size() * 4);
-  }
+  if (varlen)
+    cuBuf = indexBuffer(cu);
   DeviceBuffer flag(4, 0);
 
   deltac_decode_args a{};
@@ -297,6 +311,7 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   a.state_indices_2d_stride = varlen && slots2d ? stride2d : 0;
   a.cu_seqlens = cuBuf ? static_cast<const int32_t *>(cuBuf->ptr) : nullptr;
   a.debug_checks = c.debugChecks;
+  a.indices_i64 = c.i64;
   int rc = s.decode(&a, nullptr);
   sync();
   if (!c.rejectWith.empty()) {
@@ -325,14 +340,14 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   std::vector<double> oGot = decode(
       s.io, o.read<uint8_t>(tokens * vStride * bytesOf(s.io)));
   std::vector<double> oReal, oWant;
-  bool paddingZero = true, sawPadding = false, skippedPoison = true;
+  bool paddingZero = true, sawPadding = false, skippedZero = true;
   for (int64_t b = 0; b < c.B; ++b)
     for (int64_t t = 0; t < len(b); ++t)
       for (int64_t i = 0; i < c.HV * V; ++i) {
         int64_t tok = begin(b) + t;
         double got = oGot[tok * vStride + i];
         if (skipped(b)) {
-          skippedPoison &= std::isnan(got);
+          skippedZero &= got == 0.0;
         } else if (valid(inSlot(b))) {
           oReal.push_back(got);
           oWant.push_back(want.o[tok * c.HV * V + i]);
@@ -342,10 +357,10 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
         }
       }
   double oErr = oReal.empty() ? 0.0 : ref::relativeError(oReal, oWant);
-  bool ok = oErr <= tolO(s) && paddingZero && skippedPoison;
+  bool ok = oErr <= tolO(s) && paddingZero && skippedZero;
   std::string detail = fmt("o err %.2e", oErr);
-  if (!skippedPoison)
-    detail += ", SKIPPED ROW WROTE o";
+  if (!skippedZero)
+    detail += ", SKIPPED ROW o != 0";
   if (sawPadding)
     detail += paddingZero ? ", padding o = 0" : ", PADDING o != 0";
 
@@ -426,6 +441,110 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   results.add(name, ok, detail);
 }
 
+/// An invalid cu_seqlens (B = 3 rows, T = 6 tokens): the whole call is
+/// skipped. The flag is raised, o is 0 for every token, the pool stays bit
+/// for bit, and 4 KiB guards before and after o and the pool keep their
+/// fill (run.sh also runs this under compute-sanitizer memcheck). With
+/// `padTail`, cu = {0, 1, 2, 3} of T = 6 is valid: rows as usual, tokens
+/// 3..5 get o = 0, no flag.
+void runBadCu(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
+              const char *what, std::vector<int64_t> cu, bool i64) {
+  const int64_t B = int64_t(cu.size()) - 1, T = 6, H = 1, HV = 2, slots = B;
+  const size_t guard = 4096, io = bytesOf(s.io);
+  std::string name = fmt("%s k%lld v%lld bad cu_seqlens %s%s", s.name, (long long)K,
+                         (long long)V, what, i64 ? " (int64)" : "");
+  auto filled = [](size_t bytes, double scale, deltac_dtype d) {
+    std::vector<double> x(bytes / bytesOf(d));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = scale * std::sin(0.7 * double(i) + 0.3);
+    return encode(d, x);
+  };
+  DeviceBuffer q(T * H * K * io), k(T * H * K * io), v(T * HV * V * io),
+      beta(T * HV * io), g(T * HV * 4), aLog(HV * 4), dt(HV * 4);
+  for (auto *b : {&q, &k, &v}) {
+    auto bytes = filled(b->bytes, 0.5, s.io);
+    b->upload(bytes.data(), bytes.size());
+  }
+  auto betaBytes = filled(beta.bytes, 0.5, s.io);
+  beta.upload(betaBytes.data(), betaBytes.size());
+  std::vector<float> small(T * HV, -0.1f);
+  g.upload(small.data(), small.size() * 4);
+  aLog.upload(small.data(), HV * 4);
+  dt.upload(small.data(), HV * 4);
+  if (s.gate == ref::GateForm::Raw) {
+    auto raw = filled(T * HV * io, 0.5, s.io);
+    g.upload(raw.data(), raw.size());
+  }
+  const size_t oBytes = T * HV * V * io,
+               poolBytes = slots * HV * K * V * bytesOf(s.state);
+  DeviceBuffer o(oBytes + 2 * guard), pool(poolBytes + 2 * guard);
+  std::vector<uint8_t> poolInit = filled(poolBytes, 0.1, s.state);
+  pool.upload(poolInit.data(), poolBytes, guard);
+  DeviceBuffer cuBuf(cu.size() * 8), flag(4, 0);
+  if (i64) {
+    cuBuf.upload(cu.data(), cu.size() * 8);
+  } else {
+    std::vector<int32_t> c32(cu.begin(), cu.end());
+    cuBuf.upload(c32.data(), c32.size() * 4);
+  }
+  deltac_decode_args a{};
+  a.K = K;
+  a.V = V;
+  a.B = B;
+  a.T = T;
+  a.H = H;
+  a.HV = HV;
+  a.io_dtype = s.io;
+  a.state_dtype = s.state;
+  a.q = q.ptr;
+  a.k = k.ptr;
+  a.v = v.ptr;
+  a.o = static_cast<char *>(o.ptr) + guard;
+  a.g = s.gate == ref::GateForm::None ? nullptr : g.ptr;
+  a.beta = beta.ptr;
+  a.A_log = s.gate == ref::GateForm::Raw ? static_cast<const float *>(aLog.ptr) : nullptr;
+  a.dt_bias = s.gate == ref::GateForm::Raw ? static_cast<const float *>(dt.ptr) : nullptr;
+  a.state = static_cast<char *>(pool.ptr) + guard;
+  a.slots = slots;
+  a.error_flag = static_cast<int32_t *>(flag.ptr);
+  a.scale = 0.1f;
+  a.cu_seqlens = static_cast<const int32_t *>(cuBuf.ptr);
+  a.indices_i64 = i64;
+  int rc = s.decode(&a, nullptr);
+  sync();
+  if (rc != DELTAC_OK) {
+    results.add(name, false, fmt("status %d: %s", rc, s.lastError()));
+    return;
+  }
+  bool valid = cu.front() == 0 && cu.back() <= T;
+  for (size_t i = 0; i + 1 < cu.size(); ++i)
+    valid &= cu[i] <= cu[i + 1];
+  std::vector<uint8_t> oAll = o.read<uint8_t>(o.bytes);
+  std::vector<uint8_t> poolAll = pool.read<uint8_t>(pool.bytes);
+  bool guards = true;
+  for (size_t i = 0; i < guard; ++i)
+    guards &= oAll[i] == 0xFF && oAll[guard + oBytes + i] == 0xFF &&
+              poolAll[i] == 0xFF && poolAll[guard + poolBytes + i] == 0xFF;
+  std::vector<double> oGot =
+      decode(s.io, std::vector<uint8_t>(oAll.begin() + guard, oAll.begin() + guard + oBytes));
+  int64_t zeroFrom = valid ? cu.back() : 0, nonZero = 0, unwritten = 0;
+  for (int64_t i = 0; i < T * HV * V; ++i) {
+    if (i >= zeroFrom * HV * V)
+      nonZero += oGot[i] != 0.0;
+    else
+      unwritten += std::isnan(oGot[i]);
+  }
+  bool poolSame = std::equal(poolInit.begin(), poolInit.end(), poolAll.begin() + guard);
+  int32_t flagGot = flag.read<int32_t>(1)[0];
+  bool ok = guards && nonZero == 0 && flagGot == (valid ? 0 : 1) &&
+            (valid ? unwritten == 0 : poolSame);
+  results.add(name, ok,
+              fmt("flag %d (want %d), %lld o != 0 past token %lld%s%s%s", flagGot, valid ? 0 : 1,
+                  (long long)nonZero, (long long)zeroFrom, guards ? "" : ", GUARDS OVERWRITTEN",
+                  valid || poolSame ? "" : ", POOL CHANGED",
+                  unwritten ? ", ROWS NOT WRITTEN" : ""));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -463,6 +582,23 @@ int main(int argc, char **argv) {
                          (long long)s.maxT,
                          (long long)std::min<int64_t>(2, s.maxT));
       runCase(results, s, K, V, varlen);
+      // Whole-call checks of cu_seqlens (B = 3, T = 6), and padding past
+      // cu[B]: every spec, also under --quick (memcheck runs --quick).
+      for (bool i64 : {false, true}) {
+        runBadCu(results, s, K, V, "negative", {0, -4, 2, 6}, i64);
+        runBadCu(results, s, K, V, "past T", {0, 1, 2, 40}, i64);
+        runBadCu(results, s, K, V, "decreasing", {0, 3, 1, 6}, i64);
+        runBadCu(results, s, K, V, "overlapping", {0, 2, 1, 3}, i64);
+        runBadCu(results, s, K, V, "start not 0", {1, 2, 3, 6}, i64);
+        runBadCu(results, s, K, V, "padding past cu[B] (valid)", {0, 1, 2, 3}, i64);
+      }
+      runBadCu(results, s, K, V, "past 2^32", {0, (int64_t(1) << 32) + 1, 2, 6}, true);
+      // The index arrays as int64 (read as int64 by the kernel).
+      Case varlen64 = varlen;
+      varlen64.seed = ++seed;
+      varlen64.i64 = true;
+      varlen64.label += " int64 indices";
+      runCase(results, s, K, V, varlen64);
       if (quick)
         continue;
 
@@ -547,6 +683,17 @@ int main(int argc, char **argv) {
       vllm.accepted = {int32_t(vllm.T), 1, int32_t(std::min<int64_t>(2, vllm.T))};
       vllm.label = fmt("vLLM 2-D slots T=%lld, num_accepted", (long long)vllm.T);
       runCase(results, s, K, V, vllm);
+      // num_accepted_tokens outside [1, T]: that row is skipped (o = 0, no
+      // state), the flag raised; the others computed.
+      for (int32_t bad : {0, -3, int32_t(vllm.T) + 1}) {
+        Case badAccepted = vllm;
+        badAccepted.seed = ++seed;
+        badAccepted.accepted[1] = bad;
+        badAccepted.i64 = bad < 0;
+        badAccepted.label = fmt("vLLM num_accepted %d outside [1, %lld] skips its row%s", bad,
+                                (long long)vllm.T, bad < 0 ? " (int64)" : "");
+        runCase(results, s, K, V, badAccepted);
+      }
 
       Case debug = padding;
       debug.seed = ++seed;

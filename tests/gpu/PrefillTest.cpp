@@ -94,6 +94,9 @@ struct Case {
   bool cu64;       // int64 cu_seqlens
   double gMin = -1.0, gMax = 0.0;
   bool capture = false; // run inside a CUDA graph
+  // The last of `lengths` is padding: the call gets one sequence fewer and
+  // T still counts those tokens (cu_seqlens[N] < T), whose o must be 0.
+  bool padTail = false;
 };
 
 struct Run {
@@ -102,6 +105,36 @@ struct Run {
   int32_t flag = -1;
   int status = 0;
   std::string error;
+  // The guard bytes around o, the states and the pool kept their fill.
+  bool guards = true;
+  // Elements of o that must be 0 (padding tokens; every token of a skipped
+  // call) and are not.
+  int64_t oNonZero = 0;
+  // A skipped call: the pool (or the final-state buffer) bit-identical.
+  bool statesUntouched = true;
+};
+
+/// A device buffer with `kGuard` bytes of its fill before and after the
+/// `bytes` the kernels may touch: a write or a stray store outside them is
+/// seen by guardsIntact().
+constexpr size_t kGuard = 4096;
+struct Guarded {
+  DeviceBuffer buf;
+  int fill;
+  Guarded(size_t bytes, int fill = 0xFF) : buf(bytes + 2 * kGuard, fill), fill(fill) {}
+  void *ptr() const { return static_cast<char *>(buf.ptr) + kGuard; }
+  size_t bytes() const { return buf.bytes - 2 * kGuard; }
+  void upload(const void *src, size_t n) { buf.upload(src, n, kGuard); }
+  template <typename T> std::vector<T> read(size_t count) const {
+    return buf.read<T>(count, kGuard);
+  }
+  bool guardsIntact() const {
+    for (size_t at : {size_t(0), buf.bytes - kGuard})
+      for (uint8_t x : buf.read<uint8_t>(kGuard, at))
+        if (x != uint8_t(fill))
+          return false;
+    return true;
+  }
 };
 
 Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
@@ -127,6 +160,9 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   ref::Inputs in = ref::randomInputs(p, std::hash<std::string>()(c.name), opts);
   ref::Sizes sz = ref::sizesOf(p);
   int64_t N = ref::numSequences(p), T = p.T;
+  // The call's sequences (the reference's last one is padding with padTail).
+  int64_t callN = c.padTail ? N - 1 : N;
+  int64_t covered = p.cuSeqlens[callN];
   // Round what the GPU reads to its dtypes.
   for (auto *t : {&in.q, &in.k, &in.v, &in.beta})
     for (double &x : *t)
@@ -175,14 +211,14 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     pool = in.initialState;
 
   DeviceBuffer q(sz.q * bytesOf(s.io)), k(sz.k * bytesOf(s.io)),
-      v(sz.v * bytesOf(s.io)), o(sz.o * bytesOf(s.io)),
-      beta(sz.beta * bytesOf(s.io));
+      v(sz.v * bytesOf(s.io)), beta(sz.beta * bytesOf(s.io));
+  Guarded o(sz.o * bytesOf(s.io));
   deltac_dtype gType = s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32;
   DeviceBuffer g(std::max<size_t>(sz.g, 1) * bytesOf(gType));
   DeviceBuffer aLog(std::max<size_t>(sz.aLog, 1) * 4),
       dt(std::max<size_t>(sz.dtBias, 1) * 4);
-  DeviceBuffer states(pool.size() * bytesOf(s.state), 0);
-  DeviceBuffer finals(pool.size() * bytesOf(s.state));
+  Guarded states(pool.size() * bytesOf(s.state), 0);
+  Guarded finals(pool.size() * bytesOf(s.state));
   DeviceBuffer dIn(N * 4), dOut(N * 4), flag(4, 0);
   DeviceBuffer cu((N + 1) * 8);
   auto up = [](DeviceBuffer &b, const std::vector<uint8_t> &x) {
@@ -205,20 +241,21 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     dOut.upload(outIdx.data(), N * 4);
   }
   std::vector<int64_t> cuHost = badCu ? *badCu : p.cuSeqlens;
+  cuHost.resize(callN + 1);
   if (c.cu64) {
-    cu.upload(cuHost.data(), (N + 1) * 8);
+    cu.upload(cuHost.data(), (callN + 1) * 8);
   } else {
     std::vector<int32_t> c32(cuHost.begin(), cuHost.end());
-    cu.upload(c32.data(), (N + 1) * 4);
+    cu.upload(c32.data(), (callN + 1) * 4);
   }
-  int64_t wsBytes = s.workspace(s.K, s.V, T, N, c.HV);
+  int64_t wsBytes = s.workspace(s.K, s.V, T, callN, c.HV);
   DeviceBuffer ws(std::max<int64_t>(wsBytes, 16));
 
   deltac_prefill_args a{};
   a.K = s.K;
   a.V = s.V;
   a.T = T;
-  a.N = N;
+  a.N = callN;
   a.H = c.H;
   a.HV = c.HV;
   a.io_dtype = s.io;
@@ -226,13 +263,13 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   a.q = q.ptr;
   a.k = k.ptr;
   a.v = v.ptr;
-  a.o = o.ptr;
+  a.o = o.ptr();
   a.g = sz.g ? g.ptr : nullptr;
   a.beta = beta.ptr;
   a.A_log = sz.aLog ? static_cast<float *>(aLog.ptr) : nullptr;
   a.dt_bias = sz.aLog ? static_cast<float *>(dt.ptr) : nullptr;
-  a.initial_state = c.initialState || c.pool ? states.ptr : nullptr;
-  a.final_state = c.pool ? states.ptr : finals.ptr;
+  a.initial_state = c.initialState || c.pool ? states.ptr() : nullptr;
+  a.final_state = c.pool ? states.ptr() : finals.ptr();
   a.slots = rows;
   a.initial_state_indices = c.pool ? static_cast<int32_t *>(dIn.ptr) : nullptr;
   a.output_state_indices = c.pool ? static_cast<int32_t *>(dOut.ptr) : nullptr;
@@ -268,19 +305,37 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     return r;
   }
   r.flag = flag.read<int32_t>(1)[0];
-  std::vector<double> oGot = decode(s.io, o.read<uint8_t>(o.bytes));
-  r.oErr = ref::relativeError(oGot, out.o);
+  r.guards = o.guardsIntact() && states.guardsIntact() && finals.guardsIntact();
+  std::vector<double> oGot = decode(s.io, o.read<uint8_t>(o.bytes()));
+  // Tokens [covered, T) (padding), or all of them for a bad cu_seqlens,
+  // must be exactly 0; the reference is compared on the others.
+  int64_t perToken = c.HV * s.V;
+  int64_t zeroFrom = badCu ? 0 : covered;
+  for (int64_t i = zeroFrom * perToken; i < T * perToken; ++i)
+    r.oNonZero += oGot[i] != 0.0;
+  if (badCu) {
+    // Nothing read or written: the pool, or the final-state buffer (its
+    // 0xFF fill), bit for bit.
+    std::vector<uint8_t> now = (c.pool ? states : finals).read<uint8_t>(states.bytes());
+    std::vector<uint8_t> before =
+        c.pool ? encode(s.state, pool) : std::vector<uint8_t>(now.size(), 0xFF);
+    r.statesUntouched = now == before;
+    return r;
+  }
+  oGot.resize(covered * perToken);
+  std::vector<double> oRef(out.o.begin(), out.o.begin() + covered * perToken);
+  r.oErr = ref::relativeError(oGot, oRef);
   std::vector<double> sGot =
       decode(s.state, (c.pool ? states : finals).read<uint8_t>(pool.size() * bytesOf(s.state)));
-  std::vector<double> mine;
-  for (int64_t n = 0; n < N; ++n) {
+  std::vector<double> mine, sRef(out.finalState.begin(), out.finalState.begin() + callN * per);
+  for (int64_t n = 0; n < callN; ++n) {
     int64_t row = c.pool ? outIdx[n] : n;
     mine.insert(mine.end(), sGot.begin() + row * per, sGot.begin() + (row + 1) * per);
   }
-  r.sErr = ref::relativeError(mine, out.finalState);
+  r.sErr = ref::relativeError(mine, sRef);
   if (c.pool)
     for (int64_t row = 0; row < rows; ++row) {
-      bool written = std::find(outIdx.begin(), outIdx.end(), row) != outIdx.end();
+      bool written = std::find(outIdx.begin(), outIdx.begin() + callN, row) != outIdx.begin() + callN;
       if (written)
         continue;
       for (int64_t e = 0; e < per; ++e) {
@@ -383,35 +438,92 @@ int main(int argc, char **argv) {
     cases.push_back({"qwen3_next 8 seqs", qwen, {1000, 17, 512, 64, 63, 65, 2000, 3}, 2, 4, true, true, true});
     cases.push_back({"kkv T=4096 H2/HV4", kkv, {4096}, 2, 4, true, false, false, -0.3, 0.0});
   }
+  // Padding past cu_seqlens[N] (a serving engine's): o = 0 there, the
+  // sequences as usual, no flag; inline map and prep.
+  cases.push_back({"qwen3_next pad tail (inline)", qwen, {64, 37, 50}, 2, 4, true, true, false});
+  cases.back().padTail = true;
+  {
+    std::vector<int64_t> many;
+    for (int64_t i = 0; i < 41; ++i)
+      many.push_back(1 + (i * 29) % 90);
+    many.push_back(77);
+    cases.push_back({"gkv pad tail (prep, 41 seqs)", gkv, many, 2, 4, true, true, true});
+    cases.back().padTail = true;
+  }
   for (const Case &c : cases) {
     Run r = runCase(c);
-    bool ok = r.status == DELTAC_OK && r.oErr < tol && r.sErr < tol && r.untouched && r.flag == 0;
+    bool ok = r.status == DELTAC_OK && r.oErr < tol && r.sErr < tol && r.untouched && r.flag == 0 &&
+              r.guards && r.oNonZero == 0;
     results.add(c.name, ok,
                 r.status ? "status " + std::to_string(r.status) + ": " + r.error
-                         : fmt("o err %.2e, state err %.2e%s, flag %d", r.oErr, r.sErr,
-                               r.untouched ? "" : ", UNLISTED POOL ROWS CHANGED", r.flag));
+                         : fmt("o err %.2e, state err %.2e%s%s, %lld padding o != 0, flag %d",
+                               r.oErr, r.sErr, r.untouched ? "" : ", UNLISTED POOL ROWS CHANGED",
+                               r.guards ? "" : ", GUARDS OVERWRITTEN", (long long)r.oNonZero,
+                               r.flag));
   }
-  // Bad cu_seqlens (decreasing; not ending at T): the kernel raises the
-  // flag, with the chunk map scanned inline (2 sequences) and by prep (40).
+  // Invalid cu_seqlens (negative, past T, decreasing, not starting at 0,
+  // overlapping): the whole call is skipped. The flag is raised, o is 0 for
+  // every token, no state is read or written (pool and final-state buffer
+  // bit-identical), and the guard bytes around o and the states keep their
+  // fill (under compute-sanitizer memcheck in run.sh: no access outside).
   {
-    Case c{"bad cu_seqlens raises the flag", gkv, {64, 64}, 1, 1, true, false, false};
-    std::vector<int64_t> bad = {0, 100, 64 + 64 - 1};
-    Run r = runCase(c, &bad);
-    results.add(c.name, r.status == DELTAC_OK && r.flag == 1, fmt("status %d, flag %d", r.status, r.flag));
-    for (std::vector<int64_t> start : {std::vector<int64_t>{5}, std::vector<int64_t>{0}}) {
-      Case inl{"bad cu_seqlens start/end (inline map)", gkv, {64, 6}, 1, 1, true, false, false};
-      std::vector<int64_t> cu = {start[0], 64, start[0] == 0 ? 69 : 70};
-      Run ri = runCase(inl, &cu);
-      results.add(inl.name + std::string(start[0] ? " start" : " end"),
-                  ri.status == DELTAC_OK && ri.flag == 1, fmt("status %d, flag %d", ri.status, ri.flag));
+    struct Bad {
+      const char *what;
+      std::vector<int64_t> cu;
+    };
+    // Two sequences of 64 and 86 tokens (T = 150): the inline map.
+    const Bad inlineBad[] = {{"negative", {0, -64, 150}},
+                             {"past T", {0, 100, 400}},
+                             {"decreasing", {0, 120, 100}},
+                             {"start not 0", {5, 64, 150}},
+                             {"huge", {0, int64_t(1) << 40, 150}}};
+    for (bool pool : {false, true})
+      for (const Bad &bad : inlineBad) {
+        Case c{std::string("bad cu_seqlens ") + bad.what + (pool ? " (inline, pool)" : " (inline)"),
+               gkv, {64, 86}, 1, 2, true, pool, bad.cu.back() > 150 || bad.cu[1] > (1 << 30)};
+        Run r = runCase(c, &bad.cu);
+        results.add(c.name,
+                    r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
+                        r.guards,
+                    fmt("status %d, flag %d, %lld o != 0%s%s", r.status, r.flag,
+                        (long long)r.oNonZero, r.statesUntouched ? "" : ", STATES CHANGED",
+                        r.guards ? "" : ", GUARDS OVERWRITTEN"));
+      }
+    // Three sequences of 50: [0, 100, 50, 150] passes a per-sequence check
+    // for sequences 0 and 2, which would overlap.
+    {
+      std::vector<int64_t> cu = {0, 100, 50, 150};
+      Case c{"bad cu_seqlens overlapping (inline, pool)", qwen, {50, 50, 50}, 2, 4, true, true, false};
+      Run r = runCase(c, &cu);
+      results.add(c.name,
+                  r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
+                      r.guards,
+                  fmt("status %d, flag %d, %lld o != 0", r.status, r.flag, (long long)r.oNonZero));
     }
-    Case many{"bad cu_seqlens raises the flag (prep, 40 seqs)", gkv, std::vector<int64_t>(40, 8), 1, 1,
-              true, false, false};
-    std::vector<int64_t> cu;
-    for (int64_t i = 0; i <= 40; ++i)
-      cu.push_back(i == 20 ? 8 * 20 + 9 : 8 * i); // sequence 20 has length -1
-    Run rm = runCase(many, &cu);
-    results.add(many.name, rm.status == DELTAC_OK && rm.flag == 1, fmt("status %d, flag %d", rm.status, rm.flag));
+    // 40 sequences of 8 tokens: prep's map.
+    auto prepCu = [](int64_t at, int64_t value) {
+      std::vector<int64_t> cu;
+      for (int64_t i = 0; i <= 40; ++i)
+        cu.push_back(i == at ? value : 8 * i);
+      return cu;
+    };
+    const Bad prepBad[] = {{"negative", prepCu(20, -64)},
+                           {"past T", prepCu(40, 8 * 40 + 1000)},
+                           {"decreasing", prepCu(20, 8 * 20 + 9)},
+                           {"start not 0", prepCu(0, 3)},
+                           {"overlapping", prepCu(10, 8 * 30)}};
+    for (bool pool : {false, true})
+      for (const Bad &bad : prepBad) {
+        Case c{std::string("bad cu_seqlens ") + bad.what + (pool ? " (prep, pool)" : " (prep)"), gkv,
+               std::vector<int64_t>(40, 8), 1, 2, true, pool, pool};
+        Run r = runCase(c, &bad.cu);
+        results.add(c.name,
+                    r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
+                        r.guards,
+                    fmt("status %d, flag %d, %lld o != 0%s%s", r.status, r.flag,
+                        (long long)r.oNonZero, r.statesUntouched ? "" : ", STATES CHANGED",
+                        r.guards ? "" : ", GUARDS OVERWRITTEN"));
+      }
   }
   // Host checks: a rejected call names the argument.
   {
