@@ -41,6 +41,21 @@ delta.spec @second rule = gated dims = [128x128] io = bf16 state = f32
 
 // -----
 
+// The duplicate check runs once per block (by its last spec) over every
+// spec, whatever lies between them.
+delta.spec @third rule = gated dims = [64x64] io = bf16 state = f32
+    layout = kv gate = log beta = given chunk = 64 entries = [prefill]
+func.func @between() { return }
+delta.spec @other rule = gated dims = [64x64] io = f16 state = f32
+    layout = kv gate = log beta = given chunk = 64 entries = [prefill]
+// expected-error @+1 {{duplicate specialization 64x64: spec @third already emits it with the same options}}
+delta.spec @fourth rule = gated dims = [32x32, 64x64] io = bf16 state = f32
+    layout = kv gate = log beta = given chunk = 64 entries = [decode]
+    max_t = 2
+func.func @after() { return }
+
+// -----
+
 // expected-error @+1 {{io type must be bf16, f16 or f32, got 'i8'}}
 delta.spec @bad_io rule = gated dims = [128x128] io = i8 state = f32
     layout = vk gate = log beta = given chunk = 64 entries = [prefill]
