@@ -266,6 +266,8 @@ protected:
   Value tid, lane, warp, bx, bb, hv, h, inSlot, outSlot, writePool;
   // The row's tokens: [rowStart, rowStart + rowLen) (i64, i32).
   Value rowStart, rowLen;
+  // Whether the call's index arrays are int64 (kIndicesI64; i1).
+  Value wideIndices;
   // Set by loadHeadParams() for raw gates.
   Value negA, dtBias;
 };
@@ -331,6 +333,7 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   Value wide = cmp(arith::CmpIPredicate::ne,
                    arith::AndIOp::create(b, param(pFlags), cI32(kIndicesI64)),
                    cI32(0));
+  wideIndices = wide;
   {
     Value cu = param(pCuSeqlens), T = param(pT), T64 = toI64(T);
     auto ifFixed = scf::IfOp::create(
@@ -574,9 +577,8 @@ void EmitterBase::storeStep(Value tInt, Value tok,
   auto ifSlots = scf::IfOp::create(b, notI1(isNull(param(pStepSlots))), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifSlots.thenBlock());
-  Value at = gep(param(pStepSlots), i32,
-                 add(mul(toI64(bb), param(pStepSlotsStride)), toI64(tInt)));
-  Value slot = toI64(LLVM::LoadOp::create(b, i32, at, 4));
+  Value slot = loadIndex(param(pStepSlots), wideIndices,
+                         add(mul(toI64(bb), param(pStepSlotsStride)), toI64(tInt)));
   Value tooLarge = cmp(arith::CmpIPredicate::sge, slot, param(pSlots));
   Value valid =
       andI1(cmp(arith::CmpIPredicate::sge, slot, cI64(0)), notI1(tooLarge));

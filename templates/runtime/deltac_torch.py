@@ -122,13 +122,15 @@ _CAUSES = {
                "cu_seqlens[N] > T (the whole call skipped: o = 0 everywhere, no state read or "
                "written) - or an initial_state_indices / output_state_indices entry >= the "
                "pool's slots (that sequence skipped)",
-    "decode": "fused_recurrent_gated_delta_rule (decode kernel): a bad cu_seqlens row - "
-              "cu_seqlens[0] != 0, a decreasing step, past the tokens, or a row longer than "
+    "decode": "fused_recurrent_gated_delta_rule (decode kernel): cu_seqlens invalid - "
+              "cu_seqlens[0] != 0, a decreasing step or cu_seqlens[B] > T (the whole call "
+              "skipped: o = 0 everywhere, no state read or written) - or a row longer than "
               "the spec's max_t (that row skipped: o = 0, its state left as it was)",
     "serving": "gated_delta_rule_decode: a state_indices / output_state_indices / "
-               "ssm_state_indices entry >= the pool's slots, num_accepted_tokens out of range "
-               "(below 1 or past its row of ssm_state_indices), or a bad cu_seqlens row (that "
-               "row skipped: o = 0, no state read or written)",
+               "ssm_state_indices entry >= the pool's slots, num_accepted_tokens outside "
+               "[1, T] ([1, the 2-D slot stride] with cu_seqlens), a row longer than max_t "
+               "(that row skipped: o = 0, no state read or written), or cu_seqlens invalid "
+               "(the whole call skipped: o = 0 everywhere)",
 }
 
 

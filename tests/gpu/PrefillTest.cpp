@@ -32,6 +32,7 @@ struct Spec {
   int (*prefill)(const deltac_prefill_args *, void *);
   int64_t (*workspace)(int64_t, int64_t, int64_t, int64_t, int64_t);
   const char *(*lastError)();
+  size_t (*lastLaunches)(char *, size_t);
   ref::Rule rule;
   ref::GateForm gate;
   ref::BetaForm beta;
@@ -39,47 +40,50 @@ struct Spec {
   deltac_dtype io, state;
   ref::Layout layout;
   int64_t K, V;
+  // The library has sm_90a's forms for it: _queue (the overlapped
+  // launch), _chunks_raw and _recur_shared.
+  bool sm90Forms = false;
 };
 
 const Spec kSpecs[] = {
     {"qwen3_next", qwen3_next_gdn_qwen3_next_prefill,
      qwen3_next_gdn_qwen3_next_prefill_workspace_bytes,
-     qwen3_next_gdn_last_error, ref::Rule::Gated, ref::GateForm::Raw,
+     qwen3_next_gdn_last_error, qwen3_next_gdn_last_launches, ref::Rule::Gated, ref::GateForm::Raw,
      ref::BetaForm::Sigmoid, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
-     128, 128},
+     128, 128, true},
     {"gkv", deltac_test_prefill_gkv_prefill,
      deltac_test_prefill_gkv_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, ref::Rule::Gated, ref::GateForm::Log,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Gated, ref::GateForm::Log,
      ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
-     128, 128},
+     128, 128, true},
     {"dn", deltac_test_prefill_dn_prefill,
      deltac_test_prefill_dn_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, ref::Rule::Delta, ref::GateForm::None,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Delta, ref::GateForm::None,
      ref::BetaForm::Sigmoid2, true, DELTAC_BF16, DELTAC_BF16, ref::Layout::Vk,
      64, 64},
     {"glin", deltac_test_prefill_glin_prefill,
      deltac_test_prefill_glin_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, ref::Rule::Gated, ref::GateForm::Linear,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Gated, ref::GateForm::Linear,
      ref::BetaForm::Given, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
      64, 128},
     {"d64", deltac_test_prefill_d64_prefill,
      deltac_test_prefill_d64_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, ref::Rule::Delta, ref::GateForm::None,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Delta, ref::GateForm::None,
      ref::BetaForm::Sigmoid, true, DELTAC_F16, DELTAC_F32, ref::Layout::Kv,
-     64, 64},
+     64, 64, true},
     {"kkv", deltac_test_prefill_kkv_prefill,
      deltac_test_prefill_kkv_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, ref::Rule::Kda, ref::GateForm::Log,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda, ref::GateForm::Log,
      ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
      128, 128},
     {"kraw", deltac_test_prefill_kraw_prefill,
      deltac_test_prefill_kraw_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, ref::Rule::Kda, ref::GateForm::Raw,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda, ref::GateForm::Raw,
      ref::BetaForm::Sigmoid, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
      64, 64},
     {"k256", deltac_test_prefill_k256_prefill,
      deltac_test_prefill_k256_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, ref::Rule::Kda, ref::GateForm::Log,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda, ref::GateForm::Log,
      ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
      256, 64},
 };
@@ -112,6 +116,8 @@ struct Run {
   int64_t oNonZero = 0;
   // A skipped call: the pool (or the final-state buffer) bit-identical.
   bool statesUntouched = true;
+  // The kernels the call launched (the library's last_launches).
+  std::string launches;
 };
 
 /// A device buffer with `kGuard` bytes of its fill before and after the
@@ -234,7 +240,10 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     up(aLog, encode(DELTAC_F32, in.aLog));
     up(dt, encode(DELTAC_F32, in.dtBias));
   }
-  up(states, encode(s.state, pool));
+  {
+    std::vector<uint8_t> bytes = encode(s.state, pool);
+    states.upload(bytes.data(), bytes.size());
+  }
   if (c.pool) {
     // In-place pool: the final states go into the same tensor.
     dIn.upload(inIdx.data(), N * 4);
@@ -300,6 +309,11 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   }
   check(cudaStreamSynchronize(stream), "prefill");
   check(cudaStreamDestroy(stream), "stream destroy");
+  {
+    char names[1024];
+    s.lastLaunches(names, sizeof names);
+    r.launches = names;
+  }
   if (r.status != DELTAC_OK) {
     r.error = s.lastError();
     return r;
@@ -347,6 +361,56 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
       }
     }
   return r;
+}
+
+/// Whether `launches` (comma-separated kernel names) has a kernel whose name
+/// ends in `suffix`.
+bool launched(const std::string &launches, const std::string &suffix) {
+  size_t from = 0;
+  while (from <= launches.size()) {
+    size_t end = launches.find(',', from);
+    std::string name = launches.substr(from, end == std::string::npos ? std::string::npos : end - from);
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+    if (end == std::string::npos)
+      break;
+    from = end + 1;
+  }
+  return false;
+}
+
+/// The form a forcing switch of this process asked for, checked against
+/// the kernels the call launched (run.sh reruns this test under each
+/// switch): "" when it ran, else what is missing. Only where the library
+/// has the form (sm90Forms) and the device runs sm_90a code.
+std::string forcedFormMissing(const Spec &s, const std::string &launches) {
+  auto env = [](const char *name) {
+    const char *v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, 0), "device properties");
+  bool sm90 = prop.major == 9 && env("DELTAC_FORCE_TARGET").empty();
+  std::string missing;
+  auto want = [&](bool cond, const char *suffix, bool present) {
+    if (cond && launched(launches, suffix) != present)
+      missing += std::string(present ? " no " : " unexpected ") + suffix;
+  };
+  bool overlap = env("DELTAC_PREFILL_OVERLAP") == "1";
+  want(sm90 && s.sm90Forms && overlap, "_queue", true);
+  want(env("DELTAC_PREFILL_OVERLAP") == "0", "_queue", false);
+  want(sm90 && s.sm90Forms && overlap && env("DELTAC_PREFILL_OVERLAP_SHARE") == "1",
+       "_recur_shared", true);
+  want(sm90 && s.sm90Forms && !overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "1",
+       "_recur_shared", true);
+  want(!overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "0", "_recur_shared", false);
+  want(sm90 && s.sm90Forms && env("DELTAC_PREFILL_QK_RAW") == "1", "_chunks_raw", true);
+  // sm_80's code has none of the sm_90a forms.
+  bool sm80 = env("DELTAC_FORCE_TARGET") == "sm_80";
+  for (const char *form : {"_queue", "_chunks_raw", "_recur_shared"})
+    want(sm80, form, false);
+  return missing;
 }
 
 // --mismatch, in a process of its own (it needs kernels not yet loaded):
@@ -452,14 +516,17 @@ int main(int argc, char **argv) {
   }
   for (const Case &c : cases) {
     Run r = runCase(c);
+    std::string formMissing = r.status ? "" : forcedFormMissing(*c.spec, r.launches);
     bool ok = r.status == DELTAC_OK && r.oErr < tol && r.sErr < tol && r.untouched && r.flag == 0 &&
-              r.guards && r.oNonZero == 0;
+              r.guards && r.oNonZero == 0 && formMissing.empty();
     results.add(c.name, ok,
                 r.status ? "status " + std::to_string(r.status) + ": " + r.error
                          : fmt("o err %.2e, state err %.2e%s%s, %lld padding o != 0, flag %d",
                                r.oErr, r.sErr, r.untouched ? "" : ", UNLISTED POOL ROWS CHANGED",
                                r.guards ? "" : ", GUARDS OVERWRITTEN", (long long)r.oNonZero,
-                               r.flag));
+                               r.flag) +
+                             (formMissing.empty() ? "" : ", FORCED FORM NOT RUN:" + formMissing) +
+                             " [" + r.launches + "]");
   }
   // Invalid cu_seqlens (negative, past T, decreasing, not starting at 0,
   // overlapping): the whole call is skipped. The flag is raised, o is 0 for
