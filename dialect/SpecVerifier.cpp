@@ -45,9 +45,12 @@ static LogicalResult verifyHeadDim(SpecOp op, StringRef what, int64_t dim) {
 
 std::optional<std::string> mlir::delta::checkEntryDims(EntryKind entry,
                                                        int64_t k, int64_t v) {
-  // Prefill's products are mma m16n8k16 tiles split over warps in steps of
-  // 32 rows and columns (delta-lower-prefill-to-gpu; delta-plan-prefill's
-  // narrowest V tile, 16, must leave V / 16 even).
+  // delta-lower-prefill-to-gpu builds K and V multiples of 32 only (below
+  // that, delta-plan-prefill's default V tile 32 already fails, at the
+  // function). Every multiple of 32 up to 256 lowers, for both rules,
+  // layouts and state types at chunk 32 (swept over all 64 pairs); chunk 64
+  // can exceed sm_80's shared memory, which the lowering reports, with the
+  // way out, since it depends on the targets.
   if (entry == EntryKind::prefill && (k % 32 != 0 || v % 32 != 0))
     return std::string("K and V multiples of 32 (32, 64, ..., 256)");
   return std::nullopt;
