@@ -17,6 +17,16 @@ int envSwitch(const char *name) {
   return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
 }
 
+// DELTAC_PREFILL_RECUR_SHARED: 0 never (-1), unset or 1 where
+// useSharedRecur's rule says (0), 2 wherever the library has it (2).
+int recurSharedSwitch() {
+  static const int mode = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_RECUR_SHARED");
+    return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "2") == 0 ? 2 : 0;
+  }();
+  return mode;
+}
+
 // A tuning and test number read from the environment (`unset` when it is
 // not set; strtol's value, 0 for text that is no number, otherwise).
 long envNumber(const char *name, long unset) {
@@ -221,7 +231,7 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
 }
 
 bool useSharedRecur(int64_t recurGrid, int sms, int forced) {
-  return forced >= 0 && sms > 0 && recurGrid < sms;
+  return forced >= 0 && sms > 0 && (forced > 1 || recurGrid < sms);
 }
 
 int64_t overlapSharedSMs(int64_t recurGrid, int sms) {
@@ -455,6 +465,14 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         variants[i].valueTiles * forcedTile == a.V)
       chosen = &variants[i];
 
+  // Test aid: DELTAC_PREFILL_RECUR_SHARED=2 takes the variant that has the
+  // shared recur (below), so that every call runs it.
+  for (int i = 0; i < count && recurSharedSwitch() > 1 && overlapSMs == 0; ++i)
+    if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurShared) {
+      chosen = &variants[i];
+      break;
+    }
+
   // The recur ring's depth (recurStages). DELTAC_PREFILL_RECUR_STAGES=1/2/3
   // forces one, so every depth can be tested (and timed) on one GPU.
   static const int forcedStages = int(envNumber("DELTAC_PREFILL_RECUR_STAGES", 0));
@@ -481,7 +499,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // an H200).
   // DELTAC_PREFILL_RECUR_SHARED=0 never takes it (A/B, tests). A forced raw
   // form (DELTAC_PREFILL_QK_RAW=1) comes first.
-  static const int recurSharedAlone = envSwitch("DELTAC_PREFILL_RECUR_SHARED");
+  // =2 takes it wherever the library has it (the variant chosen above).
+  static const int recurSharedAlone = recurSharedSwitch();
   static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
   bool sharedRecur = sharedOverlap;
   if (overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&

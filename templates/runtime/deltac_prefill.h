@@ -137,7 +137,8 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced);
 /// `recurGrid` blocks is under a wave of the `sms` (where the raw form is
 /// not taken; H100, 2026-11-25, H16/HV32: T = 512 0.0342 -> 0.0313 ms,
 /// 2 x 4K 0.3325 -> 0.3135; H200, 2026-11-26: T = 512 0.0321 -> 0.0303).
-/// `forced` < 0 (DELTAC_PREFILL_RECUR_SHARED=0) never takes it.
+/// `forced` < 0 (DELTAC_PREFILL_RECUR_SHARED=0) never takes it, `forced`
+/// > 1 (=2, tests) takes it whatever the grid.
 bool useSharedRecur(int64_t recurGrid, int sms, int forced = 0);
 
 /// The SMs an overlapped launch of `recurGrid` recur blocks leaves to

@@ -599,6 +599,34 @@ int main(int argc, char **argv) {
       varlen64.i64 = true;
       varlen64.label += " int64 indices";
       runCase(results, s, K, V, varlen64);
+      // vLLM speculative decoding (also under --quick: memcheck runs the
+      // bad num_accepted_tokens rows): [B, T] slots, num_accepted_tokens picks
+      // the slot to read, each token's state goes to its own slot.
+      Case vllm = base;
+      vllm.seed = ++seed;
+      vllm.B = 3;
+      vllm.T = std::min<int64_t>(3, s.maxT);
+      vllm.slots = 12;
+      vllm.slots2d.clear();
+      for (int64_t b = 0; b < vllm.B; ++b)
+        for (int64_t t = 0; t < vllm.T; ++t)
+          vllm.slots2d.push_back(int32_t(1 + b * 3 + t));
+      if (vllm.T > 1)
+        vllm.slots2d[1 * vllm.T + 1] = -1; // a step whose state is dropped
+      vllm.accepted = {int32_t(vllm.T), 1, int32_t(std::min<int64_t>(2, vllm.T))};
+      vllm.label = fmt("vLLM 2-D slots T=%lld, num_accepted", (long long)vllm.T);
+      runCase(results, s, K, V, vllm);
+      // num_accepted_tokens outside [1, T]: that row is skipped (o = 0, no
+      // state), the flag raised; the others computed.
+      for (int32_t bad : {0, -3, int32_t(vllm.T) + 1}) {
+        Case badAccepted = vllm;
+        badAccepted.seed = ++seed;
+        badAccepted.accepted[1] = bad;
+        badAccepted.i64 = bad < 0;
+        badAccepted.label = fmt("vLLM num_accepted %d outside [1, %lld] skips its row%s", bad,
+                                (long long)vllm.T, bad < 0 ? " (int64)" : "");
+        runCase(results, s, K, V, badAccepted);
+      }
       if (quick)
         continue;
 
@@ -667,33 +695,6 @@ int main(int argc, char **argv) {
       stepsWrite.label = fmt("T=%lld step states, pool written", (long long)s.maxT);
       runCase(results, s, K, V, stepsWrite);
 
-      // vLLM speculative decoding: [B, T] slots, num_accepted_tokens picks
-      // the slot to read, each token's state goes to its own slot.
-      Case vllm = base;
-      vllm.seed = ++seed;
-      vllm.B = 3;
-      vllm.T = std::min<int64_t>(3, s.maxT);
-      vllm.slots = 12;
-      vllm.slots2d.clear();
-      for (int64_t b = 0; b < vllm.B; ++b)
-        for (int64_t t = 0; t < vllm.T; ++t)
-          vllm.slots2d.push_back(int32_t(1 + b * 3 + t));
-      if (vllm.T > 1)
-        vllm.slots2d[1 * vllm.T + 1] = -1; // a step whose state is dropped
-      vllm.accepted = {int32_t(vllm.T), 1, int32_t(std::min<int64_t>(2, vllm.T))};
-      vllm.label = fmt("vLLM 2-D slots T=%lld, num_accepted", (long long)vllm.T);
-      runCase(results, s, K, V, vllm);
-      // num_accepted_tokens outside [1, T]: that row is skipped (o = 0, no
-      // state), the flag raised; the others computed.
-      for (int32_t bad : {0, -3, int32_t(vllm.T) + 1}) {
-        Case badAccepted = vllm;
-        badAccepted.seed = ++seed;
-        badAccepted.accepted[1] = bad;
-        badAccepted.i64 = bad < 0;
-        badAccepted.label = fmt("vLLM num_accepted %d outside [1, %lld] skips its row%s", bad,
-                                (long long)vllm.T, bad < 0 ? " (int64)" : "");
-        runCase(results, s, K, V, badAccepted);
-      }
 
       Case debug = padding;
       debug.seed = ++seed;

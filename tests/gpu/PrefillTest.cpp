@@ -402,7 +402,7 @@ std::string forcedFormMissing(const Spec &s, const std::string &launches) {
   want(env("DELTAC_PREFILL_OVERLAP") == "0", "_queue", false);
   want(sm90 && s.sm90Forms && overlap && env("DELTAC_PREFILL_OVERLAP_SHARE") == "1",
        "_recur_shared", true);
-  want(sm90 && s.sm90Forms && !overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "1",
+  want(sm90 && s.sm90Forms && !overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "2",
        "_recur_shared", true);
   want(!overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "0", "_recur_shared", false);
   want(sm90 && s.sm90Forms && env("DELTAC_PREFILL_QK_RAW") == "1", "_chunks_raw", true);

@@ -58,14 +58,15 @@ run_tests() {
   # chunks' queue form beside recur, PrefillOverlap.cpp).
   DELTAC_PREFILL_OVERLAP=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
-  # The shared launch's recur in the ordinary launch (beside chunks, where
-  # recur's grid is under a wave: useSharedRecur, the default there), not
-  # overlapped so that every case with such a grid takes it, and at 1 stage;
-  # and the other recur in its place (DELTAC_PREFILL_RECUR_SHARED=0).
-  DELTAC_PREFILL_RECUR_SHARED=1 DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" \
+  # The shared launch's recur in the ordinary launch (beside chunks; the
+  # default where recur's grid is under a wave, useSharedRecur), forced
+  # (=2: every case whose library has it, whatever the grid; prefill_test
+  # asserts from last_launches that it ran), not overlapped, and at 1
+  # stage; and the other recur in its place (DELTAC_PREFILL_RECUR_SHARED=0).
+  DELTAC_PREFILL_RECUR_SHARED=2 DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" \
     > "$OUT/prefill_test_shared_recur.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur.log" | sed 's/^/shared recur, ordinary launch: /'
-  DELTAC_PREFILL_RECUR_SHARED=1 DELTAC_PREFILL_OVERLAP=0 DELTAC_PREFILL_RECUR_STAGES=1 \
+  DELTAC_PREFILL_RECUR_SHARED=2 DELTAC_PREFILL_OVERLAP=0 DELTAC_PREFILL_RECUR_STAGES=1 \
     "$BUILD/prefill_test" --quick > "$OUT/prefill_test_shared_recur_1.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur_1.log" |
     sed 's/^/shared recur, ordinary launch, 1 stage: /'
@@ -147,9 +148,9 @@ run_tests() {
       DELTAC_PREFILL_OVERLAP_SHARE=1
     # And its recur in the ordinary launch (racecheck: its warp roles at
     # 168 registers hand over shared memory as the other recur's do).
-    sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=1 \
+    sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
       DELTAC_PREFILL_OVERLAP=0
-    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=1 \
+    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
       DELTAC_PREFILL_OVERLAP=0
     # The raw q/k form (not overlapped, which would never take it) as
     # dispatched: its TMA copies and the W form (W's stores over A_w; the

@@ -336,6 +336,8 @@ TEST(PrefillDispatch, SharedOverlapWhereRecurTakesAtMostHalfTheSMs) {
   EXPECT_FALSE(deltac_rt::useSharedRecur(64, sms, -1));
   EXPECT_TRUE(deltac_rt::useSharedRecur(64, sms, 1));
   EXPECT_FALSE(deltac_rt::useSharedRecur(512, sms, 1));
+  // =2 (run.sh's forced runs) whatever the grid.
+  EXPECT_TRUE(deltac_rt::useSharedRecur(512, sms, 2));
   table[0].chunksRaw = kernel;
   EXPECT_EQ(deltac_rt::useRawQK(table[0], 131, sms, 0), deltac_rt::useSharedRecur(131, sms) == false);
   EXPECT_EQ(deltac_rt::useRawQK(table[0], 132, sms, 0), deltac_rt::useSharedRecur(132, sms) == false);

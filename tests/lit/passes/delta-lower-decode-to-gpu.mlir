@@ -20,10 +20,17 @@
 // CHECK-SAME: delta.rows_per_block = 64 : i64
 // CHECK-SAME: delta.spec = @gdn
 // Varlen rows: with cu_seqlens (the last parameter) row b is tokens
-// [cu[b], cu[b + 1]), checked against max_t before anything is computed.
-// CHECK: scf.if %{{.*}} -> (i64, i32, i1)
+// [cu[b], cu[b + 1]); the whole array is checked first (a loop over its
+// entries, int32 or int64, and a warp vote), the row against max_t, before
+// anything is computed; tokens past cu[B] are zeroed.
+// CHECK: scf.if %{{.*}} -> (i64, i32, i1, i64)
+// CHECK: scf.for
+// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> i64
 // CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
-// CHECK: arith.cmpi sle, %{{.*}}, %c4_i32
+// CHECK: nvvm.vote.sync all
+// CHECK: arith.cmpi sle, %{{.*}}, %c4_i64
+// num_accepted_tokens is range-checked before it indexes the 2-D slots.
+// CHECK: arith.cmpi sge, %{{.*}}, %c1_i64
 // State pieces are 16-byte loads, all issued before the token loop.
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
 // CHECK: scf.for
