@@ -17,6 +17,16 @@ int envSwitch(const char *name) {
   return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
 }
 
+// DELTAC_PREFILL_RECUR_SHARED: 0 never (-1), unset or 1 where
+// useSharedRecur's rule says (0), 2 wherever the library has it (2).
+int recurSharedSwitch() {
+  static const int mode = [] {
+    const char *e = std::getenv("DELTAC_PREFILL_RECUR_SHARED");
+    return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "2") == 0 ? 2 : 0;
+  }();
+  return mode;
+}
+
 // A tuning and test number read from the environment (`unset` when it is
 // not set; strtol's value, 0 for text that is no number, otherwise).
 long envNumber(const char *name, long unset) {
@@ -30,50 +40,74 @@ int64_t maxChunks(const PrefillVariant &v, int64_t T, int64_t N) {
   return (T + v.chunk - 1) / v.chunk + N;
 }
 
-/// Debug mode: cu_seqlens and the state indices, copied and checked.
+/// Debug mode: cu_seqlens and the state indices, copied (in bounded
+/// blocks) and checked.
 deltac::Status checkDeviceData(const deltac_prefill_args &a, int64_t slots,
                                void *stream) {
-  std::string error;
   if (a.cu_seqlens) {
-    std::vector<int64_t> cu(a.N + 1);
-    if (a.cu_seqlens_i64) {
-      if (!copyToHost(cu.data(), a.cu_seqlens, cu.size() * 8, stream, &error))
-        return {DELTAC_CUDA_ERROR, error};
-    } else {
-      std::vector<int32_t> c32(a.N + 1);
-      if (!copyToHost(c32.data(), a.cu_seqlens, c32.size() * 4, stream,
-                      &error))
-        return {DELTAC_CUDA_ERROR, error};
-      cu.assign(c32.begin(), c32.end());
-    }
-    if (cu[0] != 0)
-      return invalid("cu_seqlens[0] = " + std::to_string(cu[0]) +
-                     " must be 0");
-    for (int64_t n = 0; n < a.N; ++n)
-      if (cu[n + 1] < cu[n])
-        return invalid("cu_seqlens decreases at " + std::to_string(n + 1) +
-                       " (" + std::to_string(cu[n]) + " then " +
-                       std::to_string(cu[n + 1]) + ")");
-    if (cu[a.N] != a.T)
-      return invalid("cu_seqlens[N] = " + std::to_string(cu[a.N]) +
-                     " must equal T = " + std::to_string(a.T));
+    int64_t previous = 0;
+    if (deltac::Status s = scanDeviceIndices(
+            a.cu_seqlens, 0, a.N + 1, a.cu_seqlens_i64, stream,
+            [&](int64_t n, int64_t cu) -> std::string {
+              if (n == 0 && cu != 0)
+                return "cu_seqlens[0] = " + std::to_string(cu) + " must be 0";
+              if (n > 0 && cu < previous)
+                return "cu_seqlens decreases at " + std::to_string(n) + " (" +
+                       std::to_string(previous) + " then " +
+                       std::to_string(cu) + ")";
+              // Tokens past cu_seqlens[N] (a serving engine's padding) get
+              // o = 0; no entry may lie past T.
+              if (cu > a.T)
+                return "cu_seqlens[" + std::to_string(n) + "] = " +
+                       std::to_string(cu) + " must not exceed T = " +
+                       std::to_string(a.T);
+              previous = cu;
+              return "";
+            });
+        !s.ok())
+      return s;
   }
   for (auto [name, idx] :
-       {std::pair<const char *, const int32_t *>{"initial_state_indices",
-                                                 a.initial_state_indices},
+       {std::pair<const char *, const void *>{"initial_state_indices",
+                                              a.initial_state_indices},
         {"output_state_indices", a.output_state_indices}}) {
     if (!idx)
       continue;
-    std::vector<int32_t> host(a.N);
-    if (!copyToHost(host.data(), idx, host.size() * 4, stream, &error))
-      return {DELTAC_CUDA_ERROR, error};
-    for (int64_t n = 0; n < a.N; ++n)
-      if (host[n] >= slots)
-        return invalid(std::string(name) + "[" + std::to_string(n) + "] = " +
-                       std::to_string(host[n]) + " is not below slots = " +
-                       std::to_string(slots));
+    if (deltac::Status s = scanDeviceIndices(
+            idx, 0, a.N, a.indices_i64, stream,
+            [&, name = name](int64_t n, int64_t slot) -> std::string {
+              if (slot >= slots)
+                return std::string(name) + "[" + std::to_string(n) + "] = " +
+                       std::to_string(slot) + " is not below slots = " +
+                       std::to_string(slots);
+              return "";
+            });
+        !s.ok())
+      return s;
   }
   return {};
+}
+
+/// The host's bounds on a call's sizes ("" when they hold): N in [1, 2^30],
+/// T in [0, 2^40], HV in [1, 65535], and both one-dimensional grids below
+/// 2^31 blocks (so that every workspace size is far from overflowing).
+std::string checkSizes(const PrefillVariant &v, int64_t T, int64_t N,
+                       int64_t HV) {
+  if (N < 1 || N > (int64_t(1) << 30))
+    return "N = " + std::to_string(N) + " must lie in [1, 2^30]";
+  if (T < 0 || T > (int64_t(1) << 40))
+    return "T = " + std::to_string(T) + " must lie in [0, 2^40]";
+  if (HV < 1 || HV > 65535)
+    return "HV = " + std::to_string(HV) + " must lie in [1, 65535]";
+  // The grids are one-dimensional: N * HV * (V / 16) recur blocks and
+  // (T / C + N) * HV chunks blocks at most.
+  if (N * HV * std::max<int64_t>(v.V / 16, 1) >= (int64_t(1) << 31) ||
+      maxChunks(v, T, N) * HV >= (int64_t(1) << 31))
+    return "T = " + std::to_string(T) + ", N = " + std::to_string(N) +
+           ", HV = " + std::to_string(HV) +
+           " is too large (N * HV * V / 16 and (T / chunk + N) * HV must stay "
+           "below 2^31)";
+  return "";
 }
 } // namespace
 
@@ -83,7 +117,7 @@ int64_t prefillOverlapRegion(const PrefillVariant &v, int64_t T, int64_t N,
   // memory rows, so recur copies each tile in one piece).
   const int64_t pad = 8;
   int64_t C = v.chunk, K = v.K + pad, V = v.V, chunks = maxChunks(v, T, N) * HV;
-  int64_t total = align256((N + 1) * 4);
+  int64_t total = align256((N + 2) * 4); // offsets [N + 1], prep's verdict
   // G_last: one float per (chunk, head), or K with per-channel decays.
   int64_t gLast = 4 * (perChannel(v.gate) ? v.K : 1);
   for (int64_t per : {gLast, C * K * 2, C * V * 2, C * K * 2, K * C * 2,
@@ -95,17 +129,28 @@ int64_t prefillOverlapRegion(const PrefillVariant &v, int64_t T, int64_t N,
 
 int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
                               int64_t HV) {
+  // -1 for any size the host would reject (negative, or so large that the
+  // grids or the sizes below could overflow).
+  try {
+    if (v.chunk < 1 || !checkSizes(v, T, N, HV).empty())
+      return -1;
+  } catch (...) { // the message's allocation; nothing crosses the C API
+    return -1;
+  }
   int64_t overlapBytes = 0;
-  return prefillOverlapRegion(v, T, N, HV, &overlapBytes) + overlapBytes;
+  int64_t total = prefillOverlapRegion(v, T, N, HV, &overlapBytes);
+  return total < 0 || overlapBytes < 0 ? -1 : total + overlapBytes;
 }
 
 const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
                                          int count, int64_t K, int64_t V,
                                          deltac::Status &status) {
-  std::string available;
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < count; ++i)
     if (variants[i].K == K && variants[i].V == V)
       return &variants[i];
+  status = guarded([&]() -> deltac::Status {
+  std::string available;
+  for (int i = 0; i < count; ++i) {
     // Variants of one (K, V) are adjacent in the table: list each pair once.
     if (i > 0 && variants[i - 1].K == variants[i].K &&
         variants[i - 1].V == variants[i].V)
@@ -114,10 +159,11 @@ const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
                  std::to_string(variants[i].K) + "x" +
                  std::to_string(variants[i].V);
   }
-  status = {DELTAC_UNSUPPORTED, "K = " + std::to_string(K) + ", V = " +
-                                    std::to_string(V) +
-                                    ": no prefill specialization (available: " +
-                                    available + ")"};
+  return {DELTAC_UNSUPPORTED, "K = " + std::to_string(K) + ", V = " +
+                                 std::to_string(V) +
+                                 ": no prefill specialization (available: " +
+                                 available + ")"};
+  });
   return nullptr;
 }
 
@@ -185,7 +231,7 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
 }
 
 bool useSharedRecur(int64_t recurGrid, int sms, int forced) {
-  return forced >= 0 && sms > 0 && recurGrid < sms;
+  return forced >= 0 && sms > 0 && (forced > 1 || recurGrid < sms);
 }
 
 int64_t overlapSharedSMs(int64_t recurGrid, int sms) {
@@ -231,8 +277,9 @@ unsigned recurSharedBytes(const PrefillVariant &v, int stages) {
   return unsigned(int64_t(v.smemRecur) + (stages - 2) * v.smemRecurStage);
 }
 
-deltac::Status runPrefill(const PrefillVariant *variants, int count,
-                          const deltac_prefill_args &a, void *stream) {
+namespace {
+deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
+                              const deltac_prefill_args &a, void *stream) {
   deltac::Status status;
   const PrefillVariant *found =
       findPrefillVariant(variants, count, a.K, a.V, status);
@@ -246,6 +293,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     return invalid("N = " + std::to_string(a.N) + " must lie in [1, 2^30]");
   if (a.T < 0 || a.T > (int64_t(1) << 40))
     return invalid("T = " + std::to_string(a.T) + " must lie in [0, 2^40]");
+  if (std::string e = checkScale(a.scale); !e.empty())
+    return invalid(e);
   // The longest sequence holds at least the mean and at most all tokens.
   if (a.max_seqlen != 0 &&
       (a.max_seqlen < 0 || a.max_seqlen > a.T ||
@@ -259,19 +308,20 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
                    "N = " + std::to_string(a.N) + " without cu_seqlens");
   if (std::string e = checkHeads(a.H, a.HV); !e.empty())
     return invalid(e);
-  // The grids are one-dimensional: N * HV * (V / 16) recur blocks and
-  // (T / C + N) * HV chunks blocks at most.
-  if (a.N * a.HV * (a.V / 16) >= (int64_t(1) << 31) ||
-      maxChunks(v, a.T, a.N) * a.HV >= (int64_t(1) << 31))
-    return invalid("T = " + std::to_string(a.T) + ", N = " +
-                   std::to_string(a.N) + ", HV = " + std::to_string(a.HV) +
-                   " is too large (N * HV * V / 16 and (T / chunk + N) * HV "
-                   "must stay below 2^31)");
+  if (std::string e = checkSizes(v, a.T, a.N, a.HV); !e.empty())
+    return invalid(e);
   int64_t slots = a.slots == 0 ? a.N : a.slots;
   if (slots < 1)
     return invalid("slots = " + std::to_string(a.slots) +
                    " must be positive (or 0 for N)");
-  if (!a.initial_state_indices && !a.output_state_indices && slots < a.N)
+  // Without indices sequence n reads row n (initial_state) and writes row
+  // n (final_state, output indices null: the row read).
+  bool readsRowN = a.initial_state && !a.initial_state_indices;
+  bool writesRowN =
+      a.final_state && !a.output_state_indices && !a.initial_state_indices;
+  if ((readsRowN || writesRowN ||
+       (!a.initial_state_indices && !a.output_state_indices)) &&
+      slots < a.N)
     return invalid("slots = " + std::to_string(slots) + " is below N = " +
                    std::to_string(a.N) + " (without indices, sequence n "
                    "uses row n)");
@@ -285,6 +335,24 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
       return invalid(e);
   if (!a.error_flag)
     return invalid("error_flag must not be null");
+  // Index arrays: int32, or int64 with indices_i64.
+  const int64_t indexBytes = a.indices_i64 ? 8 : 4;
+  const char *indexType = a.indices_i64 ? "int64" : "int32";
+  const int64_t gateBytes =
+      v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw ? dtypeBytes(v.io) : 4;
+  // Natural alignment of what the kernels load one element at a time.
+  for (std::string e :
+       {needAligned("g", a.g, gateBytes,
+                    gateBytes == 4 ? "f32" : "the io dtype"),
+        needAligned("A_log", a.A_log, 4, "f32"),
+        needAligned("dt_bias", a.dt_bias, 4, "f32"),
+        needAligned("initial_state_indices", a.initial_state_indices,
+                    indexBytes, indexType),
+        needAligned("output_state_indices", a.output_state_indices,
+                    indexBytes, indexType),
+        needAligned("error_flag", a.error_flag, 4, "int32")})
+    if (!e.empty())
+      return invalid(e);
   if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.dt_bias);
       !e.empty())
     return invalid(e);
@@ -311,6 +379,17 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         tokenStride("k_stride", a.k_stride, a.H * v.K, multiple, ks),
         tokenStride("v_stride", a.v_stride, a.HV * v.V, multiple, vs),
         tokenStride("o_stride", a.o_stride, a.HV * v.V, multiple, os)})
+    if (!e.empty())
+      return invalid(e);
+  // No element offset a kernel forms may wrap: every tensor's extent fits
+  // 2^48 bytes.
+  const int64_t stateBytes = dtypeBytes(v.state);
+  for (std::string e :
+       {checkExtent("q", {a.T, qs, ioBytes}), checkExtent("k", {a.T, ks, ioBytes}),
+        checkExtent("v", {a.T, vs, ioBytes}), checkExtent("o", {a.T, os, ioBytes}),
+        checkExtent("g", {a.T, a.HV, perChannel(v.gate) ? v.K : 1, gateBytes}),
+        checkExtent("the states (slots * HV * K * V)",
+                    {slots, a.HV, v.K, v.V, stateBytes})})
     if (!e.empty())
       return invalid(e);
   if (a.debug_checks)
@@ -386,6 +465,14 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
         variants[i].valueTiles * forcedTile == a.V)
       chosen = &variants[i];
 
+  // Test aid: DELTAC_PREFILL_RECUR_SHARED=2 takes the variant that has the
+  // shared recur (below), so that every call runs it.
+  for (int i = 0; i < count && recurSharedSwitch() > 1 && overlapSMs == 0; ++i)
+    if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurShared) {
+      chosen = &variants[i];
+      break;
+    }
+
   // The recur ring's depth (recurStages). DELTAC_PREFILL_RECUR_STAGES=1/2/3
   // forces one, so every depth can be tested (and timed) on one GPU.
   static const int forcedStages = int(envNumber("DELTAC_PREFILL_RECUR_STAGES", 0));
@@ -412,7 +499,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   // an H200).
   // DELTAC_PREFILL_RECUR_SHARED=0 never takes it (A/B, tests). A forced raw
   // form (DELTAC_PREFILL_QK_RAW=1) comes first.
-  static const int recurSharedAlone = envSwitch("DELTAC_PREFILL_RECUR_SHARED");
+  // =2 takes it wherever the library has it (the variant chosen above).
+  static const int recurSharedAlone = recurSharedSwitch();
   static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
   bool sharedRecur = sharedOverlap;
   if (overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&
@@ -433,7 +521,8 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
              *outIdx = a.output_state_indices, *cu = a.cu_seqlens;
   void *o = a.o, *sf = a.final_state, *work = a.workspace,
        *flag = a.error_flag;
-  int32_t cuI64 = a.cu_seqlens_i64 ? 1 : 0;
+  // Bit 0: cu_seqlens is int64; bit 1: the index arrays are.
+  int32_t cuI64 = (a.cu_seqlens_i64 ? 1 : 0) | (a.indices_i64 ? 2 : 0);
   int64_t T = a.T;
   int32_t N = (int32_t)a.N, H = (int32_t)a.H, HV = (int32_t)a.HV;
   int32_t chunks = (int32_t)maxChunks(v, a.T, a.N);
@@ -487,11 +576,13 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
               "prefill: DELTAC_PREFILL_TMA=2, but the tensor maps of q, k and v could not be "
               "encoded"};
   }
-  void *params[] = {&q,     &k,    &vv,    &o,    &g,     &beta,   &aLog,
-                    &dt,    &s0,   &sf,    &inIdx, &outIdx, &cu,   &work,
-                    &flag,  &cuI64, &T,    &N,    &H,     &HV,     &chunks,
-                    &qs,    &ks,   &vs,    &os,   &slots, &scale, &overlap, &qkRaw,
-                    &tma,   &qMap, &kMap, &vMap};
+  const PrefillParams values{q,  k,     vv,    o,  g,      beta,   aLog, dt,    s0,
+                             sf, inIdx, outIdx, cu, work,  flag,   cuI64, T,    N,
+                             H,  HV,    chunks, qs, ks,    vs,     os,    slots, scale,
+                             overlap, qkRaw, tma, qMap, kMap, vMap};
+  ParamPack pack;
+  packPrefillParams(values, pack);
+  void **params = pack.args();
   // recur's sm_90 code is a programmatic dependent of chunks: it may start
   // while chunks' last blocks run, and waits for their results itself
   // (PrefillPlan::gridDependency). Only that code may be launched so.
@@ -518,7 +609,9 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
     // blocks find the queue empty and leave).
     chunksGrid = (unsigned)(sharedOverlap ? perSMBlocks * sms
                                           : std::min<int64_t>(chunksGrid, perSMBlocks * sms));
-    if (!zeroAsync(static_cast<char *>(a.workspace) + at, size_t(regionBytes / 4), stream,
+    if (!zeroAsync(reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(a.workspace) +
+                                            uintptr_t(at)),
+                   size_t(regionBytes / 4), stream,
                    &error))
       return {DELTAC_CUDA_ERROR, error};
   }
@@ -536,17 +629,59 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
   return {};
 }
 
-const char *const *prefillParamNames(int *count) {
-  static const char *const names[] = {
-      "q",        "k",       "v",          "o",          "g",
-      "beta",     "a_log",   "dt_bias",    "initial_state", "final_state",
-      "in_idx",   "out_idx", "cu_seqlens", "work",       "error_flag",
-      "cu_is_i64", "T",      "N",          "H",          "HV",
-      "max_chunks", "q_stride", "k_stride", "v_stride",  "o_stride",
-      "slots",    "scale",   "overlap", "qk_raw", "tma",
-      "q_map",    "k_map",   "v_map"};
-  *count = sizeof(names) / sizeof(names[0]);
-  return names;
+} // namespace
+
+deltac::Status runPrefill(const PrefillVariant *variants, int count,
+                          const deltac_prefill_args &a, void *stream) {
+  beginCall();
+  return guarded([&] { return checkAndLaunch(variants, count, a, stream); });
+}
+
+void packPrefillParams(const PrefillParams &p, ParamPack &pack) {
+  pack.add("q", &p.q);
+  pack.add("k", &p.k);
+  pack.add("v", &p.v);
+  pack.add("o", &p.o);
+  pack.add("g", &p.g);
+  pack.add("beta", &p.beta);
+  pack.add("a_log", &p.aLog);
+  pack.add("dt_bias", &p.dtBias);
+  pack.add("initial_state", &p.initialState);
+  pack.add("final_state", &p.finalState);
+  pack.add("in_idx", &p.inIdx);
+  pack.add("out_idx", &p.outIdx);
+  pack.add("cu_seqlens", &p.cu);
+  pack.add("work", &p.work);
+  pack.add("error_flag", &p.flag);
+  pack.add("cu_is_i64", &p.cuI64);
+  pack.add("T", &p.T);
+  pack.add("N", &p.N);
+  pack.add("H", &p.H);
+  pack.add("HV", &p.HV);
+  pack.add("max_chunks", &p.maxChunks);
+  pack.add("q_stride", &p.qStride);
+  pack.add("k_stride", &p.kStride);
+  pack.add("v_stride", &p.vStride);
+  pack.add("o_stride", &p.oStride);
+  pack.add("slots", &p.slots);
+  pack.add("scale", &p.scale);
+  pack.add("overlap", &p.overlap);
+  pack.add("qk_raw", &p.qkRaw);
+  pack.add("tma", &p.tma);
+  pack.add("q_map", &p.qMap);
+  pack.add("k_map", &p.kMap);
+  pack.add("v_map", &p.vMap);
+}
+
+const ParamInfo *prefillParamLayout(int *count) {
+  static const PrefillParams values{};
+  static ParamPack pack = [] {
+    ParamPack p;
+    packPrefillParams(values, p);
+    return p;
+  }();
+  *count = pack.size();
+  return pack.info();
 }
 
 } // namespace deltac_rt

@@ -186,3 +186,7 @@ extern "C" int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *a
 
 
 const char *deltac_test_decode_last_error(void) { return deltac_rt::lastError(); }
+size_t deltac_test_decode_last_launches(char *buf, size_t n) {
+  return deltac_rt::copyLastLaunches(buf, n);
+}
+std::string deltac_test_decode::last_launches() { return deltac_rt::lastLaunches(); }

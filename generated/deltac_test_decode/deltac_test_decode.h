@@ -11,6 +11,8 @@
 
 #include "deltac_api.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 namespace deltac_test_decode {
 namespace gdn_log {
@@ -42,6 +44,9 @@ namespace deltanet_kv {
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace deltanet_kv
 
+/// The kernels the calling thread's last call (of this library) launched,
+/// in launch order, names joined by ','; "" after a rejected call.
+std::string last_launches();
 } // namespace deltac_test_decode
 
 extern "C" {
@@ -64,6 +69,11 @@ int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *args, void *
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *deltac_test_decode_last_error(void);
+/* The kernels the calling thread's last call launched, names joined by ','
+ * ("" after a rejected call): writes at most n - 1 characters and a NUL
+ * into buf and returns the full length (as snprintf; buf may be null when
+ * n is 0). */
+size_t deltac_test_decode_last_launches(char *buf, size_t n);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -4,7 +4,10 @@
 
 #include "deltac_api.h"
 
+#include <cmath>
+#include <initializer_list>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace deltac_rt {
@@ -17,15 +20,51 @@ inline bool perChannel(GateKind gate) {
   return gate == GateKind::ChannelLog || gate == GateKind::ChannelRaw;
 }
 
-inline const char *dtypeName(deltac_dtype d) {
+/// A dtype field as the int a C caller stored: any value may arrive
+/// through the C API, and loading an out-of-range enumerator is undefined.
+inline int rawDtype(const deltac_dtype &d) {
+  int raw;
+  std::memcpy(&raw, &d, sizeof raw);
+  return raw;
+}
+inline std::string dtypeName(int d) {
   switch (d) {
   case DELTAC_BF16: return "bf16";
   case DELTAC_F16: return "f16";
   case DELTAC_F32: return "f32";
   }
-  return "unknown";
+  return "unknown (" + std::to_string(d) + ")";
 }
 inline int64_t dtypeBytes(deltac_dtype d) { return d == DELTAC_F32 ? 4 : 2; }
+
+/// Sizes the host checks before a kernel forms addresses from them: every
+/// tensor a call describes must span at most 2^48 bytes (the GPUs' virtual
+/// address space), so no element offset or byte size computed in 64 bits
+/// (host or kernel) can wrap.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+/// a * b, false where it overflows int64 (no wrap).
+inline bool checkedMul(int64_t a, int64_t b, int64_t &out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+/// The product of `factors` (all >= 0) when it is at most `limit`, else -1.
+inline int64_t boundedProduct(std::initializer_list<int64_t> factors,
+                              int64_t limit = kMaxTensorBytes) {
+  int64_t p = 1;
+  for (int64_t f : factors)
+    if (f < 0 || !checkedMul(p, f, p) || p > limit)
+      return -1;
+  return p;
+}
+/// "" when the product of `factors` (e.g. tokens, token stride, element
+/// bytes) is at most kMaxTensorBytes; else a message naming `name`.
+inline std::string checkExtent(const char *name,
+                               std::initializer_list<int64_t> factors) {
+  if (boundedProduct(factors) < 0)
+    return std::string(name) + " would span more than 2^48 bytes (its "
+           "sizes and strides overflow the address space)";
+  return "";
+}
 
 inline deltac::Status invalid(const std::string &message) {
   return {DELTAC_INVALID_ARGUMENT, message};
@@ -35,6 +74,26 @@ inline bool aligned16(const void *p) {
 }
 inline bool aligned4(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 3) == 0;
+}
+inline bool alignedTo(const void *p, int64_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) & uintptr_t(bytes - 1)) == 0;
+}
+
+/// Checks an optional device pointer's natural alignment (`bytes`: the size
+/// of the element the kernels load, `what` its type for the message).
+inline std::string needAligned(const char *name, const void *p, int64_t bytes,
+                               const char *what) {
+  if (p && !alignedTo(p, bytes))
+    return std::string(name) + " must be " + std::to_string(bytes) +
+           "-byte aligned (" + what + ")";
+  return "";
+}
+
+/// The scale must be a finite number.
+inline std::string checkScale(float scale) {
+  if (!std::isfinite(scale))
+    return "scale must be finite";
+  return "";
 }
 
 /// Checks a device pointer that must be present and 16-byte aligned.
@@ -51,7 +110,7 @@ inline std::string tokenStride(const char *name, int64_t given,
                                int64_t minimum, int64_t multiple,
                                int64_t &stride) {
   stride = given == 0 ? minimum : given;
-  if (stride < minimum)
+  if (given < 0 || stride < minimum)
     return std::string(name) + " = " + std::to_string(given) +
            " is smaller than one token's " + std::to_string(minimum) +
            " elements";
@@ -63,13 +122,14 @@ inline std::string tokenStride(const char *name, int64_t given,
 }
 
 /// The call's dtypes against the specialization's.
-inline std::string checkDtypes(deltac_dtype io, deltac_dtype state,
+inline std::string checkDtypes(const deltac_dtype &io,
+                               const deltac_dtype &state,
                                deltac_dtype wantIo, deltac_dtype wantState) {
-  if (io != wantIo)
-    return std::string("io_dtype is ") + dtypeName(io) +
+  if (rawDtype(io) != int(wantIo))
+    return "io_dtype is " + dtypeName(rawDtype(io)) +
            "; this library was generated for " + dtypeName(wantIo);
-  if (state != wantState)
-    return std::string("state_dtype is ") + dtypeName(state) +
+  if (rawDtype(state) != int(wantState))
+    return "state_dtype is " + dtypeName(rawDtype(state)) +
            "; this library was generated for " + dtypeName(wantState);
   return "";
 }

@@ -4,83 +4,131 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <new>
+#include <stdexcept>
 #include <vector>
 
 namespace deltac_rt {
+
+deltac::Status scanDeviceIndices(
+    const void *device, int64_t first, int64_t count, bool wide, void *stream,
+    const std::function<std::string(int64_t, int64_t)> &check) {
+  // Blocks of at most 64K entries: the host memory debug mode takes is
+  // bounded whatever the sizes (they are bounded too, but products of them
+  // are not small).
+  constexpr int64_t kBlock = 1 << 16;
+  const int64_t bytes = wide ? 8 : 4;
+  std::vector<unsigned char> host(size_t(std::min(count, kBlock) * bytes));
+  std::string error;
+  for (int64_t at = 0; at < count; at += kBlock) {
+    int64_t n = std::min(kBlock, count - at);
+    // Device addresses are integers to the host (no host pointer
+    // arithmetic on them).
+    const void *src = reinterpret_cast<const void *>(
+        reinterpret_cast<uintptr_t>(device) + uintptr_t((first + at) * bytes));
+    if (!copyToHost(host.data(), src, size_t(n * bytes), stream, &error))
+      return {DELTAC_CUDA_ERROR, error};
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t value;
+      if (wide) {
+        std::memcpy(&value, host.data() + i * 8, 8);
+      } else {
+        int32_t v32;
+        std::memcpy(&v32, host.data() + i * 4, 4);
+        value = v32;
+      }
+      if (std::string e = check(first + at + i, value); !e.empty())
+        return invalid(e);
+    }
+  }
+  return {};
+}
+
 namespace {
 /// Debug mode, varlen: copies cu_seqlens to the host and checks what the
 /// kernel checks per row (0 = cu[0] <= ... <= cu[B] = T, rows of at most
 /// max_t tokens and at most `slotStride` with 2-D slots).
 deltac::Status checkCuSeqlens(const deltac_decode_args &a, int64_t maxT,
                               int64_t slotStride, void *stream) {
-  std::vector<int32_t> cu(a.B + 1);
-  std::string error;
-  if (!copyToHost(cu.data(), a.cu_seqlens, cu.size() * sizeof(int32_t), stream,
-                  &error))
-    return {DELTAC_CUDA_ERROR, error};
-  if (cu[0] != 0)
-    return invalid("cu_seqlens[0] = " + std::to_string(cu[0]) +
-                   " must be 0");
-  if (cu[a.B] != a.T)
-    return invalid("cu_seqlens[" + std::to_string(a.B) + "] = " +
-                   std::to_string(cu[a.B]) + " must equal T = " +
-                   std::to_string(a.T));
   int64_t longest = a.state_indices_2d ? std::min(maxT, slotStride) : maxT;
-  for (int64_t b = 0; b < a.B; ++b) {
-    int64_t len = int64_t(cu[b + 1]) - cu[b];
-    if (len < 0 || len > longest)
-      return invalid("cu_seqlens: row " + std::to_string(b) + " has " +
-                     std::to_string(len) + " tokens, outside [0, " +
-                     std::to_string(longest) + "]");
-  }
-  return {};
+  int64_t previous = 0;
+  return scanDeviceIndices(
+      a.cu_seqlens, 0, a.B + 1, a.indices_i64, stream,
+      [&](int64_t i, int64_t cu) -> std::string {
+        if (i == 0 && cu != 0)
+          return "cu_seqlens[0] = " + std::to_string(cu) + " must be 0";
+        // Tokens past cu_seqlens[B] (padding) get o = 0.
+        if (cu > a.T)
+          return "cu_seqlens[" + std::to_string(i) + "] = " +
+                 std::to_string(cu) + " must not exceed T = " +
+                 std::to_string(a.T);
+        if (i > 0 && (cu < previous || cu - previous > longest))
+          return "cu_seqlens: row " + std::to_string(i - 1) + " has " +
+                 std::to_string(cu - previous) + " tokens, outside [0, " +
+                 std::to_string(longest) + "]";
+        previous = cu;
+        return "";
+      });
 }
 
 /// Debug mode: copies the device-resident indices to the host and checks
-/// every one (slots below `slots`, accepted counts in [1, T], or in [1,
-/// slotStride] for varlen rows).
+/// every one a row can use (slots below `slots`, accepted counts in [1, T],
+/// or in [1, slotStride] for varlen rows; of the 2-D slots the columns a
+/// row can read or write: [0, T), or [0, slotStride) for varlen rows).
 deltac::Status checkIndices(const deltac_decode_args &a, int64_t slotStride,
                             void *stream) {
-  struct Indices {
-    const char *name;
-    const int32_t *data;
-    int64_t count;
+  auto slotCheck = [&](const char *name) {
+    return [&a, name](int64_t i, int64_t slot) -> std::string {
+      if (slot >= a.slots)
+        return std::string(name) + "[" + std::to_string(i) + "] = " +
+               std::to_string(slot) + " is not below slots = " +
+               std::to_string(a.slots);
+      return "";
+    };
   };
-  const Indices all[] = {
-      {"initial_state_indices", a.initial_state_indices, a.B},
-      {"output_state_indices", a.output_state_indices, a.B},
-      {"state_indices_2d", a.state_indices_2d, a.B * slotStride},
-      {"num_accepted_tokens", a.num_accepted_tokens, a.B}};
-  for (const Indices &ix : all) {
-    if (!ix.data)
-      continue;
-    std::vector<int32_t> host(ix.count);
-    std::string error;
-    if (!copyToHost(host.data(), ix.data, ix.count * sizeof(int32_t), stream,
-                    &error))
-      return {DELTAC_CUDA_ERROR, error};
-    bool accepted = ix.data == a.num_accepted_tokens;
-    int64_t most = a.cu_seqlens ? slotStride : a.T; // accepted counts
-    for (int64_t i = 0; i < ix.count; ++i) {
-      bool bad = accepted ? host[i] < 1 || host[i] > most : host[i] >= a.slots;
-      if (bad)
-        return invalid(std::string(ix.name) + "[" + std::to_string(i) +
-                       "] = " + std::to_string(host[i]) +
-                       (accepted ? " must lie in [1, " +
-                                       std::string(a.cu_seqlens
-                                                       ? "state_indices_2d_stride"
-                                                       : "T") +
-                                       " = " + std::to_string(most) + "]"
-                                 : " is not below slots = " +
-                                       std::to_string(a.slots)));
-    }
+  for (auto [name, data] : {std::pair<const char *, const void *>{
+                                "initial_state_indices", a.initial_state_indices},
+                            {"output_state_indices", a.output_state_indices}})
+    if (data)
+      if (deltac::Status s = scanDeviceIndices(data, 0, a.B, a.indices_i64,
+                                               stream, slotCheck(name));
+          !s.ok())
+        return s;
+  if (a.state_indices_2d) {
+    int64_t columns = a.cu_seqlens ? slotStride : a.T;
+    auto check = slotCheck("state_indices_2d");
+    // Contiguous rows in one scan, else row by row (the columns a row uses).
+    for (int64_t b = 0, rows = columns == slotStride ? 1 : a.B; b < rows; ++b)
+      if (deltac::Status s = scanDeviceIndices(
+              a.state_indices_2d, b * slotStride,
+              columns == slotStride ? a.B * slotStride : columns,
+              a.indices_i64, stream, check);
+          !s.ok())
+        return s;
+  }
+  if (a.num_accepted_tokens) {
+    int64_t most = a.cu_seqlens ? slotStride : a.T;
+    if (deltac::Status s = scanDeviceIndices(
+            a.num_accepted_tokens, 0, a.B, a.indices_i64, stream,
+            [&](int64_t i, int64_t n) -> std::string {
+              if (n < 1 || n > most)
+                return "num_accepted_tokens[" + std::to_string(i) + "] = " +
+                       std::to_string(n) + " must lie in [1, " +
+                       (a.cu_seqlens ? "state_indices_2d_stride" : "T") +
+                       " = " + std::to_string(most) + "]";
+              return "";
+            });
+        !s.ok())
+      return s;
   }
   return {};
 }
 } // namespace
 
-deltac::Status runDecode(const DecodeVariant *variants, int count,
-                         const deltac_decode_args &a, void *stream) {
+namespace {
+deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
+                              const deltac_decode_args &a, void *stream) {
   const DecodeVariant *variant = nullptr;
   std::string available;
   for (int i = 0; i < count; ++i) {
@@ -105,12 +153,16 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
     return invalid(e);
   if (a.B < 1 || a.B > 65535)
     return invalid("B = " + std::to_string(a.B) + " must lie in [1, 65535]");
+  // Index arrays (and cu_seqlens) are int32, or int64 with indices_i64.
+  const int64_t indexBytes = a.indices_i64 ? 8 : 4;
+  const char *indexType = a.indices_i64 ? "int64" : "int32";
   if (a.cu_seqlens) {
     if (a.T < 1 || a.T > INT32_MAX)
       return invalid("T = " + std::to_string(a.T) +
                      " (all tokens, with cu_seqlens) must lie in [1, 2^31)");
-    if (!aligned4(a.cu_seqlens))
-      return invalid("cu_seqlens must be 4-byte aligned (int32)");
+    if (!alignedTo(a.cu_seqlens, indexBytes))
+      return invalid("cu_seqlens must be " + std::to_string(indexBytes) +
+                     "-byte aligned (" + indexType + ")");
   } else if (a.T < 1 || a.T > v.maxT) {
     return invalid("T = " + std::to_string(a.T) + " must lie in [1, " +
                    std::to_string(v.maxT) + "] (max_t of the spec)");
@@ -120,6 +172,14 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   if (a.slots < 1)
     return invalid("slots = " + std::to_string(a.slots) +
                    " must be positive");
+  // Without indices row b uses slot b (prefill rejects the analogue).
+  if (!a.initial_state_indices && !a.state_indices_2d && a.B > a.slots)
+    return invalid("slots = " + std::to_string(a.slots) + " is below B = " +
+                   std::to_string(a.B) +
+                   " (without initial_state_indices or state_indices_2d, "
+                   "row b uses slot b)");
+  if (std::string e = checkScale(a.scale); !e.empty())
+    return invalid(e);
   for (auto [name, p] : {std::pair<const char *, const void *>{"q", a.q},
                          {"k", a.k},
                          {"v", a.v},
@@ -133,9 +193,35 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
     return invalid(e);
   if (a.step_states && !aligned16(a.step_states))
     return invalid("step_states must be 16-byte aligned");
+  // Natural alignment of what the kernel loads one element at a time.
+  const int64_t gateBytes =
+      v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw ? dtypeBytes(v.io) : 4;
+  for (std::string e :
+       {needAligned("g", a.g, gateBytes,
+                    gateBytes == 4 ? "f32" : "the io dtype"),
+        needAligned("A_log", a.A_log, 4, "f32"),
+        needAligned("dt_bias", a.dt_bias, 4, "f32"),
+        needAligned("initial_state_indices", a.initial_state_indices,
+                    indexBytes, indexType),
+        needAligned("output_state_indices", a.output_state_indices,
+                    indexBytes, indexType),
+        needAligned("state_indices_2d", a.state_indices_2d, indexBytes,
+                    indexType),
+        needAligned("num_accepted_tokens", a.num_accepted_tokens, indexBytes,
+                    indexType),
+        needAligned("error_flag", a.error_flag, 4, "int32")})
+    if (!e.empty())
+      return invalid(e);
   int64_t slotStride = a.state_indices_2d_stride == 0
                            ? a.T
                            : a.state_indices_2d_stride;
+  // The 2-D slots' columns per row: vLLM's speculative tokens plus one.
+  constexpr int64_t kMaxSlotStride = 65536;
+  if (a.state_indices_2d_stride < 0 || a.state_indices_2d_stride > kMaxSlotStride)
+    return invalid("state_indices_2d_stride = " +
+                   std::to_string(a.state_indices_2d_stride) +
+                   " must lie in [0, " + std::to_string(kMaxSlotStride) +
+                   "] (0: T)");
   if (a.state_indices_2d) {
     if (a.initial_state_indices || a.output_state_indices)
       return invalid("state_indices_2d excludes initial_state_indices and "
@@ -160,8 +246,26 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   for (std::string e :
        {tokenStride("q_stride", a.q_stride, a.H * v.K, qkMultiple, qs),
         tokenStride("k_stride", a.k_stride, a.H * v.K, qkMultiple, ks),
-        tokenStride("v_stride", a.v_stride, a.HV * v.V, 1, vs),
-        tokenStride("o_stride", a.o_stride, a.HV * v.V, 1, os)})
+        // kv-layout kernels move v and o in 8- and 16-byte pieces.
+        tokenStride("v_stride", a.v_stride, a.HV * v.V, qkMultiple, vs),
+        tokenStride("o_stride", a.o_stride, a.HV * v.V, qkMultiple, os)})
+    if (!e.empty())
+      return invalid(e);
+  // No element offset a kernel forms may wrap: every tensor's extent fits
+  // 2^48 bytes.
+  const int64_t tokens = a.cu_seqlens ? a.T : a.B * a.T;
+  const int64_t stateBytes = dtypeBytes(v.state);
+  const int64_t gateWidth = perChannel(v.gate) ? v.K : 1;
+  for (std::string e :
+       {checkExtent("q", {tokens, qs, ioBytes}),
+        checkExtent("k", {tokens, ks, ioBytes}),
+        checkExtent("v", {tokens, vs, ioBytes}),
+        checkExtent("o", {tokens, os, ioBytes}),
+        checkExtent("g", {tokens, a.HV, gateWidth, gateBytes}),
+        checkExtent("state (slots * HV * K * V)",
+                    {a.slots, a.HV, v.K, v.V, stateBytes}),
+        checkExtent("step_states", {tokens, a.HV, v.K, v.V, stateBytes}),
+        checkExtent("state_indices_2d", {a.B, slotStride, indexBytes})})
     if (!e.empty())
       return invalid(e);
   if (a.debug_checks) {
@@ -173,24 +277,37 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
       return s;
   }
 
-  // Parameter order: decodeKernelParams() in passes/DecodeKernel.h, named
-  // in decodeParamNames() below (a unit test compares the two).
-  const void *q = a.q, *k = a.k, *vp = a.v, *g = a.g, *beta = a.beta,
-             *aLog = a.A_log, *dtBias = a.dt_bias, *o = a.o, *state = a.state,
-             *inIdx = a.initial_state_indices,
-             *outIdx = a.output_state_indices, *steps = a.step_states,
-             *flag = a.error_flag;
-  int32_t T = (int32_t)a.T, H = (int32_t)a.H, HV = (int32_t)a.HV;
-  int64_t slots = a.slots;
-  float scale = a.scale;
-  int32_t flags = a.keep_pool ? 1 : 0;
-  const void *stepSlots = a.state_indices_2d,
-             *accepted = a.num_accepted_tokens, *cu = a.cu_seqlens;
-  void *params[] = {&q,    &k,     &vp,    &g,       &beta,  &aLog,
-                    &dtBias, &o,   &state, &inIdx,   &outIdx, &steps,
-                    &flag, &T,     &H,     &HV,      &slots, &qs,
-                    &ks,   &vs,    &os,    &scale,   &flags, &stepSlots,
-                    &accepted, &slotStride, &cu};
+  DecodeParams p{};
+  p.q = a.q;
+  p.k = a.k;
+  p.v = a.v;
+  p.g = a.g;
+  p.beta = a.beta;
+  p.aLog = a.A_log;
+  p.dtBias = a.dt_bias;
+  p.o = a.o;
+  p.state = a.state;
+  p.inIdx = a.initial_state_indices;
+  p.outIdx = a.output_state_indices;
+  p.steps = a.step_states;
+  p.flag = a.error_flag;
+  p.T = (int32_t)a.T;
+  p.H = (int32_t)a.H;
+  p.HV = (int32_t)a.HV;
+  p.slots = a.slots;
+  p.qStride = qs;
+  p.kStride = ks;
+  p.vStride = vs;
+  p.oStride = os;
+  p.scale = a.scale;
+  // DecodeFlags in passes/DecodeKernel.h: kKeepPool, kIndicesI64.
+  p.flags = (a.keep_pool ? 1 : 0) | (a.indices_i64 ? 2 : 0);
+  p.stepSlots = a.state_indices_2d;
+  p.accepted = a.num_accepted_tokens;
+  p.stepSlotsStride = slotStride;
+  p.cu = a.cu_seqlens;
+  ParamPack params;
+  packDecodeParams(p, params);
   // Dispatch among the variants of this (K, V).
   std::string error;
   const DecodeVariant *chosen = nullptr;
@@ -208,33 +325,96 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
   if (!chosen)
     chosen = &v;
   if (!chosen->kernel->launch(chosen->gridX, (unsigned)a.HV, (unsigned)a.B,
-                              chosen->threads, stream, params, &error))
+                              chosen->threads, stream, params.args(), &error))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }
+} // namespace
 
-const char *const *decodeParamNames(int *count) {
-  // The order of `params` in runDecode.
-  static const char *const names[] = {
-      "q",     "k",       "v",           "g",          "beta",
-      "A_log", "dt_bias", "o",           "state",      "in_idx",
-      "out_idx", "step_states", "error_flag", "T",     "H",
-      "HV",    "slots",   "q_stride",    "k_stride",   "v_stride",
-      "o_stride", "scale", "flags",      "step_slots", "num_accepted",
-      "step_slots_stride", "cu_seqlens"};
-  *count = sizeof(names) / sizeof(names[0]);
-  return names;
+deltac::Status runDecode(const DecodeVariant *variants, int count,
+                         const deltac_decode_args &a, void *stream) {
+  beginCall();
+  return guarded([&] { return checkAndLaunch(variants, count, a, stream); });
+}
+
+void packDecodeParams(const DecodeParams &p, ParamPack &pack) {
+  pack.add("q", &p.q);
+  pack.add("k", &p.k);
+  pack.add("v", &p.v);
+  pack.add("g", &p.g);
+  pack.add("beta", &p.beta);
+  pack.add("A_log", &p.aLog);
+  pack.add("dt_bias", &p.dtBias);
+  pack.add("o", &p.o);
+  pack.add("state", &p.state);
+  pack.add("in_idx", &p.inIdx);
+  pack.add("out_idx", &p.outIdx);
+  pack.add("step_states", &p.steps);
+  pack.add("error_flag", &p.flag);
+  pack.add("T", &p.T);
+  pack.add("H", &p.H);
+  pack.add("HV", &p.HV);
+  pack.add("slots", &p.slots);
+  pack.add("q_stride", &p.qStride);
+  pack.add("k_stride", &p.kStride);
+  pack.add("v_stride", &p.vStride);
+  pack.add("o_stride", &p.oStride);
+  pack.add("scale", &p.scale);
+  pack.add("flags", &p.flags);
+  pack.add("step_slots", &p.stepSlots);
+  pack.add("num_accepted", &p.accepted);
+  pack.add("step_slots_stride", &p.stepSlotsStride);
+  pack.add("cu_seqlens", &p.cu);
+}
+
+const ParamInfo *decodeParamLayout(int *count) {
+  static const DecodeParams values{};
+  static ParamPack pack = [] {
+    ParamPack p;
+    packDecodeParams(values, p);
+    return p;
+  }();
+  *count = pack.size();
+  return pack.info();
 }
 
 namespace {
 thread_local std::string lastErrorText;
-}
+thread_local const char *lastErrorMessage = "";
+} // namespace
 
-int setLastError(const deltac::Status &status) {
-  lastErrorText = status.message;
+int setLastError(const deltac::Status &status) noexcept {
+  // Every C entry point ends here, also those that fail before the
+  // runtime is reached (null args): a failed call reports no launches.
+  if (!status.ok())
+    beginCall();
+  try {
+    lastErrorText = status.message;
+    lastErrorMessage = lastErrorText.c_str();
+  } catch (...) {
+    lastErrorMessage = nullptr;
+  }
+  if (status.code != DELTAC_OK && (!lastErrorMessage || !*lastErrorMessage))
+    lastErrorMessage = "the call failed on the host and its message could "
+                       "not be stored (out of host memory)";
   return status.code;
 }
 
-const char *lastError() { return lastErrorText.c_str(); }
+int setLastError(int code, const char *message) noexcept {
+  if (code != DELTAC_OK)
+    beginCall();
+  try {
+    lastErrorText = message ? message : "";
+    lastErrorMessage = lastErrorText.c_str();
+  } catch (...) {
+    lastErrorMessage = message; // static text: valid for the caller
+  }
+  if (code != DELTAC_OK && (!lastErrorMessage || !*lastErrorMessage))
+    lastErrorMessage = "the call failed on the host and its message could "
+                       "not be stored (out of host memory)";
+  return code;
+}
+
+const char *lastError() noexcept { return lastErrorMessage; }
 
 } // namespace deltac_rt

@@ -137,7 +137,8 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced);
 /// `recurGrid` blocks is under a wave of the `sms` (where the raw form is
 /// not taken; H100, 2026-11-25, H16/HV32: T = 512 0.0342 -> 0.0313 ms,
 /// 2 x 4K 0.3325 -> 0.3135; H200, 2026-11-26: T = 512 0.0321 -> 0.0303).
-/// `forced` < 0 (DELTAC_PREFILL_RECUR_SHARED=0) never takes it.
+/// `forced` < 0 (DELTAC_PREFILL_RECUR_SHARED=0) never takes it, `forced`
+/// > 1 (=2, tests) takes it whatever the grid.
 bool useSharedRecur(int64_t recurGrid, int sms, int forced = 0);
 
 /// The SMs an overlapped launch of `recurGrid` recur blocks leaves to
@@ -173,9 +174,29 @@ unsigned recurSharedBytes(const PrefillVariant &v, int stages);
 deltac::Status runPrefill(const PrefillVariant *variants, int count,
                           const deltac_prefill_args &args, void *stream);
 
-/// The kernel parameters runPrefill passes, by name, in order (the
-/// compiler's list is prefillKernelParams()).
-const char *const *prefillParamNames(int *count);
+/// The values of the prefill kernels' parameters (all three take the same
+/// list), and packPrefillParams, the one place that lists them in the order
+/// of prefillKernelParams() (passes/PrefillKernel.cpp): runPrefill launches
+/// the pack it builds, prefillParamLayout() reports the same pack's names,
+/// kinds and sizes (tests/unit/PrefillPlanTest.cpp compares them with the
+/// compiler's types and the generated PTX's .param list).
+struct PrefillParams {
+  const void *q, *k, *v;
+  void *o;
+  const void *g, *beta, *aLog, *dtBias, *initialState;
+  void *finalState;
+  const void *inIdx, *outIdx, *cu;
+  void *work, *flag;
+  int32_t cuI64;
+  int64_t T;
+  int32_t N, H, HV, maxChunks;
+  int64_t qStride, kStride, vStride, oStride, slots;
+  float scale;
+  int32_t overlap, qkRaw, tma;
+  TensorMap qMap, kMap, vMap;
+};
+void packPrefillParams(const PrefillParams &p, ParamPack &pack);
+const ParamInfo *prefillParamLayout(int *count);
 
 } // namespace deltac_rt
 

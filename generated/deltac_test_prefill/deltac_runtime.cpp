@@ -96,11 +96,16 @@ struct Driver {
   Fn_cuTensorMapEncodeTiled cuTensorMapEncodeTiled = nullptr; // optional
 };
 
+// The driver library to open (tests: a fake one, useDriverLibrary), and
+// whether driver() has opened it (after which it is fixed).
+std::atomic<const char *> driverPath{"libcuda.so.1"};
+std::atomic<bool> driverOpened{false};
+
 template <typename T> bool bind(void *handle, const char *name, T &fn,
                                 std::string &error) {
   fn = reinterpret_cast<T>(dlsym(handle, name));
   if (!fn)
-    error = std::string("libcuda.so.1 lacks ") + name +
+    error = std::string(driverPath.load()) + " lacks " + name +
             " (a CUDA 12 or newer driver is required)";
   return fn != nullptr;
 }
@@ -108,10 +113,13 @@ template <typename T> bool bind(void *handle, const char *name, T &fn,
 const Driver &driver() {
   static Driver d = [] {
     Driver d;
-    void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    driverOpened.store(true);
+    const char *path = driverPath.load();
+    // "" (tests): the program itself, which then defines the entry points.
+    void *handle = dlopen(*path ? path : nullptr, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char *why = dlerror();
-      d.error = std::string("cannot load the CUDA driver (libcuda.so.1): ") +
+      d.error = std::string("cannot load the CUDA driver (") + path + "): " +
                 (why ? why : "not found");
       return d;
     }
@@ -170,6 +178,55 @@ int capabilityOf(const char *target) {
 }
 } // namespace
 
+bool useDriverLibrary(const char *path) {
+  if (!path || driverOpened.load())
+    return false;
+  driverPath.store(path);
+  return !driverOpened.load();
+}
+
+namespace {
+/// The calling thread's launches since its last beginCall().
+struct LaunchRecord {
+  const char *names[kMaxLaunchesPerCall];
+  int count = 0;
+};
+thread_local LaunchRecord launchRecord;
+
+void recordLaunch(const char *name) {
+  LaunchRecord &r = launchRecord;
+  if (r.count < kMaxLaunchesPerCall)
+    r.names[r.count++] = name;
+}
+} // namespace
+
+void beginCall() { launchRecord.count = 0; }
+
+std::string lastLaunches() {
+  std::string out;
+  for (int i = 0; i < launchRecord.count; ++i)
+    out += (i ? "," : "") + std::string(launchRecord.names[i]);
+  return out;
+}
+
+size_t copyLastLaunches(char *buf, size_t n) {
+  size_t length = 0;
+  auto put = [&](char c) {
+    if (buf && length + 1 < n)
+      buf[length] = c;
+    ++length;
+  };
+  for (int i = 0; i < launchRecord.count; ++i) {
+    if (i)
+      put(',');
+    for (const char *c = launchRecord.names[i]; *c; ++c)
+      put(*c);
+  }
+  if (buf && n > 0)
+    buf[length < n ? length : n - 1] = 0;
+  return length;
+}
+
 bool programmaticLaunches() {
   static const bool on = [] {
     const char *e = std::getenv("DELTAC_PDL");
@@ -195,8 +252,12 @@ bool Kernel::load(std::string *error) {
     *error = d.error;
     return false;
   }
+  // Double-checked: a kernel once published is never unpublished, and
+  // everything load() sets is written before the release store below.
+  if (kernel.load(std::memory_order_acquire))
+    return true;
   std::lock_guard<std::mutex> lock(mutex);
-  if (kernel)
+  if (kernel.load(std::memory_order_relaxed))
     return true;
   const void *image = images.fatbin;
   std::string chosen = "fatbin", chip;
@@ -266,7 +327,7 @@ bool Kernel::load(std::string *error) {
   library = lib;
   target = chosen;
   imageChip = chip;
-  kernel = kern;
+  kernel.store(kern, std::memory_order_release);
   return true;
 }
 
@@ -274,8 +335,9 @@ bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
                     unsigned blockX, void *stream, void **args,
                     std::string *error, unsigned sharedBytes,
                     bool programmatic, bool maxSharedCarveout) {
-  if (!kernel && !load(error))
+  if (!load(error))
     return false;
+  void *kernel = this->kernel.load(std::memory_order_acquire);
   if (sharedBytes > 48 * 1024 || maxSharedCarveout) {
     // Above 48 KiB of dynamic shared memory a kernel must opt in, per
     // device (cheap; not a stream operation, so capture-safe).
@@ -311,6 +373,7 @@ bool Kernel::launch(unsigned gridX, unsigned gridY, unsigned gridZ,
     *error = describe(rc, (std::string("launching ") + images.name).c_str());
     return false;
   }
+  recordLaunch(images.name);
   return true;
 }
 

@@ -87,8 +87,8 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(k256_k256_v64_prefill_r
 
 namespace {
 const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel, &gkv_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel, &gkv_k128_v128_prefill_recur_shared_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
@@ -114,8 +114,8 @@ extern "C" int64_t deltac_test_prefill_gkv_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant dn_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 256, 1, 1, 1024, 20480, 71424, 21248, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 96, 4, 0, 1024, 20480, 43776, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 256, 1, 1, 1040, 20480, 71424, 21248, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 96, 4, 0, 1040, 20480, 43776, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -141,8 +141,8 @@ extern "C" int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int
 
 namespace {
 const deltac_rt::PrefillVariant glin_prefill_variants[] = {
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 256, 2, 1, 1024, 28672, 71424, 21248, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 96, 8, 0, 1024, 28672, 43776, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 256, 2, 1, 1040, 28672, 71424, 21248, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
+    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 96, 8, 0, 1040, 28672, 43776, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -168,8 +168,8 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant d64_prefill_variants[] = {
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel, &d64_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
+    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel, &d64_k64_v64_prefill_recur_shared_kernel},
+    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
 };
 } // namespace
 
@@ -195,9 +195,9 @@ extern "C" int64_t deltac_test_prefill_d64_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant kkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 2, 2048, 156160, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584, 512, 156160},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 2, 2048, 156160, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488, 512, 156160},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2048, 156160, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440, 512, 156160},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 2, 2064, 156160, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584, 512, 156160},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 2, 2064, 156160, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488, 512, 156160},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2064, 156160, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440, 512, 156160},
 };
 } // namespace
 
@@ -223,9 +223,9 @@ extern "C" int64_t deltac_test_prefill_kkv_prefill_workspace_bytes(int64_t K, in
 
 namespace {
 const deltac_rt::PrefillVariant kraw_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 256, 1, 2, 1024, 46080, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 128, 2, 2, 1024, 46080, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 96, 4, 0, 1024, 46080, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 256, 1, 2, 1040, 46080, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 128, 2, 2, 1040, 46080, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
+    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 96, 4, 0, 1040, 46080, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -251,8 +251,8 @@ extern "C" int64_t deltac_test_prefill_kraw_prefill_workspace_bytes(int64_t K, i
 
 namespace {
 const deltac_rt::PrefillVariant k256_prefill_variants[] = {
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 2, 2, 1024, 144384, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 4, 0, 1024, 144384, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 2, 2, 1040, 144384, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
+    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 4, 0, 1040, 144384, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -278,3 +278,7 @@ extern "C" int64_t deltac_test_prefill_k256_prefill_workspace_bytes(int64_t K, i
 
 
 const char *deltac_test_prefill_last_error(void) { return deltac_rt::lastError(); }
+size_t deltac_test_prefill_last_launches(char *buf, size_t n) {
+  return deltac_rt::copyLastLaunches(buf, n);
+}
+std::string deltac_test_prefill::last_launches() { return deltac_rt::lastLaunches(); }

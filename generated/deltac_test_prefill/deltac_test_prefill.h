@@ -11,6 +11,8 @@
 
 #include "deltac_api.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 namespace deltac_test_prefill {
 namespace gkv {
@@ -63,6 +65,9 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace k256
 
+/// The kernels the calling thread's last call (of this library) launched,
+/// in launch order, names joined by ','; "" after a rejected call.
+std::string last_launches();
 } // namespace deltac_test_prefill
 
 extern "C" {
@@ -92,6 +97,11 @@ int64_t deltac_test_prefill_k256_prefill_workspace_bytes(int64_t K, int64_t V, i
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *deltac_test_prefill_last_error(void);
+/* The kernels the calling thread's last call launched, names joined by ','
+ * ("" after a rejected call): writes at most n - 1 characters and a NUL
+ * into buf and returns the full length (as snprintf; buf may be null when
+ * n is 0). */
+size_t deltac_test_prefill_last_launches(char *buf, size_t n);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -22,14 +22,20 @@ enum {
   DELTAC_OK = 0,
   DELTAC_INVALID_ARGUMENT = 1, /* nothing was launched or written */
   DELTAC_UNSUPPORTED = 2,      /* no specialization covers the call */
-  DELTAC_CUDA_ERROR = 3        /* driver missing, load or launch failed */
+  DELTAC_CUDA_ERROR = 3,       /* driver missing, load or launch failed */
+  DELTAC_INTERNAL_ERROR = 4    /* the host failed (out of host memory, an
+                                  exception inside the library) */
 };
 
 /* One decode call: T = 1..max_t tokens for each of B rows, states in a pool;
  * or, with cu_seqlens, B rows of 0..max_t tokens each packed into T tokens.
  * Token-major tensors: q, k [tokens, stride q_stride / k_stride elements
  * between tokens, head h at h*K]; v, o likewise with value heads at hv*V.
- * g and beta are contiguous [tokens, HV]. Strides of 0 mean contiguous. */
+ * g and beta are contiguous [tokens, HV]. Strides of 0 mean contiguous.
+ * Alignment (checked): q, k, v, o, beta, state, step_states 16 bytes and
+ * every token stride a multiple of 16 bytes; g, A_log, dt_bias, the index
+ * arrays, cu_seqlens and error_flag their element's size. No tensor may
+ * span more than 2^48 bytes. */
 typedef struct deltac_decode_args {
   int64_t K, V;   /* head dims: select the specialization */
   int64_t B, T;   /* rows and tokens per row (1 <= T <= max_t); with
@@ -60,7 +66,7 @@ typedef struct deltac_decode_args {
   int32_t debug_checks; /* nonzero: copy indices to the host and check them
                            (synchronises: not for CUDA graphs) */
   /* vLLM's speculative decoding, or null: slots [B, state_indices_2d_stride]
-   * (stride 0 = T). Row b reads slot [b, num_accepted_tokens[b] - 1] (column
+   * (stride 0 = T; at most 65536). Row b reads slot [b, num_accepted_tokens[b] - 1] (column
    * 0 when num_accepted_tokens is null) and writes the state after token t
    * to slot [b, t]; a negative slot is skipped. Excludes the 1-D indices. */
   const int32_t *state_indices_2d;
@@ -73,6 +79,10 @@ typedef struct deltac_decode_args {
    * given): a row that fails is skipped (no o, no state) and raises
    * error_flag; debug_checks checks it all on the host first. */
   const int32_t *cu_seqlens;
+  /* nonzero: initial_state_indices, output_state_indices, state_indices_2d,
+   * num_accepted_tokens and cu_seqlens point to int64 values (read as int64
+   * by the kernel, never narrowed) */
+  int32_t indices_i64;
 } deltac_decode_args;
 
 /* One prefill call: N sequences packed into T tokens (B = 1), chunked.
@@ -124,6 +134,8 @@ typedef struct deltac_prefill_args {
                            (FLA's cu_seqlens_cpu), 0: unknown. It only picks
                            the kernel variant (never read on the device):
                            a wrong value costs speed, not correctness */
+  int32_t indices_i64;  /* nonzero: initial_state_indices and
+                           output_state_indices point to int64 values */
 } deltac_prefill_args;
 
 #ifdef __cplusplus

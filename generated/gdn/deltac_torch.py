@@ -6,16 +6,51 @@ the library's specs and binds the functions below to its shared library
 GPU; calls run on torch's current stream, allocate only their outputs, and
 can be captured in CUDA graphs.
 
-Argument problems raise ValueError naming the argument; a call no
+FLA-named functions (fused_recurrent_gated_delta_rule,
+chunk_gated_delta_rule, chunk_kda) take flash-linear-attention's parameters
+(FLA_VERSION, below) in FLA's order with FLA's defaults; every keyword FLA
+reads from **kwargs is a keyword-only parameter here, and so are deltac's
+own extensions (state_v_first's pools, error_flag). An argument FLA gives a
+meaning either works as in FLA or, set to anything but FLA's default,
+raises ValueError naming it; an unknown keyword raises TypeError.
+
+Errors. Argument problems raise ValueError naming the argument; a call no
 specialization covers raises ValueError saying which option is missing.
+Values that live on the device (cu_seqlens, state indices,
+num_accepted_tokens) are checked by the kernels, never read by the host:
+a bad one skips the rows it concerns (prefill: a bad cu_seqlens skips the
+whole call) - their o is written as 0, no state is read or written for
+them - and sets an int32 flag on the device to a nonzero value. Without
+an error_flag argument the flag is this module's own, one per device
+(error_flag(device) returns it), and check_errors(device) reads it when
+you choose (it synchronises), raises RuntimeError listing the possible
+causes for the kinds of call made since the last check, and clears it.
+DELTAC_DEBUG_CHECKS=1 makes the library copy those values to the host and
+check them before launching: ValueError naming the bad entry, nothing
+launched (synchronises every call, so not inside CUDA graph capture).
+What a skipped row leaves in the outputs: o = 0 (written by the kernel,
+o itself is allocated uninitialised); chunk_gated_delta_rule / chunk_kda's
+final state is allocated zeroed, so a skipped sequence's row is 0;
+fused_recurrent_gated_delta_rule's final state starts as a copy of
+initial_state (zeros without one) that the kernel updates in place, so a
+skipped row's is its initial state; a state pool keeps a skipped row's
+slots bit-identical.
 """
 import ctypes
 import os
+import threading
+import warnings
 
 import torch
 
+# The flash-linear-attention release whose signatures the FLA-named
+# functions copy (tests/gpu/test_python.py compares them with inspect).
+FLA_VERSION = "0.5.2"
+FLA_COMMIT = "bc3b101dcb713ddc5bd8924b66754eb68b5ccf89"
+
 _DTYPES = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}
 _NAMES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+_INVALID_ARGUMENT, _UNSUPPORTED = 1, 2  # deltac_api.h's status codes
 
 
 class _DecodeArgs(ctypes.Structure):
@@ -41,6 +76,7 @@ class _DecodeArgs(ctypes.Structure):
         ("state_indices_2d_stride", ctypes.c_int64),
         ("num_accepted_tokens", ctypes.c_void_p),
         ("cu_seqlens", ctypes.c_void_p),
+        ("indices_i64", ctypes.c_int32),
     ]
 
 
@@ -65,7 +101,111 @@ class _PrefillArgs(ctypes.Structure):
         ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64),
         ("error_flag", ctypes.c_void_p), ("scale", ctypes.c_float),
         ("debug_checks", ctypes.c_int32), ("max_seqlen", ctypes.c_int64),
+        ("indices_i64", ctypes.c_int32),
     ]
+
+
+# ------------------------------------------------------------ error flag
+# The module's own device flags: one int32 per device, allocated on first
+# need outside CUDA graph capture and never freed (a captured graph keeps
+# its address). _KINDS: the kinds of call that used each since it was last
+# checked, for check_errors' message.
+_FLAGS = {}
+_KINDS = {}
+_FLAG_LOCK = threading.Lock()
+
+# What can raise the flag, by kind of call (the flag is one int32: it says
+# that something was skipped, not what).
+_CAUSES = {
+    "prefill": "prefill (chunk_gated_delta_rule, chunk_kda, or fused_recurrent_gated_delta_rule "
+               "past max_t): cu_seqlens invalid - cu_seqlens[0] != 0, a decreasing step, or "
+               "cu_seqlens[N] > T (the whole call skipped: o = 0 everywhere, no state read or "
+               "written) - or an initial_state_indices / output_state_indices entry >= the "
+               "pool's slots (that sequence skipped)",
+    "decode": "fused_recurrent_gated_delta_rule (decode kernel): cu_seqlens invalid - "
+              "cu_seqlens[0] != 0, a decreasing step or cu_seqlens[B] > T (the whole call "
+              "skipped: o = 0 everywhere, no state read or written) - or a row longer than "
+              "the spec's max_t (that row skipped: o = 0, its state left as it was)",
+    "serving": "gated_delta_rule_decode: a state_indices / output_state_indices / "
+               "ssm_state_indices entry >= the pool's slots, num_accepted_tokens outside "
+               "[1, T] ([1, the 2-D slot stride] with cu_seqlens), a row longer than max_t "
+               "(that row skipped: o = 0, no state read or written), or cu_seqlens invalid "
+               "(the whole call skipped: o = 0 everywhere)",
+}
+
+
+def _device_index(device):
+    if device is None:
+        return torch.cuda.current_device()
+    if isinstance(device, int):
+        return device
+    d = torch.device(device)
+    if d.type != "cuda":
+        raise ValueError(f"the error flag lives on a CUDA device, got {device}")
+    return torch.cuda.current_device() if d.index is None else d.index
+
+
+def error_flag(device=None):
+    """The module's error flag of `device` (default: the current CUDA
+    device): int32 [1] on that device, nonzero once a kernel skipped
+    something. Allocated (zeroed) on its first use, which must come outside
+    CUDA graph capture: call this (or any deltac function) once before
+    capturing, or pass error_flag= yourself. Never freed."""
+    i = _device_index(device)
+    flag = _FLAGS.get(i)
+    if flag is not None:
+        return flag
+    with _FLAG_LOCK:
+        flag = _FLAGS.get(i)
+        if flag is None:
+            if torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(
+                    f"deltac: the error flag of cuda:{i} does not exist yet and cannot be "
+                    f"allocated during CUDA graph capture; make one deltac call (or call "
+                    f"deltac_torch.error_flag({i})) before capturing, or pass error_flag=")
+            flag = torch.zeros(1, dtype=torch.int32, device=torch.device("cuda", i))
+            torch.cuda.synchronize(i)  # zeroed before any stream uses it
+            _FLAGS[i] = flag
+    return flag
+
+
+def check_errors(device=None):
+    """Reads the module's error flag of `device` (synchronises with the
+    current stream: call it where the calls to check have been issued on
+    that stream or synchronised), clears it, and raises RuntimeError if a
+    kernel skipped anything since the last check, listing what can have
+    caused it for the kinds of call made since. Calls given their own
+    error_flag= do not set this one. Not during CUDA graph capture."""
+    i = _device_index(device)
+    flag = _FLAGS.get(i)
+    if flag is None:
+        return  # no call has used it
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError("deltac: check_errors reads the flag on the host (synchronises): "
+                           "not during CUDA graph capture")
+    value = int(flag.item())
+    with _FLAG_LOCK:
+        kinds = list(_KINDS.pop(i, {}))
+    if value == 0:
+        return
+    flag.zero_()
+    causes = "; ".join(_CAUSES[k] for k in kinds) or "; ".join(_CAUSES.values())
+    raise RuntimeError(f"deltac: a kernel on cuda:{i} skipped rows it could not compute "
+                       f"safely (error flag {value}). Possible causes: {causes}. Set "
+                       f"DELTAC_DEBUG_CHECKS=1 to have each call checked on the host and the "
+                       f"bad entry named")
+
+
+def _resolve_flag(error_flag_arg, device, kind):
+    """The caller's flag (checked), or the module's flag of `device` with
+    `kind` recorded for check_errors."""
+    if error_flag_arg is not None:
+        _check_flag(error_flag_arg, device)
+        return error_flag_arg
+    flag = error_flag(device)
+    with _FLAG_LOCK:
+        _KINDS.setdefault(_device_index(device), {})[kind] = None
+    return flag
 
 
 def _ptr(t):
@@ -113,6 +253,10 @@ class Library:
         self._dir = os.path.dirname(os.path.abspath(module_file))
         self._lib = None
 
+    # The module's error flag (see error_flag, check_errors above).
+    error_flag = staticmethod(error_flag)
+    check_errors = staticmethod(check_errors)
+
     # ------------------------------------------------------------------ load
     def load(self, path=None):
         """Opens lib<name>.so: `path`, $DELTAC_<NAME>_LIB, or beside <name>.py."""
@@ -157,28 +301,38 @@ class Library:
 
     def _call(self, spec, a, entry="decode"):
         lib = self.load()
+        if a.debug_checks and torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("DELTAC_DEBUG_CHECKS=1 copies device values to the host (it "
+                               "synchronises): unset it while capturing a CUDA graph")
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         rc = lib[f"{self.name}_{spec['name']}_{entry}"](ctypes.byref(a), stream)
         if rc != 0:
             msg = self._last_error().decode()
-            if rc in (1, 2):
+            if rc in (_INVALID_ARGUMENT, _UNSUPPORTED):  # nothing was launched
                 raise ValueError(msg)
             raise RuntimeError(msg)
 
     def _decode(self, spec, q, k, v, o, state, g, beta, scale, A_log=None, dt_bias=None,
                 in_idx=None, out_idx=None, steps=None, keep_pool=False, idx2d=None,
-                accepted=None, error_flag=None, cu=None):
-        """cu: int32 cu_seqlens [N + 1] (q is then [1, tokens, H, K] and the
-        call has N rows), or None."""
+                accepted=None, error_flag=None, cu=None, kind="decode"):
+        """cu: cu_seqlens [N + 1] (q is then [1, tokens, H, K] and the call
+        has N rows), or None. Index arrays and cu are int32 or int64: if any
+        is int64 all are passed as int64 (the int32 ones widened, exactly)
+        with indices_i64 set; nothing is narrowed. error_flag None: the
+        module's flag of q's device."""
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
         q, qs = _token_major("q", q, B, T, H, K)
         k, ks = _token_major("k", k, B, T, H, K)
         v, vs = _token_major("v", v, B, T, HV, V)
+        flag = _resolve_flag(error_flag, q.device, kind)
+        (in_idx, out_idx, idx2d, accepted, cu), i64 = _same_width(
+            (in_idx, out_idx, idx2d, accepted, cu))
         a = _DecodeArgs()
         a.K, a.V, a.H, a.HV = K, V, H, HV
         a.B, a.T = (B, T) if cu is None else (cu.numel() - 1, T)
         a.cu_seqlens = _ptr(cu)
+        a.indices_i64 = int(i64)
         a.debug_checks = int(_debug_checks())
         a.io_dtype, a.state_dtype = _DTYPES[q.dtype], _DTYPES[state.dtype]
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
@@ -191,46 +345,79 @@ class Library:
         a.state_indices_2d = _ptr(idx2d)
         a.state_indices_2d_stride = 0 if idx2d is None else idx2d.stride(0)
         a.num_accepted_tokens = _ptr(accepted)
-        a.error_flag = _ptr(error_flag)
+        a.error_flag = _ptr(flag)
         a.scale = float(K ** -0.5 if scale is None else scale)
         self._call(spec, a)
 
     # ------------------------------------------------------------- FLA API
-    def fused_recurrent_gated_delta_rule(self, q, k, v, g=None, beta=None, scale=None,
-                                         initial_state=None, output_final_state=False,
-                                         use_qk_l2norm_in_kernel=False, cu_seqlens=None,
-                                         state_v_first=False, error_flag=None, **kwargs):
-        """flash-linear-attention's fused_recurrent_gated_delta_rule. T <=
-        max_t of the library's specs runs the decode kernel; a longer [B, T]
-        batch runs the chunked prefill kernels when the library has a
-        prefill spec for the same options (else ValueError). Returns
+    def fused_recurrent_gated_delta_rule(self, q, k, v, g=None, gk=None, gv=None, beta=None,
+                                         scale=None, initial_state=None, output_final_state=False,
+                                         use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+                                         A_log=None, dt_bias=None,
+                                         use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+                                         state_v_first=False, cu_seqlens=None, *,
+                                         transpose_state_layout=None, error_flag=None):
+        """flash-linear-attention's fused_recurrent_gated_delta_rule (FLA_VERSION's
+        parameters, order and defaults). T <= max_t of the library's specs
+        runs the decode kernel; a longer [B, T] batch runs the chunked
+        prefill kernels when the library has a prefill spec for the same
+        options (else ValueError). g: log decays [B, T, HV] (None: no
+        decay), or with use_gate_in_kernel the raw `a` of -exp(A_log) *
+        softplus(a + dt_bias) (A_log [HV], dt_bias [HV] or None: 0) for a
+        library with a raw-gate spec; beta [B, T, HV] (None: 1), logits with
+        use_beta_sigmoid_in_kernel (2 * sigmoid with allow_neg_eigval).
+        gk / gv (per-key / per-value decays) raise ValueError. Returns
         (o, final_state or None); the state layout is [N, HV, K, V], or
-        [N, HV, V, K] with state_v_first=True. With cu_seqlens (int32/int64
+        [N, HV, V, K] with state_v_first (FLA's deprecated
+        transpose_state_layout is the same). With cu_seqlens (int32/int64
         [N + 1] on the GPU) q is [1, tokens, H, K] holding N sequences of
         0..max_t tokens each; the kernel checks cu_seqlens and skips a bad
-        sequence (no o, no state), setting error_flag (int32 [1], optional)
-        to 1; DELTAC_DEBUG_CHECKS=1 checks it on the host first (and
-        synchronises). Arguments FLA accepts that carry no meaning here are
-        ignored."""
+        row (o = 0, its state as it was) and raises the error flag
+        (error_flag=, an int32 [1] tensor, or the module's: check_errors)."""
+        fn = "fused_recurrent_gated_delta_rule"
+        state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
+        for name, t, what in (("gk", gk, "key"), ("gv", gv, "value")):
+            if t is not None:
+                raise ValueError(f"{fn}: {name} (decays per {what} channel) is not supported "
+                                 f"by deltac's decode; pass g (a decay per head)")
+        if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+            raise ValueError(f"{fn}: allow_neg_eigval=True requires "
+                             f"use_beta_sigmoid_in_kernel=True (as in FLA)")
         _check_gpu_q(q)
-        for name, t in (("k", k), ("v", v), ("g", g)):
+        for name, t in (("k", k), ("v", v)):
             _check_cuda(name, t, q.device)
-        if q.dim() != 4 or v.dim() != 4:
+        if v.dim() != 4:
             raise ValueError(f"q and v must be [B, T, heads, dim], got {tuple(q.shape)} and {tuple(v.shape)}")
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
-        cu = _cu_seqlens(cu_seqlens, B, q.device)
-        N = B if cu is None else cu.numel() - 1
         if HV % H:
             raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
         if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
             raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
-        want = {"gate": "log", "beta": "given", "l2norm": bool(use_qk_l2norm_in_kernel),
-                "io": _name(q.dtype), "state": "f32",
-                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
-        spec = self._spec(want)
+        raw = bool(use_gate_in_kernel)
+        if raw:
+            if A_log is None:
+                raise ValueError(f"{fn}: A_log must be provided when use_gate_in_kernel=True")
+            if g is None:
+                raise ValueError(f"{fn}: g (the raw pre-activation) must be provided when "
+                                 f"use_gate_in_kernel=True")
+            A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device, per_key=None)
+        else:
+            A_log = dt_bias = None  # FLA reads them only with use_gate_in_kernel
+        if g is None:
+            g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)  # log 1: no decay
+        _check_cuda("g", g, q.device)
         if beta is None:
             beta = torch.ones(B, T, HV, dtype=q.dtype, device=q.device)
+        _check_cuda("beta", beta, q.device)
+        sigmoid = bool(use_beta_sigmoid_in_kernel)
+        cu = _cu_seqlens(cu_seqlens, B, q.device)
+        N = B if cu is None else cu.numel() - 1
+        want = {"rule": "gated", "gate": "raw" if raw else "log",
+                "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
+                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype), "state": "f32",
+                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+        spec = self._spec(want)
         if T > spec["max_t"] and cu is None:
             # FLA's fused_recurrent takes any T: a library with a prefill
             # entry for these options computes it chunked (same result
@@ -240,13 +427,17 @@ class Library:
             except ValueError:
                 raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec "
                                  f"@{spec['name']} and no prefill spec covers the call")
-            return self.chunk_gated_delta_rule(
-                q, k, v, g, beta, scale=scale, initial_state=initial_state, output_final_state=output_final_state,
-                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, state_v_first=state_v_first)
+            return self._prefill(
+                "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state,
+                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                use_beta_sigmoid_in_kernel=sigmoid, allow_neg_eigval=allow_neg_eigval,
+                state_v_first=state_v_first, cu_seqlens=None, cu_seqlens_cpu=None,
+                use_gate_in_kernel=raw, A_log=A_log, dt_bias=dt_bias, chunk=None,
+                initial_state_indices=None, output_state_indices=None, error_flag=error_flag)
         if tuple(g.shape) != (B, T, HV):
             raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
-        g = g.to(torch.float32).contiguous()
-        _check_cuda("beta", beta, q.device)
+        g = g.to(q.dtype if raw else torch.float32).contiguous()
         if tuple(beta.shape) != (B, T, HV):
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
         beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
@@ -258,10 +449,10 @@ class Library:
             if tuple(initial_state.shape) != shape:
                 raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}, expected {shape}")
             state = initial_state.to(torch.float32).clone()
+        # Every row of o is written by the kernel (a skipped row's as 0).
         o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
-        if error_flag is not None:
-            _check_flag(error_flag, q.device)
-        self._decode(spec, q, k, v, o, state, g, beta, scale, error_flag=error_flag, cu=cu)
+        self._decode(spec, q, k, v, o, state, g, beta, scale, A_log, dt_bias,
+                     error_flag=error_flag, cu=cu, kind="decode")
         return o, (state if output_final_state else None)
 
     # ------------------------------------------------------------- prefill
@@ -269,23 +460,45 @@ class Library:
                                output_final_state=False, use_qk_l2norm_in_kernel=False,
                                use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
                                state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
-                               chunk_indices=None, use_gate_in_kernel=False, A_log=None,
-                               dt_bias=None, initial_state_indices=None,
-                               output_state_indices=None, error_flag=None, **kwargs):
-        """flash-linear-attention's chunk_gated_delta_rule: q, k [1 or B, T, H, K],
-        v [.., T, HV, V], g [.., T, HV] log decays (or the raw `a` with
-        use_gate_in_kernel, A_log, dt_bias), beta [.., T, HV] (logits with
-        use_beta_sigmoid_in_kernel; 2 * sigmoid with allow_neg_eigval).
-        cu_seqlens [N + 1] (int32/int64, on the GPU) packs N sequences in
-        B = 1; it is never copied to the host. cu_seqlens_cpu, its host
-        copy where the caller has one, only tells the dispatch the longest
-        sequence (chunk_indices is accepted and ignored). States are [N, HV, K, V],
-        or [N, HV, V, K] with state_v_first. With initial_state_indices
-        (int32 [N]), initial_state is a pool [slots, ...] read by index and,
-        with output_final_state, updated in place at output_state_indices
+                               chunk_indices=None, cp_context=None, *, use_gate_in_kernel=False,
+                               A_log=None, dt_bias=None, chunk_size=64, head_first=False,
+                               transpose_state_layout=None, initial_state_indices=None,
+                               output_state_indices=None, error_flag=None):
+        """flash-linear-attention's chunk_gated_delta_rule (FLA_VERSION's
+        parameters, order and defaults; FLA's **kwargs keys use_gate_in_kernel,
+        A_log, dt_bias, chunk_size, head_first, transpose_state_layout are
+        keyword-only here): q, k [1 or B, T, H, K], v [.., T, HV, V], g
+        [.., T, HV] log decays (or the raw `a` with use_gate_in_kernel,
+        A_log [HV] and dt_bias [HV] or None), beta [.., T, HV] (logits with
+        use_beta_sigmoid_in_kernel; 2 * sigmoid with allow_neg_eigval, which
+        needs use_beta_sigmoid_in_kernel as in FLA). cu_seqlens [N + 1]
+        (int32/int64, on the GPU) packs N sequences in B = 1; it is never
+        copied to the host. cu_seqlens_cpu, its host copy where the caller
+        has one, only tells the dispatch the longest sequence; chunk_indices
+        cannot change the result and is ignored. chunk_size: FLA's default
+        64 lets the library's spec choose its chunk (the result differs
+        only by rounding), 16 / 32 select a spec with that chunk. cp_context
+        (context parallelism) and head_first=True raise ValueError.
+        States are [N, HV, K, V], or [N, HV, V, K] with state_v_first.
+
+        deltac's extensions: with initial_state_indices (int32/int64 [N]),
+        initial_state is a pool [slots, ...] read by index and, with
+        output_final_state, updated in place at output_state_indices
         (default: the rows read); the call then returns (o, the pool).
-        error_flag (int32 [1]) receives the kernels' device check. Returns
-        (o, final_state or None)."""
+        error_flag (int32 [1]) receives the kernels' device checks (None:
+        the module's flag, see check_errors). Returns (o, final_state or
+        None); a skipped sequence's o and final-state rows are 0."""
+        fn = "chunk_gated_delta_rule"
+        state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
+        chunk = _chunk_size(fn, chunk_size, (16, 32, 64))
+        if head_first:
+            raise ValueError(f"{fn}: head_first=True is not supported (FLA removed it): pass "
+                             f"q, k, v as [B, T, H, ...]")
+        _no_cp(fn, cp_context)
+        if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+            raise ValueError(f"{fn}: allow_neg_eigval=True requires "
+                             f"use_beta_sigmoid_in_kernel=True (as in FLA)")
+        del chunk_indices  # FLA's precomputed chunk map: cannot change the result
         return self._prefill(
             "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
             output_final_state=output_final_state,
@@ -293,7 +506,7 @@ class Library:
             use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
             allow_neg_eigval=allow_neg_eigval, state_v_first=state_v_first,
             cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
-            use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias,
+            use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, chunk=chunk,
             initial_state_indices=initial_state_indices,
             output_state_indices=output_state_indices, error_flag=error_flag)
 
@@ -302,23 +515,34 @@ class Library:
                   use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
                   allow_neg_eigval=False, safe_gate=False, lower_bound=None,
                   disable_recompute=False, return_intermediate_states=False,
-                  state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, A_log=None,
-                  dt_bias=None, initial_state_indices=None, output_state_indices=None,
-                  error_flag=None, **kwargs):
-        """flash-linear-attention's chunk_kda (Kimi Delta Attention): as
-        chunk_gated_delta_rule, but with decays per key channel: g [.., T, HV,
-        K] log decays, or with use_gate_in_kernel the raw `a` of
-        -exp(A_log) * softplus(a + dt_bias), A_log [HV] and dt_bias [HV * K].
-        Not supported (ValueError): safe_gate / lower_bound (FLA's clamped
-        gate form), return_intermediate_states, a context-parallel cp_context.
-        disable_recompute (a training option) is accepted and ignored."""
+                  state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, cp_context=None, *,
+                  A_log=None, dt_bias=None, chunk_size=64, transpose_state_layout=None,
+                  initial_state_indices=None, output_state_indices=None, error_flag=None):
+        """flash-linear-attention's chunk_kda (Kimi Delta Attention; FLA_VERSION's
+        parameters, order and defaults; FLA's **kwargs keys A_log, dt_bias,
+        chunk_size, transpose_state_layout are keyword-only here): as
+        chunk_gated_delta_rule, but with decays per key channel: g [.., T,
+        HV, K] log decays, or with use_gate_in_kernel the raw `a` of
+        -exp(A_log) * softplus(a + dt_bias), A_log [HV] and dt_bias [HV * K]
+        (or [HV, K], or None: 0). chunk_size 32 selects a spec with chunks
+        of 32 (64, FLA's default, lets the library choose). Not supported
+        (ValueError): safe_gate / lower_bound (FLA's clamped gate form),
+        return_intermediate_states, a context-parallel cp_context.
+        disable_recompute (a training option) cannot change the result and
+        is ignored."""
+        fn = "chunk_kda"
+        state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
+        chunk = _chunk_size(fn, chunk_size, (32, 64))
         if safe_gate or lower_bound is not None:
-            raise ValueError("chunk_kda: safe_gate / lower_bound (the clamped gate form) are "
-                             "not supported; pass the log decays (or the softplus raw form)")
+            raise ValueError(f"{fn}: safe_gate / lower_bound (the clamped gate form) are not "
+                             f"supported; pass the log decays (or the softplus raw form)")
         if return_intermediate_states:
-            raise ValueError("chunk_kda: return_intermediate_states is not supported")
-        if kwargs.get("cp_context") is not None:
-            raise ValueError("chunk_kda: cp_context (context parallelism) is not supported")
+            raise ValueError(f"{fn}: return_intermediate_states is not supported")
+        _no_cp(fn, cp_context)
+        if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+            raise ValueError(f"{fn}: allow_neg_eigval=True requires "
+                             f"use_beta_sigmoid_in_kernel=True (as in FLA)")
+        del disable_recompute  # a training option: cannot change the result
         return self._prefill(
             "kda", q, k, v, g, beta, scale=scale, initial_state=initial_state,
             output_final_state=output_final_state,
@@ -326,16 +550,17 @@ class Library:
             use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
             allow_neg_eigval=allow_neg_eigval, state_v_first=state_v_first,
             cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
-            use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias,
+            use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, chunk=chunk,
             initial_state_indices=initial_state_indices,
             output_state_indices=output_state_indices, error_flag=error_flag)
 
     def _prefill(self, rule, q, k, v, g, beta, *, scale, initial_state, output_final_state,
                  use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
                  state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
-                 dt_bias, initial_state_indices, output_state_indices, error_flag):
+                 dt_bias, chunk, initial_state_indices, output_state_indices, error_flag):
         """The prefill call of chunk_gated_delta_rule (rule "gated": a decay
-        per token and head) and chunk_kda (rule "kda": per key channel)."""
+        per token and head) and chunk_kda (rule "kda": per key channel).
+        chunk: the spec's chunk length, or None for any."""
         _check_gpu_q(q)
         for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
             _check_cuda(name, t, q.device)
@@ -349,17 +574,19 @@ class Library:
             raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
         raw = bool(use_gate_in_kernel)
         kda = rule == "kda"
-        sigmoid = bool(use_beta_sigmoid_in_kernel) or bool(allow_neg_eigval)
+        sigmoid = bool(use_beta_sigmoid_in_kernel)
         gate = "raw" if raw else "log"
         want = {"entry": "prefill", "rule": rule, "gate": "channel_" + gate if kda else gate,
                 "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
                 "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype),
                 "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+        if chunk is not None:
+            want["chunk"] = chunk
         if (initial_state_indices is not None or output_state_indices is not None) \
                 and isinstance(initial_state, torch.Tensor):
             want["state"] = _name(initial_state.dtype)  # a pool is used in place
         spec = self._spec(want)
-        cu = _cu_seqlens(cu_seqlens, B, q.device, as_int32=False)  # int64 is read as is
+        cu = _cu_seqlens(cu_seqlens, B, q.device)  # int64 is read as is
         N = B if cu is None else cu.numel() - 1
         max_seqlen = T if cu is None else 0  # 0: unknown
         if cu is not None and cu_seqlens_cpu is not None:
@@ -380,20 +607,17 @@ class Library:
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
         beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
         if raw:
-            for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
-                if t is None:
-                    raise ValueError(f"{name} is needed with use_gate_in_kernel")
-                _check_cuda(name, t, q.device)
-                n = HV * K if kda and name == "dt_bias" else HV
-                if t.numel() != n or (t.dim() != 1 and not (kda and tuple(t.shape) == (HV, K))):
-                    raise ValueError(f"{name} must be [{n}], got {tuple(t.shape)}")
-            A_log, dt_bias = A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous()
+            if A_log is None:
+                raise ValueError("A_log is needed with use_gate_in_kernel")
+            A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device,
+                                              per_key=K if kda else None)
         sdt = _NAMES[spec["state"]]
         per = (HV, V, K) if state_v_first else (HV, K, V)
         in_idx = None if initial_state_indices is None else \
             _index("initial_state_indices", initial_state_indices, (N,), q.device)
         out_idx = None if output_state_indices is None else \
             _index("output_state_indices", output_state_indices, (N,), q.device)
+        (in_idx, out_idx), i64 = _same_width((in_idx, out_idx))
         pooled = in_idx is not None or out_idx is not None
         if initial_state is not None:
             _check_cuda("initial_state", initial_state, q.device)
@@ -410,16 +634,17 @@ class Library:
         if pooled:
             final = initial_state if output_final_state else None
         else:
-            final = torch.empty((N,) + per, dtype=sdt, device=q.device) if output_final_state else None
+            # Zeroed: the kernels write no state for a skipped sequence (a bad
+            # cu_seqlens skips them all), so its row must not be garbage.
+            final = torch.zeros((N,) + per, dtype=sdt, device=q.device) if output_final_state else None
+        # Every token of o is written by the kernels (skipped ones as 0).
         o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         lib = self.load()
         size = lib[f"{self.name}_{spec['name']}_prefill_workspace_bytes"]
         size.restype = ctypes.c_int64
         size.argtypes = [ctypes.c_int64] * 5
         work = torch.empty(max(size(K, V, B * T, N, HV), 16), dtype=torch.uint8, device=q.device)
-        if error_flag is not None:
-            _check_flag(error_flag, q.device)
-        flag = error_flag if error_flag is not None else torch.zeros(1, dtype=torch.int32, device=q.device)
+        flag = _resolve_flag(error_flag, q.device, "prefill")
         a = _PrefillArgs()
         a.K, a.V, a.T, a.N, a.H, a.HV = K, V, B * T, N, H, HV
         a.io_dtype, a.state_dtype = _DTYPES[q.dtype], _DTYPES[sdt]
@@ -430,6 +655,7 @@ class Library:
         a.initial_state, a.final_state = _ptr(initial_state), _ptr(final)
         a.slots = initial_state.shape[0] if pooled else N
         a.initial_state_indices, a.output_state_indices = _ptr(in_idx), _ptr(out_idx)
+        a.indices_i64 = int(i64)
         a.cu_seqlens = _ptr(cu)
         a.cu_seqlens_i64 = int(cu is not None and cu.dtype == torch.int64)
         a.workspace, a.workspace_bytes = work.data_ptr(), work.numel()
@@ -455,12 +681,15 @@ class Library:
         intermediate_states [B, T, HV, ...] receives every step's state and
         disable_state_update leaves the pool unchanged (SGLang);
         ssm_state_indices [B, T] with num_accepted_tokens [B] is vLLM's
-        speculative form. With cu_seqlens (int32/int64 [N + 1], vLLM's
-        query_start_loc) q is [1, tokens, H, K] holding N rows of 0..max_t
-        tokens, the indices are per row ([N], [N, S]) and intermediate_states
-        is [1, tokens, HV, ...]. error_flag (int32 [1]) is set to 1 by the
-        kernel on an index >= slots or a bad cu_seqlens row (skipped).
-        Returns o [B, T, HV, V]."""
+        speculative form. With cu_seqlens (vLLM's query_start_loc, [N + 1])
+        q is [1, tokens, H, K] holding N rows of 0..max_t tokens, the
+        indices are per row ([N], [N, S]) and intermediate_states is [1,
+        tokens, HV, ...]. Indices and cu_seqlens are int32 or int64 on the
+        GPU, never copied to the host nor narrowed (any int64 one makes the
+        call read all as int64). The kernel skips a row with an index >=
+        slots, a num_accepted_tokens out of range or a bad cu_seqlens row
+        (o = 0, no state read or written) and raises error_flag (int32 [1];
+        None: the module's flag, see check_errors). Returns o [B, T, HV, V]."""
         _check_gpu_q(q)
         for name, t in (("k", k), ("v", v), ("a", a), ("b", b), ("A_log", A_log),
                         ("dt_bias", dt_bias), ("state", state)):
@@ -498,13 +727,12 @@ class Library:
                 raise ValueError(f"intermediate_states must be contiguous {want} in {state.dtype}")
         if disable_state_update and intermediate_states is None:
             raise ValueError("disable_state_update needs intermediate_states")
-        if error_flag is not None:
-            _check_flag(error_flag, q.device)
+        # Every row of o is written by the kernel (a skipped row's as 0).
         o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         self._decode(spec, q, k, v, o, state, a.contiguous(), b.contiguous(), scale,
                      A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous(),
                      in_idx, out_idx, intermediate_states, disable_state_update, idx2d, accepted,
-                     error_flag, cu)
+                     error_flag, cu, kind="serving")
         return o
 
 
@@ -518,7 +746,7 @@ def _name(dtype):
 def _debug_checks():
     """DELTAC_DEBUG_CHECKS=1: the library copies device-resident indices and
     cu_seqlens to the host and checks them before launching (synchronises,
-    so not inside CUDA graph capture)."""
+    so not inside CUDA graph capture); a bad value raises ValueError."""
     return os.environ.get("DELTAC_DEBUG_CHECKS", "0") not in ("", "0")
 
 
@@ -529,10 +757,53 @@ def _check_flag(t, device):
                          f"{tuple(t.shape)} {t.dtype}")
 
 
-def _cu_seqlens(cu_seqlens, B, device, as_int32=True):
+def _state_layout(fn, state_v_first, transpose_state_layout):
+    """FLA's deprecated transpose_state_layout (None: not given) is
+    state_v_first; both at once raise ValueError, as in FLA."""
+    if transpose_state_layout is None:
+        return bool(state_v_first)
+    if state_v_first:
+        raise ValueError(f"{fn}: cannot pass both state_v_first and the deprecated "
+                         f"transpose_state_layout")
+    warnings.warn("transpose_state_layout is deprecated and renamed to state_v_first",
+                  DeprecationWarning, stacklevel=3)
+    return bool(transpose_state_layout)
+
+
+def _chunk_size(fn, chunk_size, allowed):
+    """FLA's chunk_size: must be one FLA allows; its default (64) leaves the
+    chunk to the library's specs (the result differs only by rounding),
+    another value is the spec's chunk to select."""
+    if chunk_size not in allowed:
+        raise ValueError(f"{fn}: chunk_size must be one of {allowed} (as in FLA), got {chunk_size!r}")
+    return None if chunk_size == 64 else int(chunk_size)
+
+
+def _no_cp(fn, cp_context):
+    if cp_context is not None:
+        raise ValueError(f"{fn}: cp_context (context parallelism) is not supported")
+
+
+def _raw_gate_params(A_log, dt_bias, HV, device, per_key):
+    """A_log [HV] and dt_bias ([HV], or [HV * K] / [HV, K] with per_key = K;
+    None: zeros, as FLA's optional dt_bias) as contiguous f32."""
+    _check_cuda("A_log", A_log, device)
+    if A_log.numel() != HV or A_log.dim() != 1:
+        raise ValueError(f"A_log must be [{HV}], got {tuple(A_log.shape)}")
+    n = HV * per_key if per_key else HV
+    if dt_bias is None:
+        dt_bias = torch.zeros(n, dtype=torch.float32, device=device)
+    _check_cuda("dt_bias", dt_bias, device)
+    if dt_bias.numel() != n or (dt_bias.dim() != 1 and
+                                not (per_key and tuple(dt_bias.shape) == (HV, per_key))):
+        raise ValueError(f"dt_bias must be [{n}], got {tuple(dt_bias.shape)}")
+    return A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous()
+
+
+def _cu_seqlens(cu_seqlens, B, device):
     """Validates cu_seqlens [N + 1] (int32/int64, on q's device) and returns
-    it contiguous, as int32 with `as_int32` (a device-side cast, never a
-    host copy), or None."""
+    it contiguous in its own dtype (never cast, never copied to the host),
+    or None."""
     if cu_seqlens is None:
         return None
     if B != 1:
@@ -542,13 +813,25 @@ def _cu_seqlens(cu_seqlens, B, device, as_int32=True):
             cu_seqlens.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"cu_seqlens must be a 1-D int32/int64 tensor of N + 1 >= 2 offsets, "
                          f"got {tuple(cu_seqlens.shape)} {cu_seqlens.dtype}")
-    return (cu_seqlens.to(torch.int32) if as_int32 else cu_seqlens).contiguous()
+    return cu_seqlens.contiguous()
 
 
 def _index(name, t, shape, device):
+    """An index tensor checked for device, shape and dtype (int32 or int64),
+    contiguous, in its own dtype."""
     _check_cuda(name, t, device)
     if t.dim() != len(shape) or any(w is not None and s != w for s, w in zip(t.shape, shape)):
         raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
     if t.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"{name} must be int32 or int64, got {t.dtype}")
-    return t.to(torch.int32).contiguous()
+    return t.contiguous()
+
+
+def _same_width(tensors):
+    """(tensors, i64): all int64 when any is (the int32 ones widened on the
+    device, which is exact), else as given (int32); None stays None. Never
+    narrows."""
+    i64 = any(t is not None and t.dtype == torch.int64 for t in tensors)
+    if i64:
+        tensors = tuple(None if t is None else t.to(torch.int64).contiguous() for t in tensors)
+    return tensors, i64

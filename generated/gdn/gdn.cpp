@@ -288,10 +288,10 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_k64_v64_prefill_queue_kernel, &fla_kv_k64_v64_prefill_chunks_raw_kernel, &fla_kv_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_k128_v128_prefill_queue_kernel, &fla_kv_k128_v128_prefill_chunks_raw_kernel, &fla_kv_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_k64_v64_prefill_queue_kernel, &fla_kv_k64_v64_prefill_chunks_raw_kernel, &fla_kv_k64_v64_prefill_recur_shared_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_k128_v128_prefill_queue_kernel, &fla_kv_k128_v128_prefill_chunks_raw_kernel, &fla_kv_k128_v128_prefill_recur_shared_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
@@ -317,8 +317,8 @@ extern "C" int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int6
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 128, 8, 2, 1024, 69120, 158464, 56064, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 128, 16, 0, 1024, 69120, 137984, 55040, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_v16_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 128, 8, 2, 1040, 69120, 158464, 56064, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 128, 16, 0, 1040, 69120, 137984, 55040, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -344,10 +344,10 @@ extern "C" int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2048, 55808, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_vk_k64_v64_prefill_queue_kernel, &fla_vk_k64_v64_prefill_chunks_raw_kernel, &fla_vk_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 4, 0, 2048, 55808, 89856, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_vk_k128_v128_prefill_queue_kernel, &fla_vk_k128_v128_prefill_chunks_raw_kernel, &fla_vk_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_vk_k64_v64_prefill_queue_kernel, &fla_vk_k64_v64_prefill_chunks_raw_kernel, &fla_vk_k64_v64_prefill_recur_shared_kernel},
+    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_vk_k128_v128_prefill_queue_kernel, &fla_vk_k128_v128_prefill_chunks_raw_kernel, &fla_vk_k128_v128_prefill_recur_shared_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
@@ -373,8 +373,8 @@ extern "C" int64_t gdn_fla_vk_prefill_workspace_bytes(int64_t K, int64_t V, int6
 
 namespace {
 const deltac_rt::PrefillVariant fla_vk_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 128, 8, 2, 1024, 69120, 158464, 56064, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 128, 16, 0, 1024, 69120, 137984, 55040, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_v16_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 128, 8, 2, 1040, 69120, 158464, 56064, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_kernel},
+    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 128, 16, 0, 1040, 69120, 137984, 55040, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_v16_kernel},
 };
 } // namespace
 
@@ -400,8 +400,8 @@ extern "C" int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant fla_kv_f16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel, &fla_kv_f16_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel, &fla_kv_f16_k128_v128_prefill_recur_shared_kernel},
+    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
@@ -427,8 +427,8 @@ extern "C" int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 namespace {
 const deltac_rt::PrefillVariant serving_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_k128_v128_prefill_queue_kernel, &serving_k128_v128_prefill_chunks_raw_kernel, &serving_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_k128_v128_prefill_queue_kernel, &serving_k128_v128_prefill_chunks_raw_kernel, &serving_k128_v128_prefill_recur_shared_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
@@ -454,8 +454,8 @@ extern "C" int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int
 
 namespace {
 const deltac_rt::PrefillVariant serving_bf16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_bf16_k128_v128_prefill_queue_kernel, &serving_bf16_k128_v128_prefill_chunks_raw_kernel, &serving_bf16_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_bf16_k128_v128_prefill_queue_kernel, &serving_bf16_k128_v128_prefill_chunks_raw_kernel, &serving_bf16_k128_v128_prefill_recur_shared_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
@@ -481,3 +481,7 @@ extern "C" int64_t gdn_serving_bf16_prefill_workspace_bytes(int64_t K, int64_t V
 
 
 const char *gdn_last_error(void) { return deltac_rt::lastError(); }
+size_t gdn_last_launches(char *buf, size_t n) {
+  return deltac_rt::copyLastLaunches(buf, n);
+}
+std::string gdn::last_launches() { return deltac_rt::lastLaunches(); }

@@ -11,6 +11,8 @@
 
 #include "deltac_api.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 namespace gdn {
 namespace fla_kv {
@@ -91,6 +93,9 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace serving_bf16
 
+/// The kernels the calling thread's last call (of this library) launched,
+/// in launch order, names joined by ','; "" after a rejected call.
+std::string last_launches();
 } // namespace gdn
 
 extern "C" {
@@ -134,6 +139,11 @@ int64_t gdn_serving_bf16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *gdn_last_error(void);
+/* The kernels the calling thread's last call launched, names joined by ','
+ * ("" after a rejected call): writes at most n - 1 characters and a NUL
+ * into buf and returns the full length (as snprintf; buf may be null when
+ * n is 0). */
+size_t gdn_last_launches(char *buf, size_t n);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -26,3 +26,7 @@ fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
 chunk_gated_delta_rule = _library.chunk_gated_delta_rule
 chunk_kda = _library.chunk_kda
+# The device error flag this module keeps when a call passes none, and the
+# call that reads it, clears it and raises what was wrong (deltac_torch.py).
+error_flag = _library.error_flag
+check_errors = _library.check_errors

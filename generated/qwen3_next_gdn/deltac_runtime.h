@@ -7,6 +7,8 @@
 #ifndef DELTAC_RUNTIME_H
 #define DELTAC_RUNTIME_H
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -29,7 +31,15 @@ struct KernelImages {
   const unsigned char *fatbin;
 };
 
-/// A kernel loaded on first launch, once, thread-safely. Loading uses the
+/// Tests only: open the driver library `path` (a fake driver; "": the
+/// program itself, linked with the fake's entry points exported) instead of
+/// libcuda.so.1. Takes effect only before the first call that needs the
+/// driver; returns false (and changes nothing) after it.
+bool useDriverLibrary(const char *path);
+
+/// A kernel loaded on first launch, once, thread-safely (double-checked:
+/// the loaded handle is published with a release store after everything
+/// else the load sets, and read with an acquire load). Loading uses the
 /// context-independent library API (cuLibraryLoadData), so the same handle
 /// serves every context. DELTAC_FORCE_TARGET=sm_80 (read at load) loads that
 /// target's PTX instead of the best image, e.g. to run sm_80 code on Hopper.
@@ -39,6 +49,8 @@ public:
   /// Loads the kernel if needed. Returns false with a message on failure; a
   /// later call tries again.
   bool load(std::string *error);
+  /// The kernel's name (its images').
+  const char *name() const { return images.name; }
   /// Launches on `stream` (a CUstream; null = the legacy default stream).
   /// `args` points at each kernel parameter in order; `sharedBytes` of
   /// dynamic shared memory (above 48 KiB the kernel's limit is raised).
@@ -65,8 +77,8 @@ public:
 private:
   const KernelImages &images;
   std::mutex mutex;
-  void *library = nullptr; // CUlibrary
-  void *kernel = nullptr;  // CUkernel
+  void *library = nullptr;             // CUlibrary
+  std::atomic<void *> kernel{nullptr}; // CUkernel, set once loaded
   std::string target, imageChip;
   int capability = 0;
 };
@@ -120,6 +132,60 @@ bool copyToHost(void *dst, const void *src, size_t bytes, void *stream,
 
 /// Fills `message` with the driver's name and text for `code`.
 std::string describe(int code, const char *what);
+
+/// The kernels the calling thread's last call launched, in launch order.
+/// Every entry point starts a new record (beginCall) and each successful
+/// launch appends the kernel's name; a failed call leaves it empty (the C
+/// entry points' setLastError clears it, also where the runtime was never
+/// reached, as for null args). No
+/// allocation: the names are the images' static strings.
+constexpr int kMaxLaunchesPerCall = 8;
+void beginCall();
+/// The record, names joined by ','. (C API: copyLastLaunches.)
+std::string lastLaunches();
+/// Writes the record, names joined by ',', into `buf` (at most n - 1
+/// characters and a NUL; nothing when n is 0) and returns its full length,
+/// as snprintf does.
+size_t copyLastLaunches(char *buf, size_t n);
+
+/// What one kernel parameter carries (the compiler's mlir::delta::ParamKind).
+enum class ParamKind { Pointer, I32, I64, F32, TensorMap };
+/// A parameter as the runtime packs it: its name, kind and size in bytes.
+struct ParamInfo {
+  const char *name;
+  ParamKind kind;
+  unsigned bytes;
+};
+
+/// The kernel parameter array handed to the driver, built one typed value
+/// at a time so that each parameter's kind and size are recorded beside
+/// its address (the ABI unit tests compare them with the compiler's list).
+class ParamPack {
+public:
+  static constexpr int kMax = 48;
+  void add(const char *name, const void *const *p) { push(name, ParamKind::Pointer, sizeof *p, p); }
+  void add(const char *name, void *const *p) { push(name, ParamKind::Pointer, sizeof *p, p); }
+  void add(const char *name, const int32_t *p) { push(name, ParamKind::I32, sizeof *p, p); }
+  void add(const char *name, const int64_t *p) { push(name, ParamKind::I64, sizeof *p, p); }
+  void add(const char *name, const float *p) { push(name, ParamKind::F32, sizeof *p, p); }
+  void add(const char *name, const TensorMap *p) { push(name, ParamKind::TensorMap, sizeof *p, p); }
+  /// Pointers to each value, in order: cuLaunchKernel's kernelParams.
+  void **args() { return values; }
+  int size() const { return count; }
+  const ParamInfo *info() const { return infos; }
+
+private:
+  void push(const char *name, ParamKind kind, unsigned bytes, const void *p) {
+    if (count < kMax) {
+      values[count] = const_cast<void *>(p);
+      infos[count] = {name, kind, bytes};
+    }
+    ++count; // a count above kMax fails the ABI tests
+  }
+  void *values[kMax] = {};
+  ParamInfo infos[kMax] = {};
+  int count = 0;
+};
 
 } // namespace deltac_rt
 

@@ -50,8 +50,8 @@ extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, 
 
 namespace {
 const deltac_rt::PrefillVariant qwen3_next_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2048, 72192, 195328, 70912, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel, &qwen3_next_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2048, 72192, 143104, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel, &qwen3_next_k128_v128_prefill_recur_shared_kernel},
+    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
 };
 } // namespace
 
@@ -77,3 +77,7 @@ extern "C" int64_t qwen3_next_gdn_qwen3_next_prefill_workspace_bytes(int64_t K, 
 
 
 const char *qwen3_next_gdn_last_error(void) { return deltac_rt::lastError(); }
+size_t qwen3_next_gdn_last_launches(char *buf, size_t n) {
+  return deltac_rt::copyLastLaunches(buf, n);
+}
+std::string qwen3_next_gdn::last_launches() { return deltac_rt::lastLaunches(); }

@@ -11,6 +11,8 @@
 
 #include "deltac_api.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 namespace qwen3_next_gdn {
 namespace qwen3_next {
@@ -25,6 +27,9 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace qwen3_next
 
+/// The kernels the calling thread's last call (of this library) launched,
+/// in launch order, names joined by ','; "" after a rejected call.
+std::string last_launches();
 } // namespace qwen3_next_gdn
 
 extern "C" {
@@ -38,6 +43,11 @@ int64_t qwen3_next_gdn_qwen3_next_prefill_workspace_bytes(int64_t K, int64_t V, 
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *qwen3_next_gdn_last_error(void);
+/* The kernels the calling thread's last call launched, names joined by ','
+ * ("" after a rejected call): writes at most n - 1 characters and a NUL
+ * into buf and returns the full length (as snprintf; buf may be null when
+ * n is 0). */
+size_t qwen3_next_gdn_last_launches(char *buf, size_t n);
 
 #ifdef __cplusplus
 } /* extern "C" */
