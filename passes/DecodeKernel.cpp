@@ -266,8 +266,15 @@ protected:
   Value tid, lane, warp, bx, bb, hv, h, inSlot, outSlot, writePool;
   // The row's tokens: [rowStart, rowStart + rowLen) (i64, i32).
   Value rowStart, rowLen;
-  // Whether the call's index arrays are int64 (kIndicesI64; i1).
-  Value wideIndices;
+  /// Whether the call's index arrays are int64 (kIndicesI64; i1), emitted
+  /// where it is used: the flags parameter stays in the constant bank
+  /// instead of an i1 held in a register across the token loop (that one
+  /// register made a kv decode kernel spill).
+  Value indicesWide() {
+    return cmp(arith::CmpIPredicate::ne,
+               arith::AndIOp::create(b, param(pFlags), cI32(kIndicesI64)),
+               cI32(0));
+  }
   // Set by loadHeadParams() for raw gates.
   Value negA, dtBias;
 };
@@ -330,10 +337,7 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   // slots) is skipped alone: o = 0 for its tokens, no state, the flag.
   Value bb64 = toI64(bb);
   Value rangeOk, zeroFrom;
-  Value wide = cmp(arith::CmpIPredicate::ne,
-                   arith::AndIOp::create(b, param(pFlags), cI32(kIndicesI64)),
-                   cI32(0));
-  wideIndices = wide;
+  Value wide = indicesWide();
   {
     Value cu = param(pCuSeqlens), T = param(pT), T64 = toI64(T);
     auto ifFixed = scf::IfOp::create(
@@ -350,23 +354,31 @@ void EmitterBase::prologue(function_ref<void()> padding) {
     b.setInsertionPointToStart(ifFixed.elseBlock());
     Value B = toI64(arith::IndexCastOp::create(
         b, i32, gpu::GridDimOp::create(b, gpu::Dimension::z)));
-    // The whole-call check: lane l takes entries l*4 .. l*4 + 3 of each
-    // 128, all loads of a round in flight together (one round up to
-    // B = 127, overlapping the row's own loads).
-    auto rounds = scf::ForOp::create(
-        b, cI64(0), add(B, cI64(1)), cI64(128), ValueRange{cTrue()});
-    {
+    // The whole-call check: lane l takes entries 16 l .. 16 l + 15 of each
+    // 512, whose 17 loads (its entries and the next one) are all in flight
+    // together: one round, one memory latency, up to B = 511, overlapping
+    // the row's own loads. The loop is emitted once per index width, so no
+    // load waits on a branch.
+    constexpr int64_t kPerLane = 16, kPerRound = 32 * kPerLane;
+    auto checkRounds = [&](Type elem) {
+      auto rounds = scf::ForOp::create(b, cI64(0), add(B, cI64(1)),
+                                       cI64(kPerRound), ValueRange{cTrue()});
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(rounds.getBody());
-      Value base = add(rounds.getInductionVar(), mul(toI64(lane), cI64(4)));
+      Value base = add(rounds.getInductionVar(),
+                       mul(toI64(lane), cI64(kPerLane)));
+      SmallVector<Value> vals;
+      for (int64_t u = 0; u <= kPerLane; ++u) {
+        Value at = arith::MinSIOp::create(b, add(base, cI64(u)), B);
+        Value x = LLVM::LoadOp::create(b, elem, gep(cu, elem, at),
+                                       elem.getIntOrFloatBitWidth() / 8);
+        vals.push_back(toI64(x));
+      }
       Value ok = rounds.getRegionIterArg(0);
-      for (int64_t u = 0; u < 4; ++u) {
-        Value e = add(base, cI64(u));
+      for (int64_t u = 0; u < kPerLane; ++u) {
+        Value e = add(base, cI64(u)), here = vals[u], next = vals[u + 1];
         Value inside = cmp(arith::CmpIPredicate::sle, e, B);
         Value hasNext = cmp(arith::CmpIPredicate::slt, e, B);
-        Value here = loadIndex(cu, wide, arith::MinSIOp::create(b, e, B));
-        Value next = loadIndex(cu, wide,
-                               arith::MinSIOp::create(b, add(e, cI64(1)), B));
         Value good = andI1(cmp(arith::CmpIPredicate::sge, here, cI64(0)),
                            cmp(arith::CmpIPredicate::sle, here, T64));
         good = andI1(good, arith::OrIOp::create(
@@ -378,9 +390,18 @@ void EmitterBase::prologue(function_ref<void()> padding) {
         ok = andI1(ok, arith::OrIOp::create(b, notI1(inside), good));
       }
       scf::YieldOp::create(b, ok);
+      return rounds.getResult(0);
+    };
+    auto byWidth = scf::IfOp::create(b, TypeRange{b.getI1Type()}, wide, true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(byWidth.thenBlock());
+      scf::YieldOp::create(b, checkRounds(i64));
+      b.setInsertionPointToStart(byWidth.elseBlock());
+      scf::YieldOp::create(b, checkRounds(i32));
     }
     Value callOk = NVVM::VoteSyncOp::create(b, b.getI1Type(), cI32(-1),
-                                            rounds.getResult(0),
+                                            byWidth.getResult(0),
                                             NVVM::VoteSyncKind::all);
     // Bounds only from a valid cu_seqlens (else the loads are not used).
     Value start = sel64(callOk, loadIndex(cu, wide, bb64), cI64(0));
@@ -577,7 +598,7 @@ void EmitterBase::storeStep(Value tInt, Value tok,
   auto ifSlots = scf::IfOp::create(b, notI1(isNull(param(pStepSlots))), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifSlots.thenBlock());
-  Value slot = loadIndex(param(pStepSlots), wideIndices,
+  Value slot = loadIndex(param(pStepSlots), indicesWide(),
                          add(mul(toI64(bb), param(pStepSlotsStride)), toI64(tInt)));
   Value tooLarge = cmp(arith::CmpIPredicate::sge, slot, param(pSlots));
   Value valid =

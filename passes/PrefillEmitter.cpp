@@ -462,7 +462,7 @@ void PrefillEmitter::zeroUncovered(Value from) {
   ifThen(cmp(arith::CmpIPredicate::slt, from, T), [&] {
     Value perToken = mul(toI64(param(pHV)), cI64(pieces));
     Value count = mul(sub(T, from), perToken);
-    Value threads = cI64(plan.recurThreads);
+    Value threads = arith::IndexCastOp::create(b, i64, gpu::BlockDimOp::create(b, gpu::Dimension::x));
     Value grid = arith::IndexCastOp::create(b, i64, gpu::GridDimOp::create(b, gpu::Dimension::x));
     Value start = add(mul(toI64(blockId(gpu::Dimension::x)), threads), toI64(tid));
     auto loop = scf::ForOp::create(b, start, count, mul(grid, threads));

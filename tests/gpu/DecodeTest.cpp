@@ -593,6 +593,16 @@ int main(int argc, char **argv) {
         runBadCu(results, s, K, V, "padding past cu[B] (valid)", {0, 1, 2, 3}, i64);
       }
       runBadCu(results, s, K, V, "past 2^32", {0, (int64_t(1) << 32) + 1, 2, 6}, true);
+      // B = 600: the check's second round (512 entries a round), valid and
+      // with the one bad entry there.
+      if (&s == &specs()[0]) {
+        std::vector<int64_t> many(601);
+        for (int64_t i = 0; i <= 600; ++i)
+          many[i] = std::min<int64_t>(i, 6);
+        runBadCu(results, s, K, V, "B = 600 (valid)", many, false);
+        many[550] = 7;
+        runBadCu(results, s, K, V, "B = 600, past T at 550", many, false);
+      }
       // The index arrays as int64 (read as int64 by the kernel).
       Case varlen64 = varlen;
       varlen64.seed = ++seed;

@@ -538,6 +538,16 @@ int main(int argc, char **argv) {
       const char *what;
       std::vector<int64_t> cu;
     };
+    // One skipped call's checks.
+    auto skippedCall = [&](const Case &c, const std::vector<int64_t> &cu) {
+      Run r = runCase(c, &cu);
+      results.add(c.name,
+                  r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
+                      r.guards,
+                  fmt("status %d, flag %d, %lld o != 0%s%s", r.status, r.flag,
+                      (long long)r.oNonZero, r.statesUntouched ? "" : ", STATES CHANGED",
+                      r.guards ? "" : ", GUARDS OVERWRITTEN"));
+    };
     // Two sequences of 64 and 86 tokens (T = 150): the inline map.
     const Bad inlineBad[] = {{"negative", {0, -64, 150}},
                              {"past T", {0, 100, 400}},
@@ -548,25 +558,13 @@ int main(int argc, char **argv) {
       for (const Bad &bad : inlineBad) {
         Case c{std::string("bad cu_seqlens ") + bad.what + (pool ? " (inline, pool)" : " (inline)"),
                gkv, {64, 86}, 1, 2, true, pool, bad.cu.back() > 150 || bad.cu[1] > (1 << 30)};
-        Run r = runCase(c, &bad.cu);
-        results.add(c.name,
-                    r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
-                        r.guards,
-                    fmt("status %d, flag %d, %lld o != 0%s%s", r.status, r.flag,
-                        (long long)r.oNonZero, r.statesUntouched ? "" : ", STATES CHANGED",
-                        r.guards ? "" : ", GUARDS OVERWRITTEN"));
+        skippedCall(c, bad.cu);
       }
     // Three sequences of 50: [0, 100, 50, 150] passes a per-sequence check
     // for sequences 0 and 2, which would overlap.
-    {
-      std::vector<int64_t> cu = {0, 100, 50, 150};
-      Case c{"bad cu_seqlens overlapping (inline, pool)", qwen, {50, 50, 50}, 2, 4, true, true, false};
-      Run r = runCase(c, &cu);
-      results.add(c.name,
-                  r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
-                      r.guards,
-                  fmt("status %d, flag %d, %lld o != 0", r.status, r.flag, (long long)r.oNonZero));
-    }
+    skippedCall({"bad cu_seqlens overlapping (inline, pool)", qwen, {50, 50, 50}, 2, 4, true, true,
+                 false},
+                {0, 100, 50, 150});
     // 40 sequences of 8 tokens: prep's map.
     auto prepCu = [](int64_t at, int64_t value) {
       std::vector<int64_t> cu;
@@ -583,13 +581,7 @@ int main(int argc, char **argv) {
       for (const Bad &bad : prepBad) {
         Case c{std::string("bad cu_seqlens ") + bad.what + (pool ? " (prep, pool)" : " (prep)"), gkv,
                std::vector<int64_t>(40, 8), 1, 2, true, pool, pool};
-        Run r = runCase(c, &bad.cu);
-        results.add(c.name,
-                    r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
-                        r.guards,
-                    fmt("status %d, flag %d, %lld o != 0%s%s", r.status, r.flag,
-                        (long long)r.oNonZero, r.statesUntouched ? "" : ", STATES CHANGED",
-                        r.guards ? "" : ", GUARDS OVERWRITTEN"));
+        skippedCall(c, bad.cu);
       }
   }
   // Host checks: a rejected call names the argument.

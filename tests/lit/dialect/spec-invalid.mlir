@@ -240,22 +240,34 @@ delta.spec @a1234567890123456789012345678901234567890123456789012345678901234567
 // tiles need K and V multiples of 32 (16x16 and 256x16 once reached
 // delta-plan-prefill and failed there on an internal V tile, at 1:1).
 
+module attributes {delta.targets = ["sm_90a"]} {
 // expected-error @+1 {{specialization 16x16 has no GPU prefill kernel: prefill supports K and V multiples of 32 (32, 64, ..., 256)}}
 delta.spec @prefill_16 rule = gated dims = [16x16] io = bf16 state = f32
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+}
+
+// -----
+
+// Without targets (the CPU chunk pipeline) the same dims are valid.
+delta.spec @prefill_16_cpu rule = gated dims = [16x16] io = bf16 state = f32
     layout = vk gate = log beta = given chunk = 64 entries = [prefill]
 
 // -----
 
+module attributes {delta.targets = ["sm_80"]} {
 // expected-error @+1 {{specialization 256x16 has no GPU prefill kernel}}
 delta.spec @prefill_256x16 rule = gated dims = [128x128, 256x16] io = bf16
     state = f32 layout = kv gate = log beta = given chunk = 64
     entries = [prefill, decode] max_t = 4
+}
 
 // -----
 
+module attributes {delta.targets = ["sm_90a"]} {
 // expected-error @+1 {{specialization 48x128 has no GPU prefill kernel}}
 delta.spec @prefill_48 rule = kda dims = [48x128] io = bf16 state = f32
     layout = kv gate = channel_log beta = given chunk = 32 entries = [prefill]
+}
 
 // -----
 
