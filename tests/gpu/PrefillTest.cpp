@@ -406,6 +406,12 @@ std::string forcedFormMissing(const Spec &s, const std::string &launches) {
        "_recur_shared", true);
   want(!overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "0", "_recur_shared", false);
   want(sm90 && s.sm90Forms && env("DELTAC_PREFILL_QK_RAW") == "1", "_chunks_raw", true);
+  // DELTAC_PREFILL_VALUE_TILE=64: the tile-64 recur (`_recur` or the shared
+  // one), never the 16- or 32-wide variants, wherever the call is not
+  // overlapped (the overlapped launch keeps its own recur).
+  if (env("DELTAC_PREFILL_VALUE_TILE") == "64" && !launched(launches, "_queue"))
+    for (const char *narrow : {"_recur_v16", "_recur_v32"})
+      want(true, narrow, false);
   // sm_80's code has none of the sm_90a forms.
   bool sm80 = env("DELTAC_FORCE_TARGET") == "sm_80";
   for (const char *form : {"_queue", "_chunks_raw", "_recur_shared"})
