@@ -459,11 +459,20 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   }
   // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
   // variant whatever the table says, when the library has it.
+  // A forced tile the library lacks is refused, never silently ignored.
   static const long forcedTile = envNumber("DELTAC_PREFILL_VALUE_TILE", 0);
-  for (int i = 0; i < count && forcedTile > 0 && overlapSMs == 0; ++i)
-    if (variants[i].K == a.K && variants[i].V == a.V &&
-        variants[i].valueTiles * forcedTile == a.V)
-      chosen = &variants[i];
+  if (forcedTile > 0 && overlapSMs == 0) {
+    const PrefillVariant *tiled = nullptr;
+    for (int i = 0; i < count; ++i)
+      if (variants[i].K == a.K && variants[i].V == a.V &&
+          variants[i].valueTiles * forcedTile == a.V)
+        tiled = &variants[i];
+    if (!tiled)
+      return {DELTAC_UNSUPPORTED, "DELTAC_PREFILL_VALUE_TILE=" + std::to_string(forcedTile) +
+                                      ": the library has no recur of that V tile for K = " +
+                                      std::to_string(a.K) + ", V = " + std::to_string(a.V)};
+    chosen = tiled;
+  }
 
   // Test aid: DELTAC_PREFILL_RECUR_SHARED=2 takes the variant that has the
   // shared recur (below), so that every call runs it.

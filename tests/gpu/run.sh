@@ -51,7 +51,9 @@ run_tests() {
   # And one (where two do not fit a block: V tile 64 on an A100).
   DELTAC_PREFILL_RECUR_STAGES=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_1stage.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_1stage.log" | sed 's/^/recur 1 stage: /'
-  # Every case through the V tile 64 recur (the transposed form on sm_90a).
+  # Every case through the V tile 64 recur (the transposed form on sm_90a)
+  # where the call is not overlapped; a library without that tile (k256)
+  # refuses the call, and prefill_test asserts which recur ran.
   DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_v64.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_v64.log" | sed 's/^/V tile 64: /'
   # Every case through the overlapped launch where the code has it (sm_90a:
