@@ -20,6 +20,9 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.dynamic_smem = 72192
+// cu_seqlens is checked as a whole (each warp's lanes over the offsets they
+// read, one vote) before any bound derived from it is used.
+// CHECK: nvvm.vote.sync any
 // CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // recur has a block size of its own: one state warp per 16 columns of its
 // V tile, then the output warps (as many, at least two).
@@ -28,6 +31,7 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK-SAME: delta.block_threads = 256
 // CHECK-SAME: delta.grid_x = 2
 // CHECK-SAME: delta.min_blocks_per_sm = 1
+// CHECK: nvvm.vote.sync any
 // Its block takes the sequence ranked at its grid position, longest first
 // (PrefillEmitter::longestFirst): each lane's rank from 32 shuffles of the
 // lanes' chunk counts (ties in lane order), then the lane with that rank
@@ -38,6 +42,9 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK: arith.cmpi ugt, %[[OTHER]], %[[MINE]]
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
+// Tokens past cu_seqlens[N] (all of them in a skipped call) get o = 0 from
+// the whole grid, striding by the launch's block size.
+// CHECK: gpu.block_dim  x
 // (No tile 32: the plan drops it after a scalar gate's tile 64.)
 // CHECK-NOT: recur_v32
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
