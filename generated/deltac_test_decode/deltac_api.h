@@ -74,10 +74,12 @@ typedef struct deltac_decode_args {
   const int32_t *num_accepted_tokens;
   /* Varlen decode (vLLM's query_start_loc), or null: int32 [B + 1] on the
    * device, row b is tokens [cu_seqlens[b], cu_seqlens[b + 1]). The kernel
-   * checks 0 = cu_seqlens[0] <= ... <= cu_seqlens[B] = T, every row <=
-   * max_t tokens (and <= state_indices_2d_stride, which must then be
-   * given): a row that fails is skipped (no o, no state) and raises
-   * error_flag; debug_checks checks it all on the host first. */
+   * checks 0 = cu_seqlens[0] <= ... <= cu_seqlens[B] <= T as a whole: one
+   * that fails skips the whole call (o = 0 for every token, no state) and
+   * raises error_flag; tokens past cu_seqlens[B] get o = 0. A row over
+   * max_t tokens (or over state_indices_2d_stride, which must then be
+   * given) is skipped alone (o = 0, no state) and raises error_flag;
+   * debug_checks checks it all on the host first. */
   const int32_t *cu_seqlens;
   /* nonzero: initial_state_indices, output_state_indices, state_indices_2d,
    * num_accepted_tokens and cu_seqlens point to int64 values (read as int64
@@ -89,8 +91,10 @@ typedef struct deltac_decode_args {
  * Token-major tensors as for decode: q, k [T, q_stride / k_stride, head h at
  * h*K]; v, o [T, v_stride / o_stride, head hv at hv*V]; g, beta [T, HV].
  * cu_seqlens [N + 1] (int32, or int64 with cu_seqlens_i64) lives on the
- * device: 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] = T is checked by the
- * kernels (error_flag) and, with debug_checks, on the host. Null cu_seqlens:
+ * device: 0 = cu_seqlens[0] <= ... <= cu_seqlens[N] <= T is checked by the
+ * kernels as a whole (a failure skips the whole call: o = 0 for every
+ * token, no state read or written, error_flag) and, with debug_checks, on
+ * the host; tokens past cu_seqlens[N] get o = 0. Null cu_seqlens:
  * N sequences of T / N tokens. States: initial_state / final_state are
  * [rows, HV, V, K] (vk) or [rows, HV, K, V] with rows = slots; sequence n
  * uses row initial_state_indices[n] / output_state_indices[n] (null: row n;

@@ -47,7 +47,7 @@ deltac::Status scanDeviceIndices(
 
 namespace {
 /// Debug mode, varlen: copies cu_seqlens to the host and checks what the
-/// kernel checks per row (0 = cu[0] <= ... <= cu[B] = T, rows of at most
+/// kernel checks (0 = cu[0] <= ... <= cu[B] <= T, rows of at most
 /// max_t tokens and at most `slotStride` with 2-D slots).
 deltac::Status checkCuSeqlens(const deltac_decode_args &a, int64_t maxT,
                               int64_t slotStride, void *stream) {
