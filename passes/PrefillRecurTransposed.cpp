@@ -14,7 +14,7 @@
 // step ks. The state's chain therefore never touches shared memory: no
 // stmatrix, no proxy fence and no barrier between its two products, where
 // the warpgroup form (PrefillRecurWarpgroup.cpp) hands S^T and V'^T through
-// swizzled images (what bounded it: PERFORMANCE.md, session 13). The B
+// swizzled images (what bounded it: performance-journal.md, session 13). The B
 // operands are the images chunks writes for that form (W, Qg, P K-major;
 // Kd read MN-major, i.e. transposed by the instruction), so the workspace
 // and the ring's stages (RecurWarpgroupSmem) are the same; only the
@@ -38,7 +38,7 @@
 // That saves 40 of the 72 KiB per (chunk, head) both kernels move, which
 // pays where recur's grid fills the GPU and bytes bound it, and costs
 // latency per chunk where one chain bounds it (the scalings sit on the
-// chain), so the host chooses (PERFORMANCE.md, sessions 15 and 20).
+// chain), so the host chooses (performance-journal.md, sessions 15 and 20).
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,7 +121,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       {
         WarpRole outputs(*this, 4, 4); // the output warpgroup's 128 threads
         // Stepped: this warpgroup's loop bounds the raw form's chunk
-        // (PERFORMANCE.md, session 20).
+        // (performance-journal.md, session 20).
         copySwizzledRows(stagePtr(c, L.qgb), param(pQ), param(pQStride), qkOffset, K, t0, rows,
                          /*stepped=*/true);
         copySwizzledRows(stagePtr(c, L.kd), param(pK), param(pKStride), qkOffset, K, t0, rows,
@@ -214,7 +214,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // With recurRawQK the kernel has both forms of the loops below, chosen
   // per call by `qk_raw` (a uniform branch around each loop): the raw form
   // wins where recur's grid fills the GPU and its bytes bound it, the other
-  // where one chain's latency does (PERFORMANCE.md, session 15).
+  // where one chain's latency does (performance-journal.md, session 15).
   // Emits body(raw, w) for the forms the kernel has: under `if (qk_raw)`
   // (then `if (qk_raw == 2)`, w) with the raw forms, the results (types
   // `types`) joined. Each form is its own loop, so that no loop body
@@ -374,7 +374,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         // one 64-column block to the next, and S's registers are the blocks'
         // accumulators in order. Half the instructions of a product per
         // block; no faster measured (the chain is not bound by how many
-        // wgmma it issues: PERFORMANCE.md, session 16).
+        // wgmma it issues: performance-journal.md, session 16).
         for (int64_t ks = 0; ks < C / 16; ++ks)
           wgmmaRegA(S, ArrayRef<Value>(kFrag).slice(4 * ks, 4), descPlus(kdDesc, ks * 2048), true,
                     /*transB=*/true);

@@ -19,7 +19,7 @@
 // products nor global memory operations (a fence waits for those in
 // flight). At V tile 16 a chunk step is 16 wgmma on the chain where the
 // mma.sync state warp issued ~600 instructions on one SM sub-partition;
-// what bounds it now is in PERFORMANCE.md (session 11). chunks writes W,
+// what bounds it now is in performance-journal.md (session 11). chunks writes W,
 // Qg, Kd and P as the 128-byte-swizzled images wgmma reads
 // (PrefillEmitter::workTileAt; G_last after P's image) and U in 16-column
 // tiles, so one thread fills a stage with one bulk copy per tile.
