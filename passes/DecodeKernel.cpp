@@ -33,7 +33,7 @@ enum Param {
   pQ, pK, pV, pG, pBeta, pALog, pDtBias, pO, pState, pInIdx, pOutIdx,
   pStepStates, pErrorFlag, pT, pH, pHV, pSlots, pQStride, pKStride, pVStride,
   pOStride, pScale, pFlags, pStepSlots, pNumAccepted, pStepSlotsStride,
-  pCuSeqlens, kNumParams
+  pCuSeqlens, pStateIn, pSlotStride, kNumParams
 };
 } // namespace
 
@@ -53,7 +53,8 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
       {"flags", ParamKind::I32},           {"step_slots", ParamKind::Pointer},
       {"num_accepted", ParamKind::Pointer},
       {"step_slots_stride", ParamKind::I64},
-      {"cu_seqlens", ParamKind::Pointer}};
+      {"cu_seqlens", ParamKind::Pointer},  {"state_in", ParamKind::Pointer},
+      {"slot_stride", ParamKind::I64}};
   static_assert(sizeof(params) / sizeof(params[0]) == kNumParams);
   return params;
 }
@@ -123,7 +124,7 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
 
 SmallVector<std::pair<std::string, DecodeTuning>>
 mlir::delta::decodeVariants(const DecodeTuning &overrides, StringRef only) {
-  // Measured on an H200 (docs/PERFORMANCE.md, variants): at T = 4 the bulk
+  // Measured on an H200 (docs/performance-journal.md, decode variants): at T = 4 the bulk
   // shape is 1.3x faster from B = 64 up, the small one 1.2x faster at B = 1.
   DecodeTuning bulk = overrides, small = overrides;
   bulk.prefetch = false;
@@ -201,6 +202,21 @@ protected:
   void prologue(function_ref<void()> padding);
   /// The raw gate input (null without a gate) and beta input of a token.
   std::pair<Value, Value> loadGateBeta(Value tok);
+  /// beta of the token and head at `index`: the io dtype or f32
+  /// (kBetaF32).
+  Value loadBeta(Value index);
+  /// The thread's entering state tile of `count` values: zeros with
+  /// kZeroState, else `load(src, type)` from state_in (null: the pool) in
+  /// the pool's dtype, or for f32 pools 16-bit pieces (type i16, converted
+  /// by loadElems as halfIsF16 says) with kStateInHalf.
+  SmallVector<Value>
+  enteringState(int64_t count,
+                function_ref<SmallVector<Value>(Value, Type)> load);
+  /// Whether bit `bit` of the flags is set (i1), emitted at the use.
+  Value flag(int32_t bit) {
+    return cmp(arith::CmpIPredicate::ne,
+               arith::AndIOp::create(b, param(pFlags), cI32(bit)), cI32(0));
+  }
   /// Loads what the gate needs per head (raw form: A_log and dt_bias).
   void loadHeadParams();
   /// The decay factor and beta from the raw inputs (fused gate and beta).
@@ -215,6 +231,18 @@ protected:
       Value t, ArrayRef<Value> state, ArrayRef<Value> inputs)>;
   using TileStore = function_ref<void(Value dst, Value base,
                                       ArrayRef<Value> tile)>;
+  /// A row skipped by the checks leaves its pool slot as it was; out of
+  /// place (state_in or kZeroState) its leaving state, a separate tensor,
+  /// is written as zeros instead (never left unwritten).
+  void zeroSkippedState(int64_t count, TileStore storeTile) {
+    Value outOfPlace = arith::OrIOp::create(b, flag(kZeroState),
+                                            notI1(isNull(param(pStateIn))));
+    auto ifWrite = scf::IfOp::create(b, andI1(writePool, outOfPlace), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifWrite.thenBlock());
+    storeTile(param(pState), stateBase(outSlot),
+              SmallVector<Value>(count, cF32(0.0)));
+  }
   /// Advances the thread's state tile over the call's tokens and writes the
   /// result back to the pool: `loadInputs(tok)` loads a token's inputs,
   /// `body(t, state, inputs)` returns the next state, `storeTile` writes a
@@ -237,7 +265,7 @@ protected:
   }
   /// Index of the first element of head hv's state in slot `slot`.
   Value stateBase(Value slot) {
-    return mul(add(mul(slot, toI64(param(pHV))), hv), cI64(s.k * s.v));
+    return add(mul(slot, param(pSlotStride)), mul(hv, cI64(s.k * s.v)));
   }
   /// Index of the first element of head hv's state after token `tok` in the
   /// per-step buffer [B, T, HV, state].
@@ -270,13 +298,11 @@ protected:
   /// where it is used: the flags parameter stays in the constant bank
   /// instead of an i1 held in a register across the token loop (that one
   /// register made a kv decode kernel spill).
-  Value indicesWide() {
-    return cmp(arith::CmpIPredicate::ne,
-               arith::AndIOp::create(b, param(pFlags), cI32(kIndicesI64)),
-               cI32(0));
-  }
+  Value indicesWide() { return flag(kIndicesI64); }
   // Set by loadHeadParams() for raw gates.
   Value negA, dtBias;
+  /// While enteringState loads 16-bit pieces: whether they are f16 (i1).
+  Value halfIsF16;
 };
 
 SmallVector<Value> EmitterBase::loadElems(Value base, Type element,
@@ -288,9 +314,21 @@ SmallVector<Value> EmitterBase::loadElems(Value base, Type element,
     Value at = gep(base, element, add(index, cI64(first)));
     auto vecType = VectorType::get({perPiece}, element);
     Value vec = LLVM::LoadOp::create(b, vecType, at, perPiece * bytes);
-    for (int64_t e = 0; e < perPiece; ++e)
-      out.push_back(toF32(
-          elt(vec, e)));
+    for (int64_t e = 0; e < perPiece; ++e) {
+      Value x = elt(vec, e);
+      if (element.isInteger(16)) {
+        // A 16-bit state element: bf16 (its bits are an f32's high half)
+        // or f16 as halfIsF16 says.
+        Value asBf16 = arith::BitcastOp::create(
+            b, f32,
+            arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i32, x),
+                                  cI32(16)));
+        Value asF16 = toF32(arith::BitcastOp::create(b, b.getF16Type(), x));
+        out.push_back(arith::SelectOp::create(b, halfIsF16, asF16, asBf16));
+        continue;
+      }
+      out.push_back(toF32(x));
+    }
   }
   return out;
 }
@@ -541,7 +579,59 @@ std::pair<Value, Value> EmitterBase::loadGateBeta(Value tok) {
   if (s.gate != GateForm::none)
     g = loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
                   ghIndex, 1)[0];
-  return {g, loadElems(param(pBeta), s.ioType, ghIndex, 1)[0]};
+  return {g, loadBeta(ghIndex)};
+}
+
+Value EmitterBase::loadBeta(Value index) {
+  // beta is the io dtype, or f32 with kBetaF32 (FLA's tests pass f32 beta
+  // with bf16 q). No branch per token (one made the kv decode kernels
+  // spill): two 16-bit loads serve both. An f32 at byte 4i is its high
+  // half at 4i + 2 and low half at 4i; a 16-bit value at 2i is the high
+  // half of both loads (the low one is dropped).
+  Value isF32 = flag(kBetaF32);
+  Value base = param(pBeta);
+  Type i16 = b.getI16Type();
+  Value loHalf = arith::SelectOp::create(b, isF32, mul(index, cI64(2)), index);
+  Value hiHalf = arith::SelectOp::create(b, isF32, add(loHalf, cI64(1)), index);
+  Value lo = LLVM::LoadOp::create(b, i16, gep(base, i16, loHalf), 2);
+  Value hi = LLVM::LoadOp::create(b, i16, gep(base, i16, hiHalf), 2);
+  Value bits = arith::OrIOp::create(
+      b,
+      arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i32, hi), cI32(16)),
+      arith::ExtUIOp::create(b, i32, lo));
+  Value asF32 = arith::BitcastOp::create(b, f32, bits);
+  Value asIo = toF32(arith::BitcastOp::create(b, s.ioType, hi));
+  return arith::SelectOp::create(b, isF32, asF32, asIo);
+}
+
+SmallVector<Value> EmitterBase::enteringState(
+    int64_t count, function_ref<SmallVector<Value>(Value, Type)> load) {
+  SmallVector<Type> types(count, f32);
+  auto ifZero = scf::IfOp::create(b, types, flag(kZeroState), true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifZero.thenBlock());
+  scf::YieldOp::create(b, SmallVector<Value>(count, cF32(0.0)));
+  b.setInsertionPointToStart(ifZero.elseBlock());
+  Value src = arith::SelectOp::create(b, isNull(param(pStateIn)),
+                                      param(pState), param(pStateIn));
+  // An f32 pool's entering states may be 16-bit (FLA reads a bf16 h0 and
+  // writes an f32 final state): one branch loads 16-bit pieces, converted
+  // as bf16 or f16 by a select (kStateInF16), not a branch per dtype (more
+  // branches made kernels spill). Other pools read their own dtype.
+  if (s.stateType != f32) {
+    scf::YieldOp::create(b, load(src, s.stateType));
+    return SmallVector<Value>(ifZero.getResults());
+  }
+  auto ifHalf = scf::IfOp::create(b, types, flag(kStateInHalf), true);
+  b.setInsertionPointToStart(ifHalf.thenBlock());
+  halfIsF16 = flag(kStateInF16);
+  scf::YieldOp::create(b, load(src, b.getI16Type()));
+  halfIsF16 = Value();
+  b.setInsertionPointToStart(ifHalf.elseBlock());
+  scf::YieldOp::create(b, load(src, f32));
+  b.setInsertionPointAfter(ifHalf);
+  scf::YieldOp::create(b, ifHalf.getResults());
+  return SmallVector<Value>(ifZero.getResults());
 }
 
 void EmitterBase::loadHeadParams() {
@@ -549,7 +639,15 @@ void EmitterBase::loadHeadParams() {
     return;
   // -exp(A_log) and dt_bias of head hv, once per kernel.
   negA = fsub(cF32(0.0), exp(loadElems(param(pALog), f32, hv, 1)[0]));
-  dtBias = loadElems(param(pDtBias), f32, hv, 1)[0];
+  // A null dt_bias is 0 (FLA's dt_bias=None).
+  auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(param(pDtBias)),
+                                  true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifNull.thenBlock());
+  scf::YieldOp::create(b, cF32(0.0));
+  b.setInsertionPointToStart(ifNull.elseBlock());
+  scf::YieldOp::create(b, loadElems(param(pDtBias), f32, hv, 1)[0]);
+  dtBias = ifNull.getResult(0);
 }
 
 std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
@@ -721,8 +819,21 @@ void VkEmitter::emit() {
     for (int64_t r = 0; r < t.rowsPerThread; ++r)
       rows.push_back(add(rowBase, cI64(r * t.warps * rowsPerPass)));
   };
+  int64_t perLane = t.loadsPerLane * t.elemsPerLoad;
+  auto rowIndex = [&](Value base, Value row, int64_t j) {
+    return add(add(base, mul(row, cI64(s.k))), elemIndex(j));
+  };
+  // The thread's rows of a head state starting at element `base` of `dst`.
+  auto storeTile = [&](Value dst, Value base, ArrayRef<Value> tile) {
+    for (auto [r, row] : llvm::enumerate(rows))
+      for (int64_t j = 0; j < t.loadsPerLane; ++j)
+        storeElems(dst, s.stateType, rowIndex(base, row, j),
+                   tile.slice(r * perLane + j * t.elemsPerLoad,
+                              t.elemsPerLoad));
+  };
   prologue([&] {
     setupRows();
+    zeroSkippedState(int64_t(rows.size()) * perLane, storeTile);
     Value leader = cmp(arith::CmpIPredicate::eq, laneInRow, cI64(0));
     auto loop = scf::ForOp::create(b, cI32(0), rowLen, cI32(1));
     OpBuilder::InsertionGuard guard(b);
@@ -740,26 +851,18 @@ void VkEmitter::emit() {
   rows.clear();
   setupRows();
 
-  int64_t perLane = t.loadsPerLane * t.elemsPerLoad;
-  auto rowIndex = [&](Value base, Value row, int64_t j) {
-    return add(add(base, mul(row, cI64(s.k))), elemIndex(j));
-  };
-  // The thread's rows of a head state starting at element `base` of `dst`.
-  auto storeTile = [&](Value dst, Value base, ArrayRef<Value> tile) {
-    for (auto [r, row] : llvm::enumerate(rows))
-      for (int64_t j = 0; j < t.loadsPerLane; ++j)
-        storeElems(dst, s.stateType, rowIndex(base, row, j),
-                   tile.slice(r * perLane + j * t.elemsPerLoad,
-                              t.elemsPerLoad));
-  };
   // Load the whole register tile before any arithmetic: all loads in flight.
-  SmallVector<Value> state;
   Value inBase = stateBase(inSlot);
-  for (Value row : rows)
-    for (int64_t j = 0; j < t.loadsPerLane; ++j)
-      llvm::append_range(state, loadElems(param(pState), s.stateType,
-                                          rowIndex(inBase, row, j),
-                                          t.elemsPerLoad));
+  SmallVector<Value> state = enteringState(
+      int64_t(rows.size()) * perLane, [&](Value src, Type type) {
+        SmallVector<Value> tile;
+        for (Value row : rows)
+          for (int64_t j = 0; j < t.loadsPerLane; ++j)
+            llvm::append_range(tile, loadElems(src, type,
+                                               rowIndex(inBase, row, j),
+                                               t.elemsPerLoad));
+        return tile;
+      });
 
   loadHeadParams();
   // Inputs of a token: q and k pieces, v of each row, g, beta.
@@ -849,8 +952,18 @@ void KvEmitter::emit(Value shared) {
     for (int64_t r = 0; r < t.rowsPerThread; ++r)
       keyRows.push_back(toI64(add(kGroup, cI32(r * groups))));
   };
+  auto pieceIndex = [&](Value base, Value keyRow) {
+    return add(add(base, mul(keyRow, cI64(s.v))), column0);
+  };
+  // The thread's pieces of a head state starting at element `base` of `dst`.
+  auto storeTile = [&](Value dst, Value base, ArrayRef<Value> tile) {
+    for (auto [r, row] : llvm::enumerate(keyRows))
+      storeElems(dst, s.stateType, pieceIndex(base, row),
+                 tile.slice(r * epl, epl));
+  };
   prologue([&] {
     setup();
+    zeroSkippedState(t.rowsPerThread * epl, storeTile);
     Value leader = cmp(arith::CmpIPredicate::eq, kGroup, cI32(0));
     auto loop = scf::ForOp::create(b, cI32(0), rowLen, cI32(1));
     OpBuilder::InsertionGuard guard(b);
@@ -864,20 +977,15 @@ void KvEmitter::emit(Value shared) {
   setup(); // again for the valid branch: see VkEmitter::emit
 
 
-  auto pieceIndex = [&](Value base, Value keyRow) {
-    return add(add(base, mul(keyRow, cI64(s.v))), column0);
-  };
-  // The thread's pieces of a head state starting at element `base` of `dst`.
-  auto storeTile = [&](Value dst, Value base, ArrayRef<Value> tile) {
-    for (auto [r, row] : llvm::enumerate(keyRows))
-      storeElems(dst, s.stateType, pieceIndex(base, row),
-                 tile.slice(r * epl, epl));
-  };
-  SmallVector<Value> state;
   Value inBase = stateBase(inSlot);
-  for (Value row : keyRows)
-    llvm::append_range(state, loadElems(param(pState), s.stateType,
-                                        pieceIndex(inBase, row), epl));
+  SmallVector<Value> state = enteringState(
+      int64_t(keyRows.size()) * epl, [&](Value src, Type type) {
+        SmallVector<Value> tile;
+        for (Value row : keyRows)
+          llvm::append_range(
+              tile, loadElems(src, type, pieceIndex(inBase, row), epl));
+        return tile;
+      });
 
   // Partial sums exchanged per token: S^T k and S^T q for each column, then
   // |k|^2, |q|^2 and k . q.

@@ -32,7 +32,7 @@ namespace mlir::delta {
 ///     and sets *error_flag = 1.
 ///   step_states: [tokens, HV, state] per-step states, or null
 ///   flags: bit 0 = leave the pool unchanged (only step states are written);
-///     bit 1 = the index arrays and cu_seqlens are int64
+///     bit 1 = the index arrays and cu_seqlens are int64; see DecodeFlags
 ///   step_slots, num_accepted, step_slots_stride: vLLM's speculative decoding
 ///     (or null): row b reads slot step_slots[b * stride + num_accepted[b]
 ///     - 1] (num_accepted null: column 0) and writes the state after token t
@@ -45,12 +45,31 @@ namespace mlir::delta {
 ///     a row over max_t (or the 2-D slot stride) is skipped alone (o = 0,
 ///     no state) and sets the flag. num_accepted[b] outside [1, T] (varlen:
 ///     [1, step_slots_stride]) skips the row likewise.
+///   state_in: entering states read instead of the pool's (out of place:
+///     FLA's initial_state), same shape and slot stride, indexed by the
+///     slot read; null: the pool. The pool's dtype, or for an f32 pool
+///     bf16 / f16 as the flags say.
+///   slot_stride: elements between slots of the pool and of state_in
+///     (>= HV * K * V: vLLM's hybrid cache packs other data in a slot).
+/// dt_bias may be null (0).
 llvm::ArrayRef<KernelParam> decodeKernelParams();
 
 /// Bit values of the `flags` parameter.
+/// kKeepPool: no state is written back (only step states, if any).
 /// kIndicesI64: in_idx, out_idx, step_slots, num_accepted and cu_seqlens
 /// are int64 (read as int64, never narrowed).
-enum DecodeFlags : int32_t { kKeepPool = 1, kIndicesI64 = 2 };
+/// kZeroState: every row starts from a zero state; none is read.
+/// kBetaF32: beta is f32 (else the io dtype).
+/// kStateInHalf: the entering states (state_in) of an f32 pool are 16-bit:
+/// bf16, or f16 with kStateInF16. Otherwise they have the pool's dtype.
+enum DecodeFlags : int32_t {
+  kKeepPool = 1,
+  kIndicesI64 = 2,
+  kZeroState = 4,
+  kBetaF32 = 8,
+  kStateInHalf = 16,
+  kStateInF16 = 32
+};
 
 /// How a decode kernel maps the state onto threads, from K, V, the state
 /// type and layout. Every thread moves 16-byte pieces of state rows (the

@@ -55,6 +55,8 @@ struct DecodeParams {
   const void *stepSlots, *accepted;
   int64_t stepSlotsStride;
   const void *cu;
+  const void *stateIn;
+  int64_t slotStride;
 };
 void packDecodeParams(const DecodeParams &p, ParamPack &pack);
 const ParamInfo *decodeParamLayout(int *count);

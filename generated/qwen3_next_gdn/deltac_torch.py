@@ -31,10 +31,9 @@ launched (synchronises every call, so not inside CUDA graph capture).
 What a skipped row leaves in the outputs: o = 0 (written by the kernel,
 o itself is allocated uninitialised); chunk_gated_delta_rule / chunk_kda's
 final state is allocated zeroed, so a skipped sequence's row is 0;
-fused_recurrent_gated_delta_rule's final state starts as a copy of
-initial_state (zeros without one) that the kernel updates in place, so a
-skipped row's is its initial state; a state pool keeps a skipped row's
-slots bit-identical.
+fused_recurrent_gated_delta_rule's final state is written by its one
+kernel, a skipped row's as 0; a state pool keeps a skipped row's slots
+bit-identical.
 """
 import ctypes
 import os
@@ -77,6 +76,11 @@ class _DecodeArgs(ctypes.Structure):
         ("num_accepted_tokens", ctypes.c_void_p),
         ("cu_seqlens", ctypes.c_void_p),
         ("indices_i64", ctypes.c_int32),
+        ("initial_state", ctypes.c_void_p),
+        ("initial_state_dtype", ctypes.c_int32),
+        ("zero_initial_state", ctypes.c_int32),
+        ("slot_stride", ctypes.c_int64),
+        ("beta_f32", ctypes.c_int32),
     ]
 
 
@@ -314,12 +318,16 @@ class Library:
 
     def _decode(self, spec, q, k, v, o, state, g, beta, scale, A_log=None, dt_bias=None,
                 in_idx=None, out_idx=None, steps=None, keep_pool=False, idx2d=None,
-                accepted=None, error_flag=None, cu=None, kind="decode"):
+                accepted=None, error_flag=None, cu=None, kind="decode", state_in=None,
+                zero_state=False, slots=None):
         """cu: cu_seqlens [N + 1] (q is then [1, tokens, H, K] and the call
         has N rows), or None. Index arrays and cu are int32 or int64: if any
         is int64 all are passed as int64 (the int32 ones widened, exactly)
         with indices_i64 set; nothing is narrowed. error_flag None: the
-        module's flag of q's device."""
+        module's flag of q's device. state: the pool, written (None: no
+        state written); state_in: entering states read instead of the pool
+        (out of place), or zero_state; slots: the rows of state / state_in.
+        beta may be f32 whatever q's dtype (read as f32 by the kernel)."""
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
         q, qs = _token_major("q", q, B, T, H, K)
@@ -334,12 +342,17 @@ class Library:
         a.cu_seqlens = _ptr(cu)
         a.indices_i64 = int(i64)
         a.debug_checks = int(_debug_checks())
-        a.io_dtype, a.state_dtype = _DTYPES[q.dtype], _DTYPES[state.dtype]
+        a.io_dtype, a.state_dtype = _DTYPES[q.dtype], _DTYPES[_NAMES[spec["state"]]]
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
+        a.beta_f32 = int(beta.dtype == torch.float32)
         a.A_log, a.dt_bias = _ptr(A_log), _ptr(dt_bias)
-        a.state, a.slots = _ptr(state), state.shape[0]
+        a.state = _ptr(state)
+        a.slots = slots if slots is not None else state.shape[0]
+        a.initial_state = _ptr(state_in)
+        a.initial_state_dtype = 0 if state_in is None else _DTYPES[state_in.dtype]
+        a.zero_initial_state = int(zero_state)
         a.initial_state_indices, a.output_state_indices = _ptr(in_idx), _ptr(out_idx)
         a.step_states, a.keep_pool = _ptr(steps), int(keep_pool)
         a.state_indices_2d = _ptr(idx2d)
@@ -356,15 +369,21 @@ class Library:
                                          A_log=None, dt_bias=None,
                                          use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
                                          state_v_first=False, cu_seqlens=None, *,
-                                         transpose_state_layout=None, error_flag=None):
+                                         transpose_state_layout=None, error_flag=None,
+                                         output=None, output_state=None):
         """flash-linear-attention's fused_recurrent_gated_delta_rule (FLA_VERSION's
         parameters, order and defaults). T <= max_t of the library's specs
-        runs the decode kernel; a longer [B, T] batch runs the chunked
-        prefill kernels when the library has a prefill spec for the same
-        options (else ValueError). g: log decays [B, T, HV] (None: no
-        decay), or with use_gate_in_kernel the raw `a` of -exp(A_log) *
-        softplus(a + dt_bias) (A_log [HV], dt_bias [HV] or None: 0) for a
-        library with a raw-gate spec; beta [B, T, HV] (None: 1), logits with
+        runs one decode kernel, out of place: it reads initial_state (f32,
+        bf16 or f16, as FLA) and writes the final state as a new f32 tensor
+        (none without output_final_state), with no copy, fill or dtype
+        conversion around it; beta may be f32 or q's dtype. A longer
+        [B, T] batch runs the chunked prefill kernels when the library has
+        a prefill spec for the same options (else ValueError). g: log
+        decays [B, T, HV] (None: no decay - the library's plain DeltaNet
+        spec of the same options where it has one, else a zero g), or with
+        use_gate_in_kernel the raw `a` of -exp(A_log) * softplus(a +
+        dt_bias) (A_log [HV], dt_bias [HV] or None: 0) for a library with a
+        raw-gate spec; beta [B, T, HV] (None: 1), logits with
         use_beta_sigmoid_in_kernel (2 * sigmoid with allow_neg_eigval).
         gk / gv (per-key / per-value decays) raise ValueError. Returns
         (o, final_state or None); the state layout is [N, HV, K, V], or
@@ -372,8 +391,13 @@ class Library:
         transpose_state_layout is the same). With cu_seqlens (int32/int64
         [N + 1] on the GPU) q is [1, tokens, H, K] holding N sequences of
         0..max_t tokens each; the kernel checks cu_seqlens and skips a bad
-        row (o = 0, its state as it was) and raises the error flag
-        (error_flag=, an int32 [1] tensor, or the module's: check_errors)."""
+        row (o = 0, final state 0) and raises the error flag (error_flag=,
+        an int32 [1] tensor, or the module's: check_errors).
+        Caller-owned buffers (keyword-only, FlashInfer's names): output
+        receives o ([B, T, HV, V], q's dtype, contiguous); output_state the
+        final state (f32, contiguous, the state shape; needs
+        output_final_state=True) and may be initial_state itself (in place)
+        but must not overlap it otherwise."""
         fn = "fused_recurrent_gated_delta_rule"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
         for name, t, what in (("gk", gk, "key"), ("gv", gv, "value")):
@@ -404,12 +428,6 @@ class Library:
             A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device, per_key=None)
         else:
             A_log = dt_bias = None  # FLA reads them only with use_gate_in_kernel
-        if g is None:
-            g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)  # log 1: no decay
-        _check_cuda("g", g, q.device)
-        if beta is None:
-            beta = torch.ones(B, T, HV, dtype=q.dtype, device=q.device)
-        _check_cuda("beta", beta, q.device)
         sigmoid = bool(use_beta_sigmoid_in_kernel)
         cu = _cu_seqlens(cu_seqlens, B, q.device)
         N = B if cu is None else cu.numel() - 1
@@ -418,6 +436,22 @@ class Library:
                 "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype), "state": "f32",
                 "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
         spec = self._spec(want)
+        if g is None:
+            # No decay: plain DeltaNet's kernel where the library has one
+            # for the same options (one launch), else a zero log g.
+            try:
+                nodecay = self._spec(dict(want, rule="delta", gate="none"))
+            except ValueError:
+                nodecay = None
+            if nodecay is not None and (T <= nodecay["max_t"] or cu is not None):
+                spec = nodecay
+            else:
+                g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)
+        if g is not None:
+            _check_cuda("g", g, q.device)
+        if beta is None:
+            beta = torch.ones(B, T, HV, dtype=q.dtype, device=q.device)  # as FLA
+        _check_cuda("beta", beta, q.device)
         if T > spec["max_t"] and cu is None:
             # FLA's fused_recurrent takes any T: a library with a prefill
             # entry for these options computes it chunked (same result
@@ -427,6 +461,9 @@ class Library:
             except ValueError:
                 raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec "
                                  f"@{spec['name']} and no prefill spec covers the call")
+            if output is not None or output_state is not None:
+                raise ValueError(f"{fn}: output= / output_state= are supported where the call "
+                                 f"runs the decode kernel (T <= max_t = {spec['max_t']})")
             return self._prefill(
                 "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
@@ -435,25 +472,53 @@ class Library:
                 state_v_first=state_v_first, cu_seqlens=None, cu_seqlens_cpu=None,
                 use_gate_in_kernel=raw, A_log=A_log, dt_bias=dt_bias, chunk=None,
                 initial_state_indices=None, output_state_indices=None, error_flag=error_flag)
-        if tuple(g.shape) != (B, T, HV):
-            raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
-        g = g.to(q.dtype if raw else torch.float32).contiguous()
+        if g is not None:
+            if tuple(g.shape) != (B, T, HV):
+                raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
+            # The kernel reads f32 log g, or a raw a in q's dtype: other
+            # dtypes are converted here (FLA's callers pass these).
+            g = g.to(q.dtype if raw else torch.float32).contiguous()
         if tuple(beta.shape) != (B, T, HV):
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
-        beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
+        if beta.dtype not in (torch.float32, q.dtype):
+            beta = beta.to(torch.float32)  # read in f32 or q's dtype, never rounded
+        beta = beta.contiguous()
         shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
-        if initial_state is None:
-            state = torch.zeros(shape, dtype=torch.float32, device=q.device)
-        else:
+        if initial_state is not None:
             _check_cuda("initial_state", initial_state, q.device)
             if tuple(initial_state.shape) != shape:
                 raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}, expected {shape}")
-            state = initial_state.to(torch.float32).clone()
-        # Every row of o is written by the kernel (a skipped row's as 0).
-        o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
-        self._decode(spec, q, k, v, o, state, g, beta, scale, A_log, dt_bias,
-                     error_flag=error_flag, cu=cu, kind="decode")
-        return o, (state if output_final_state else None)
+            if initial_state.dtype not in _DTYPES:
+                raise ValueError(f"initial_state must be f32, bf16 or f16, got {initial_state.dtype}")
+            initial_state = initial_state.contiguous()
+        if output_state is not None:
+            if not output_final_state:
+                raise ValueError(f"{fn}: output_state needs output_final_state=True")
+            _check_cuda("output_state", output_state, q.device)
+            if tuple(output_state.shape) != shape or output_state.dtype != torch.float32 \
+                    or not output_state.is_contiguous():
+                raise ValueError(f"output_state must be a contiguous f32 tensor of shape {shape}, "
+                                 f"got {tuple(output_state.shape)} {output_state.dtype}")
+            final = output_state
+        elif output_final_state:
+            # Written whole by the kernel (a skipped row's as 0).
+            final = torch.empty(shape, dtype=torch.float32, device=q.device)
+        else:
+            final = None
+        if output is not None:
+            _check_cuda("output", output, q.device)
+            if tuple(output.shape) != (B, T, HV, V) or output.dtype != q.dtype \
+                    or not output.is_contiguous():
+                raise ValueError(f"output must be a contiguous {q.dtype} tensor of shape "
+                                 f"{(B, T, HV, V)}, got {tuple(output.shape)} {output.dtype}")
+            o = output
+        else:
+            # Every row of o is written by the kernel (a skipped row's as 0).
+            o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+        self._decode(spec, q, k, v, o, final, g, beta, scale, A_log, dt_bias,
+                     error_flag=error_flag, cu=cu, kind="decode", state_in=initial_state,
+                     zero_state=initial_state is None, slots=N)
+        return o, (final if output_final_state else None)
 
     # ------------------------------------------------------------- prefill
     def chunk_gated_delta_rule(self, q, k, v, g, beta, scale=None, initial_state=None,

@@ -52,10 +52,12 @@ typedef struct deltac_decode_args {
   void *o;
   int64_t o_stride;
   const void *g;        /* log g (f32), alpha (f32) or raw a (io dtype) */
-  const void *beta;     /* beta or its logits b (io dtype) */
+  const void *beta;     /* beta or its logits b (io dtype, or f32: beta_f32) */
   const float *A_log;   /* [HV], raw gates only */
   const float *dt_bias; /* [HV], raw gates only */
-  void *state;          /* pool [slots, HV, V, K] (vk) or [slots, HV, K, V] */
+  void *state;          /* pool [slots, HV, V, K] (vk) or [slots, HV, K, V],
+                           slot_stride apart; null: no state is written
+                           (then initial_state or zero_initial_state) */
   int64_t slots;
   const int32_t *initial_state_indices; /* [B]; null: row b uses slot b */
   const int32_t *output_state_indices;  /* [B]; null: write the slot read */
@@ -85,6 +87,25 @@ typedef struct deltac_decode_args {
    * num_accepted_tokens and cu_seqlens point to int64 values (read as int64
    * by the kernel, never narrowed) */
   int32_t indices_i64;
+  /* Out of place (FLA's fused_recurrent): entering states are read from
+   * initial_state instead of the pool, and the leaving ones written to the
+   * pool `state` (null: not written; then initial_state has `slots` rows).
+   * initial_state has the pool's shape and slot stride, dtype
+   * initial_state_dtype: the pool's, or bf16 / f16 for an f32 pool;
+   * it may be the pool itself (in place) but must not overlap it
+   * otherwise. Null: the pool is read. */
+  const void *initial_state;
+  int32_t initial_state_dtype; /* a deltac_dtype, read with initial_state */
+  /* nonzero: every row starts from a zero state (FLA's initial_state=None);
+   * neither the pool nor initial_state is read */
+  int32_t zero_initial_state;
+  /* Elements between slots of the pool (and initial_state): 0 = HV * K * V;
+   * larger for pools that pack other data per slot (vLLM's hybrid cache).
+   * A multiple of 16 bytes. */
+  int64_t slot_stride;
+  /* nonzero: beta is f32 (FLA's tests pass f32 beta with bf16 q), else
+   * the io dtype. (dt_bias may be null: 0.) */
+  int32_t beta_f32;
 } deltac_decode_args;
 
 /* One prefill call: N sequences packed into T tokens (B = 1), chunked.

@@ -183,22 +183,69 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   for (auto [name, p] : {std::pair<const char *, const void *>{"q", a.q},
                          {"k", a.k},
                          {"v", a.v},
-                         {"o", a.o},
-                         {"beta", a.beta},
-                         {"state", a.state}})
+                         {"o", a.o}})
     if (std::string e = needPointer(name, p); !e.empty())
       return invalid(e);
-  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.dt_bias);
-      !e.empty())
-    return invalid(e);
+  // dt_bias may be null (0: FLA's dt_bias=None).
+  if (v.gate == GateKind::None && a.g)
+    return invalid("g must be null (the spec's rule has no gate)");
+  if (v.gate != GateKind::None && !a.g)
+    return invalid("g must not be null (the spec has a gate)");
+  if ((v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw) && !a.A_log)
+    return invalid("A_log must not be null (the spec's gate is raw)");
+  if (!a.beta)
+    return invalid("beta must not be null");
+  const bool betaF32 = a.beta_f32 != 0;
+  // Entering states: the pool, initial_state (out of place), or zeros.
+  const void *stateIn = a.initial_state;
+  deltac_dtype inDtype = v.state;
+  if (stateIn) {
+    if (a.zero_initial_state)
+      return invalid("zero_initial_state excludes initial_state");
+    if (a.initial_state_dtype < DELTAC_BF16 ||
+        a.initial_state_dtype > DELTAC_F32)
+      return invalid("initial_state_dtype = " +
+                     std::to_string(a.initial_state_dtype) +
+                     " is not a deltac_dtype");
+    inDtype = deltac_dtype(a.initial_state_dtype);
+    if (inDtype != v.state && v.state != DELTAC_F32)
+      return invalid("initial_state_dtype must be the pool's dtype (the "
+                     "kernels convert only bf16 or f16 entering states of an "
+                     "f32 pool)");
+    if (!aligned16(stateIn))
+      return invalid("initial_state must be 16-byte aligned");
+  }
+  if (!a.state && !stateIn && !a.zero_initial_state)
+    return invalid("state must not be null (it is the pool) unless "
+                   "initial_state or zero_initial_state gives the entering "
+                   "states");
+  if (!a.state && (a.state_indices_2d || a.output_state_indices))
+    return invalid(std::string(a.state_indices_2d ? "state_indices_2d"
+                                                  : "output_state_indices") +
+                   " writes the pool: state must not be null");
+  if (a.state && !aligned16(a.state))
+    return invalid("state must be 16-byte aligned");
+  const int64_t stateBytes = dtypeBytes(v.state);
+  const int64_t oneState = a.HV * v.K * v.V;
+  const int64_t poolStride = a.slot_stride == 0 ? oneState : a.slot_stride;
+  if (a.slot_stride < 0 || poolStride < oneState)
+    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
+                   " is smaller than one slot's HV * K * V = " +
+                   std::to_string(oneState) + " elements");
+  if (poolStride * std::min(stateBytes, dtypeBytes(inDtype)) % 16 != 0)
+    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
+                   " must keep every slot 16-byte aligned");
   if (a.step_states && !aligned16(a.step_states))
     return invalid("step_states must be 16-byte aligned");
   // Natural alignment of what the kernel loads one element at a time.
   const int64_t gateBytes =
       v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw ? dtypeBytes(v.io) : 4;
+  const int64_t betaBytes = betaF32 ? 4 : dtypeBytes(v.io);
   for (std::string e :
        {needAligned("g", a.g, gateBytes,
                     gateBytes == 4 ? "f32" : "the io dtype"),
+        needAligned("beta", a.beta, betaBytes,
+                    betaF32 ? "f32" : "the io dtype"),
         needAligned("A_log", a.A_log, 4, "f32"),
         needAligned("dt_bias", a.dt_bias, 4, "f32"),
         needAligned("initial_state_indices", a.initial_state_indices,
@@ -254,7 +301,6 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   // No element offset a kernel forms may wrap: every tensor's extent fits
   // 2^48 bytes.
   const int64_t tokens = a.cu_seqlens ? a.T : a.B * a.T;
-  const int64_t stateBytes = dtypeBytes(v.state);
   const int64_t gateWidth = perChannel(v.gate) ? v.K : 1;
   for (std::string e :
        {checkExtent("q", {tokens, qs, ioBytes}),
@@ -262,12 +308,30 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
         checkExtent("v", {tokens, vs, ioBytes}),
         checkExtent("o", {tokens, os, ioBytes}),
         checkExtent("g", {tokens, a.HV, gateWidth, gateBytes}),
-        checkExtent("state (slots * HV * K * V)",
-                    {a.slots, a.HV, v.K, v.V, stateBytes}),
+        checkExtent("beta", {tokens, a.HV, betaBytes}),
+        checkExtent("state (slots * slot_stride)",
+                    {a.slots, poolStride, stateBytes}),
+        checkExtent("initial_state (slots * slot_stride)",
+                    {a.slots, poolStride, dtypeBytes(inDtype)}),
         checkExtent("step_states", {tokens, a.HV, v.K, v.V, stateBytes}),
         checkExtent("state_indices_2d", {a.B, slotStride, indexBytes})})
     if (!e.empty())
       return invalid(e);
+  // initial_state may be the pool itself (in place: the kernel then reads
+  // the pool; every thread reads its tile before it writes it) but no
+  // other part of it.
+  if (stateIn && a.state) {
+    auto begin = [](const void *p) { return reinterpret_cast<uintptr_t>(p); };
+    uintptr_t poolEnd =
+        begin(a.state) + uintptr_t(a.slots * poolStride * stateBytes);
+    uintptr_t inEnd =
+        begin(stateIn) + uintptr_t(a.slots * poolStride * dtypeBytes(inDtype));
+    if (stateIn == a.state && inDtype == v.state)
+      stateIn = nullptr;
+    else if (begin(stateIn) < poolEnd && begin(a.state) < inEnd)
+      return invalid("initial_state overlaps the pool state without being "
+                     "it (same pointer and dtype: in place)");
+  }
   if (a.debug_checks) {
     if (a.cu_seqlens)
       if (deltac::Status s = checkCuSeqlens(a, v.maxT, slotStride, stream);
@@ -287,6 +351,8 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   p.dtBias = a.dt_bias;
   p.o = a.o;
   p.state = a.state;
+  p.stateIn = stateIn;
+  p.slotStride = poolStride;
   p.inIdx = a.initial_state_indices;
   p.outIdx = a.output_state_indices;
   p.steps = a.step_states;
@@ -300,8 +366,12 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   p.vStride = vs;
   p.oStride = os;
   p.scale = a.scale;
-  // DecodeFlags in passes/DecodeKernel.h: kKeepPool, kIndicesI64.
-  p.flags = (a.keep_pool ? 1 : 0) | (a.indices_i64 ? 2 : 0);
+  // DecodeFlags in passes/DecodeKernel.h: kKeepPool 1, kIndicesI64 2,
+  // kZeroState 4, kBetaF32 8, kStateInHalf 16, kStateInF16 32.
+  const bool half = stateIn && inDtype != v.state;
+  p.flags = (a.keep_pool || !a.state ? 1 : 0) | (a.indices_i64 ? 2 : 0) |
+            (a.zero_initial_state ? 4 : 0) | (betaF32 ? 8 : 0) |
+            (half ? 16 : 0) | (half && inDtype == DELTAC_F16 ? 32 : 0);
   p.stepSlots = a.state_indices_2d;
   p.accepted = a.num_accepted_tokens;
   p.stepSlotsStride = slotStride;
@@ -365,6 +435,8 @@ void packDecodeParams(const DecodeParams &p, ParamPack &pack) {
   pack.add("num_accepted", &p.accepted);
   pack.add("step_slots_stride", &p.stepSlotsStride);
   pack.add("cu_seqlens", &p.cu);
+  pack.add("state_in", &p.stateIn);
+  pack.add("slot_stride", &p.slotStride);
 }
 
 const ParamInfo *decodeParamLayout(int *count) {

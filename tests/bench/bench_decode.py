@@ -100,6 +100,18 @@ def main():
                                                         output_final_state=True,
                                                         use_qk_l2norm_in_kernel=True)
             res["fla"] = H.graph_ms(fla) * 1e3 if fused_recurrent_gated_delta_rule else nan
+
+            # The FLA-named function of the generated module, as users call
+            # it (out of place: one kernel, a new final state): in a graph
+            # and as called, against FLA called the same way.
+            def named():
+                return deltac_test_decode.fused_recurrent_gated_delta_rule(
+                    q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+                    use_qk_l2norm_in_kernel=True)
+            res["named"] = H.graph_ms(named) * 1e3
+            res["named_called"] = H.as_called_ms(named) * 1e3
+            res["fla_called"] = H.as_called_ms(fla) * 1e3 \
+                if fused_recurrent_gated_delta_rule else nan
             o = torch.empty_like(v)
             for layout in ("kv", "vk"):
                 pool = h0.clone() if layout == "kv" else h0.transpose(-1, -2).contiguous()
@@ -133,6 +145,8 @@ def main():
                     f"speedup={res['fla'] / min(res['kv'], res['vk']):.2f}")
             if "vk32" in res:
                 line += f",vk32_us={res['vk32']:.2f},fla32_us={res['fla32']:.2f}"
+            line += (f",named_us={res['named']:.2f},named_called_us={res['named_called']:.2f},"
+                     f"fla_called_us={res['fla_called']:.2f}")
             rows.append(line)
             print(line, flush=True)
             table.append((T, B, res, bw))
@@ -149,6 +163,13 @@ def main():
         extra = f"{res['vk32']:6.2f} / {res['fla32']:6.2f}" if "vk32" in res else "-"
         print(f"  {T}  {B:4d} | {res['fla']:6.1f} | {res['kv']:10.1f} | {res['vk']:10.1f} | "
               f"{res['fla'] / best:7.2f}x | {tb:5.2f} ({100 * tb / copy_tbps:3.0f}%) | {extra}")
+    print(f"\n{dev}: FLA-named fused_recurrent_gated_delta_rule of the module (kv, out of "
+          f"place) against FLA's (us)")
+    print("  T    B |  graph: deltac    FLA  FLA/deltac | as called: deltac    FLA  FLA/deltac")
+    for T, B, res, bw in table:
+        print(f"  {T}  {B:4d} | {res['named']:13.1f} {res['fla']:6.1f} {res['fla'] / res['named']:10.2f}x"
+              f" | {res['named_called']:17.1f} {res['fla_called']:6.1f} "
+              f"{res['fla_called'] / res['named_called']:10.2f}x")
     for name, eo, es in acc:
         print(f"  error vs fp64 {name:10s} o {eo:.2e} state {es:.2e}")
 

@@ -144,6 +144,85 @@ for K, T, v_first, dtype in [(64, 1, False, torch.bfloat16), (128, 4, False, tor
           f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), "
           f"vs FLA o {e['vs_o']:.1e} state {e['vs_h']:.1e}")
 
+# 1b. The FLA-named decode is one kernel, out of place (issue 32): no clone,
+# fill or dtype conversion around it; bf16 h0 read as bf16 with an f32 final
+# state, f32 beta read as f32, initial_state=None read as zeros, no state
+# written without output_final_state, caller-owned output / output_state
+# (in place allowed, a partial overlap refused), g=None.
+def kernels_launched(call):
+    """CUDA kernels (and memcpy/memset) the profiler sees during call()."""
+    call()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def out_of_place_decode():
+    B, T, Hq, HV, K = 5, 2, 4, 8, 128
+    q, k, v, g, beta, h0 = H.decode_inputs(B, H=Hq, HV=HV, K=K, V=K, T=T, seed=31)
+    cu = [i * T for i in range(B + 1)]
+    fr = lambda **kw: gdn.fused_recurrent_gated_delta_rule(  # noqa: E731
+        q, k, v, **{"g": g, "beta": beta, "use_qk_l2norm_in_kernel": True, **kw})
+    for what, kw in (("h0 f32, final state", dict(initial_state=h0, output_final_state=True)),
+                     ("h0 f32, no final state", dict(initial_state=h0)),
+                     ("no h0, final state", dict(output_final_state=True)),
+                     ("f32 beta, bf16 h0", dict(beta=beta.float(), initial_state=h0.bfloat16(),
+                                                output_final_state=True))):
+        names = kernels_launched(lambda: fr(**kw))
+        check(f"fused_recurrent one kernel: {what}", len(names) == 1 and "decode" in names[0],
+              f"launched {names}")
+    # Values: bf16 h0 (the reference reads the same rounded values) and f32
+    # beta (never rounded to bf16: the reference uses the f32 beta).
+    beta32 = torch.rand(B, T, HV, device="cuda", generator=torch.Generator(
+        device="cuda").manual_seed(5)) * 0.9 + 0.05
+    h0b = h0.bfloat16()
+    do, dh = fr(beta=beta32, initial_state=h0b, output_final_state=True)
+    ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta32), h0b.float(),
+                        K ** -0.5, cu)
+    fo, fh = fla_recurrent(q, k, v, g=g, beta=beta32, initial_state=h0b,
+                           output_final_state=True, use_qk_l2norm_in_kernel=True)
+    e = dict(do=R(flat(do), ro), dh=R(dh, rh), fo=R(flat(fo), ro) if fo is not None else 0.0,
+             fh=R(fh, rh) if fh is not None else 0.0)
+    check("fused_recurrent bf16 h0 -> f32 final state, f32 beta",
+          dh.dtype == torch.float32 and e["do"] <= max(1.1 * e["fo"], 2.5e-3)
+          and e["dh"] <= max(1.1 * e["fh"], 1e-5),
+          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e})")
+    # No h0: zeros, against fp64 from a zero state; no final state: None.
+    do, dh = fr()
+    ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta), torch.zeros_like(h0),
+                        K ** -0.5, cu)
+    check("fused_recurrent initial_state=None, no final state",
+          dh is None and R(flat(do), ro) < 2.5e-3, f"o {R(flat(do), ro):.2e}, final {dh}")
+    # Caller-owned buffers, in place: output_state is initial_state.
+    state = h0.clone()
+    out = torch.full((B, T, HV, K), float("nan"), dtype=q.dtype, device="cuda")
+    do, dh = fr(initial_state=state, output_final_state=True, output=out, output_state=state)
+    ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), flat(g), flat(beta), h0, K ** -0.5, cu)
+    check("fused_recurrent output= / output_state= in place",
+          do is out and dh is state and R(flat(out), ro) < 2.5e-3 and R(state, rh) < 1e-5,
+          f"o {R(flat(out), ro):.2e}, state {R(state, rh):.2e}")
+    # A partial overlap (output_state one row into initial_state's storage).
+    big = torch.randn(B + 1, HV, K, K, device="cuda") * 0.1
+    before = big.clone()
+    raises("output_state overlapping initial_state", lambda: fr(
+        initial_state=big[:B], output_final_state=True, output_state=big[1:]), "overlaps")
+    check("rejected overlap wrote nothing", torch.equal(big, before))
+    # g=None: no decay, against FLA's g=None and fp64 with log g = 0.
+    do, dh = fr(g=None, initial_state=h0, output_final_state=True)
+    fo, fh = fla_recurrent(q, k, v, beta=beta, initial_state=h0, output_final_state=True,
+                           use_qk_l2norm_in_kernel=True)
+    ro, rh = H.ref_fp64(flat(q), flat(k), flat(v), torch.zeros_like(flat(g)), flat(beta), h0,
+                        K ** -0.5, cu)
+    e = dict(do=R(flat(do), ro), dh=R(dh, rh), fo=R(flat(fo), ro) if fo is not None else 0.0)
+    check("fused_recurrent g=None (no decay)", e["do"] <= max(1.1 * e["fo"], 2.5e-3)
+          and e["dh"] < 1e-5, f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e}")
+
+
+out_of_place_decode()
+
 # 2. Pool decode (raw gate, sigmoid beta, v-first pool) against fp64.
 B, T, Hq, HV, K, slots = 5, 3, 4, 8, 128, 9
 q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(B, T, Hq, HV, K, slots, seed=11)
@@ -196,9 +275,12 @@ def varlen_decode():
         q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
         use_qk_l2norm_in_kernel=True, cu_seqlens=cu, error_flag=flag)
     ro, rh = H.ref_fp64(q, k, v, g, beta, h0, 128 ** -0.5, cu.tolist())
-    kept = R(dh[[0, 2]], rh[[0, 2]]) < 1e-5 and torch.equal(dh[1], h0[1])
+    # The final state is a new tensor written by the kernel: the skipped
+    # row's is 0 (never left unwritten).
+    kept = R(dh[[0, 2]], rh[[0, 2]]) < 1e-5 and bool((dh[1] == 0).all())
     check("fused_recurrent varlen row of 9 > max_t: skipped, error flag",
-          int(flag.item()) == 1 and kept, f"flag {int(flag.item())}, other rows right: {kept}")
+          int(flag.item()) == 1 and kept, f"flag {int(flag.item())}, other rows right, "
+          f"skipped row's state 0: {kept}")
     os.environ["DELTAC_DEBUG_CHECKS"] = "1"
     raises("debug checks: varlen row > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
         q, k, v, g=g, beta=beta, initial_state=h0, use_qk_l2norm_in_kernel=True, cu_seqlens=cu),
@@ -623,8 +705,9 @@ def error_contract():
         q, k, v, g=g, beta=beta, initial_state=h0, output_final_state=True,
         use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
     torch.cuda.synchronize()
-    check("varlen decode skipped row: o = 0, its state as given", bool((o[0, 2:11] == 0).all())
-          and torch.equal(h[1], h0[1]))
+    # The final state is a new tensor: the skipped row's is written as 0.
+    check("varlen decode skipped row: o = 0, its final state 0", bool((o[0, 2:11] == 0).all())
+          and bool((h[1] == 0).all()))
     flag_raised("a varlen decode row > max_t", ["fused_recurrent_gated_delta_rule", "max_t"])
 
     # Prefill: every class of bad cu_seqlens skips the whole call: o = 0,

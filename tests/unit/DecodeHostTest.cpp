@@ -156,9 +156,59 @@ TEST(DecodeHost, NullPointers) {
   aLog.args.A_log = nullptr;
   expectRejected(aLog, DELTAC_INVALID_ARGUMENT,
                  "A_log must not be null (the spec's gate is raw)");
-  ValidCall dt;
-  dt.args.dt_bias = nullptr;
-  expectRejected(dt, DELTAC_INVALID_ARGUMENT, "dt_bias must not be null");
+  // dt_bias may be null (0, FLA's dt_bias=None): not rejected on the host
+  // (tests/unit/FakeDriverTest.cpp launches such calls).
+}
+
+// Out-of-place states (FLA's fused_recurrent): initial_state, its dtype,
+// zero_initial_state, a null pool and the slot stride.
+TEST(DecodeHost, OutOfPlaceStates) {
+  ValidCall overlap;
+  overlap.args.initial_state = static_cast<char *>(overlap.args.state) + 4096;
+  overlap.args.initial_state_dtype = DELTAC_F32;
+  expectRejected(overlap, DELTAC_INVALID_ARGUMENT,
+                 "initial_state overlaps the pool state without being it");
+  ValidCall otherDtype;
+  otherDtype.args.initial_state = otherDtype.args.state;
+  otherDtype.args.initial_state_dtype = DELTAC_BF16;
+  expectRejected(otherDtype, DELTAC_INVALID_ARGUMENT, "overlaps the pool");
+  ValidCall both;
+  both.args.initial_state = both.buffer(ValidCall::B * ValidCall::HV * 128 * 128 * 4);
+  both.args.initial_state_dtype = DELTAC_F32;
+  both.args.zero_initial_state = 1;
+  expectRejected(both, DELTAC_INVALID_ARGUMENT,
+                 "zero_initial_state excludes initial_state");
+  ValidCall dtype;
+  dtype.args.initial_state = dtype.buffer(ValidCall::B * ValidCall::HV * 128 * 128 * 4);
+  dtype.args.initial_state_dtype = 7;
+  expectRejected(dtype, DELTAC_INVALID_ARGUMENT,
+                 "initial_state_dtype = 7 is not a deltac_dtype");
+  ValidCall align;
+  align.args.initial_state =
+      static_cast<char *>(align.buffer(ValidCall::B * ValidCall::HV * 128 * 128 * 4 + 16)) + 4;
+  align.args.initial_state_dtype = DELTAC_F32;
+  expectRejected(align, DELTAC_INVALID_ARGUMENT,
+                 "initial_state must be 16-byte aligned");
+  ValidCall noPool;
+  noPool.args.state = nullptr;
+  noPool.args.zero_initial_state = 1;
+  noPool.args.output_state_indices =
+      static_cast<const int32_t *>(noPool.buffer(16));
+  expectRejected(noPool, DELTAC_INVALID_ARGUMENT,
+                 "output_state_indices writes the pool: state must not be null");
+  ValidCall small;
+  small.args.slot_stride = 100;
+  expectRejected(small, DELTAC_INVALID_ARGUMENT,
+                 "slot_stride = 100 is smaller than one slot's HV * K * V = "
+                 "65536 elements");
+  ValidCall odd;
+  odd.args.slot_stride = 65536 + 1;
+  expectRejected(odd, DELTAC_INVALID_ARGUMENT,
+                 "must keep every slot 16-byte aligned");
+  ValidCall betaAlign;
+  betaAlign.args.beta_f32 = 1;
+  betaAlign.args.beta = static_cast<const char *>(betaAlign.args.beta) + 2;
+  expectRejected(betaAlign, DELTAC_INVALID_ARGUMENT, "beta must be");
 }
 
 TEST(DecodeHost, Alignment) {
@@ -330,11 +380,11 @@ TEST(DecodeHost, SizeProductsNeverWrap) {
   ValidCall pool;
   pool.args.slots = int64_t(1) << 40;
   expectRejected(pool, DELTAC_INVALID_ARGUMENT,
-                 "state (slots * HV * K * V) would span more than 2^48 bytes");
+                 "state (slots * slot_stride) would span more than 2^48 bytes");
   ValidCall wrap;
   wrap.args.slots = int64_t(1) << 62; // * HV * K * V wraps in int64
   expectRejected(wrap, DELTAC_INVALID_ARGUMENT,
-                 "state (slots * HV * K * V) would span more than 2^48 bytes");
+                 "state (slots * slot_stride) would span more than 2^48 bytes");
 }
 
 // Any int may arrive through the C API in a dtype field; it is read as an

@@ -162,6 +162,54 @@ TEST(FakeDriver, DecodeLaunchIsReported) {
   EXPECT_EQ(launches.size(), 2u);
 }
 
+// Out of place (FLA's fused_recurrent): the kernel gets the entering
+// states' tensor, their dtype and the zero / no-write choices as flags
+// (DecodeFlags: kKeepPool 1, kZeroState 4, kBetaF32 8, kStateInHalf 16,
+// kStateInF16 32), the slot stride, and in place reads the pool.
+TEST(FakeDriver, DecodeOutOfPlaceParameters) {
+  Buffers m;
+  auto launch = [&](const deltac_decode_args &a) {
+    watch(&deltac_rt::decodeParamLayout);
+    EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK)
+        << qwen3_next_gdn_last_error();
+    return launches.empty() ? Launch{} : launches[0];
+  };
+  deltac_decode_args a = decodeArgs(m);
+  Launch l = launch(a);
+  EXPECT_EQ(l.params.at("state_in"), 0);
+  EXPECT_EQ(l.params.at("slot_stride"), 4 * 128 * 128);
+  // No entering state and no state written: zeros, nothing kept.
+  a.state = nullptr;
+  a.zero_initial_state = 1;
+  l = launch(a);
+  EXPECT_EQ(l.params.at("flags"), 1 | 4);
+  EXPECT_EQ(l.params.at("state"), 0);
+  // A bf16 / f16 initial state into an f32 pool, f32 beta.
+  a = decodeArgs(m);
+  void *h0 = m.get(2 * 4 * 128 * 128 * 2);
+  a.initial_state = h0;
+  a.initial_state_dtype = DELTAC_BF16;
+  a.beta_f32 = 1;
+  a.beta = m.get(6 * 4 * 4);
+  l = launch(a);
+  EXPECT_EQ(l.params.at("state_in"), address(h0));
+  EXPECT_EQ(l.params.at("flags"), 8 | 16);
+  a.initial_state_dtype = DELTAC_F16;
+  EXPECT_EQ(launch(a).params.at("flags"), 8 | 16 | 32);
+  // In place: initial_state is the pool (same dtype): the pool is read.
+  a = decodeArgs(m);
+  a.initial_state = a.state;
+  a.initial_state_dtype = DELTAC_F32;
+  l = launch(a);
+  EXPECT_EQ(l.params.at("state_in"), 0);
+  EXPECT_EQ(l.params.at("flags"), 0);
+  // A pool whose slots hold more than one state.
+  a = decodeArgs(m);
+  a.slot_stride = 4 * 128 * 128 + 64;
+  a.state = m.get(2 * a.slot_stride * 4);
+  EXPECT_EQ(launch(a).params.at("slot_stride"), 4 * 128 * 128 + 64);
+}
+
 // Kernels load once, however many calls (and the lazy load publishes the
 // handle it loaded).
 TEST(FakeDriver, KernelsLoadOnce) {
