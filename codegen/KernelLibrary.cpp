@@ -289,10 +289,11 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
     if (!llvm::is_contained(specs, k.spec))
       specs.push_back(k.spec);
   for (const EmittedKernel &k : kernels) {
-    imageDecls += "extern const deltac_rt::KernelImages " + k.name +
-                  "_images;\n";
-    kernelDefs += "deltac_rt::Kernel " + k.name + "_kernel(" + k.name +
-                  "_images);\n";
+    // Image symbols carry the library's name: two libraries with a spec of
+    // the same name link into one program.
+    std::string images = libName.str() + "_" + k.name + "_images";
+    imageDecls += "extern const deltac_rt::KernelImages " + images + ";\n";
+    kernelDefs += "deltac_rt::Kernel " + k.name + "_kernel(" + images + ");\n";
     kernelList += (kernelList.empty() ? "" : " ") + k.name;
   }
   for (const std::string &spec : specs) {
@@ -543,8 +544,8 @@ std::string deltac::writeEmbeddedImages(
     }
     text += "static const deltac_rt::PtxImage " + k.name + "_ptx[] = {\n" +
             table + "};\n";
-    text += "extern const deltac_rt::KernelImages " + k.name +
-            "_images = {\"" + k.name + "\", " + k.name + "_ptx, " +
+    text += "extern const deltac_rt::KernelImages " + libName.str() + "_" +
+            k.name + "_images = {\"" + k.name + "\", " + k.name + "_ptx, " +
             std::to_string(k.ptx.size()) + ", nullptr};\n\n";
   }
   SmallString<256> path(dir);

@@ -219,6 +219,16 @@ protected:
   }
   /// Loads what the gate needs per head (raw form: A_log and dt_bias).
   void loadHeadParams();
+  bool perChannel() const {
+    return s.gate == GateForm::channel_log || s.gate == GateForm::channel_raw;
+  }
+  /// KDA: the gate inputs of `count` adjacent key channels from `key` (i64)
+  /// of token `tok`: g [tokens, HV, K] (f32 log g, or the raw a in the io
+  /// dtype) and, for raw gates, dt_bias [HV, K] (f32; a null dt_bias is 0).
+  SmallVector<Value> loadChannelGates(Value tok, Value key, int64_t count);
+  /// KDA: the decays of those channels from loadChannelGates' values:
+  /// exp(g), or exp(-exp(A_log) softplus(a + dt_bias)).
+  SmallVector<Value> channelDecays(ArrayRef<Value> inputs);
   /// The decay factor and beta from the raw inputs (fused gate and beta).
   std::pair<Value, Value> gateAndBeta(Value g, Value beta);
   /// Writes the state after token `tInt` where the call asks for it: the
@@ -576,7 +586,7 @@ void EmitterBase::prologue(function_ref<void()> padding) {
 std::pair<Value, Value> EmitterBase::loadGateBeta(Value tok) {
   Value ghIndex = add(mul(tok, toI64(param(pHV))), hv);
   Value g;
-  if (s.gate != GateForm::none)
+  if (s.gate != GateForm::none && !perChannel())
     g = loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
                   ghIndex, 1)[0];
   return {g, loadBeta(ghIndex)};
@@ -635,10 +645,13 @@ SmallVector<Value> EmitterBase::enteringState(
 }
 
 void EmitterBase::loadHeadParams() {
-  if (s.gate != GateForm::raw)
+  if (s.gate != GateForm::raw && s.gate != GateForm::channel_raw)
     return;
-  // -exp(A_log) and dt_bias of head hv, once per kernel.
+  // -exp(A_log) and dt_bias of head hv, once per kernel (per-channel
+  // dt_bias: loaded with each token's gate, see loadChannelGates).
   negA = fsub(cF32(0.0), exp(loadElems(param(pALog), f32, hv, 1)[0]));
+  if (s.gate == GateForm::channel_raw)
+    return;
   // A null dt_bias is 0 (FLA's dt_bias=None).
   auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(param(pDtBias)),
                                   true);
@@ -648,6 +661,46 @@ void EmitterBase::loadHeadParams() {
   b.setInsertionPointToStart(ifNull.elseBlock());
   scf::YieldOp::create(b, loadElems(param(pDtBias), f32, hv, 1)[0]);
   dtBias = ifNull.getResult(0);
+}
+
+SmallVector<Value> EmitterBase::loadChannelGates(Value tok, Value key,
+                                                int64_t count) {
+  Value head = add(mul(tok, toI64(param(pHV))), hv);
+  Value at = add(mul(head, cI64(s.k)), key);
+  bool raw = s.gate == GateForm::channel_raw;
+  SmallVector<Value> in = loadElems(param(pG), raw ? s.ioType : f32, at, count);
+  if (raw) {
+    Value bias = add(mul(hv, cI64(s.k)), key);
+    auto ifNull = scf::IfOp::create(b, SmallVector<Type>(count, f32),
+                                    isNull(param(pDtBias)), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifNull.thenBlock());
+    scf::YieldOp::create(b, SmallVector<Value>(count, cF32(0.0)));
+    b.setInsertionPointToStart(ifNull.elseBlock());
+    scf::YieldOp::create(b, loadElems(param(pDtBias), f32, bias, count));
+    llvm::append_range(in, ifNull.getResults());
+  }
+  return in;
+}
+
+SmallVector<Value> EmitterBase::channelDecays(ArrayRef<Value> inputs) {
+  SmallVector<Value> d;
+  if (s.gate == GateForm::channel_log) {
+    for (Value g : inputs)
+      d.push_back(exp(g));
+    return d;
+  }
+  size_t n = inputs.size() / 2;
+  for (size_t i = 0; i < n; ++i) {
+    // -exp(A_log) softplus(a + dt_bias), softplus threshold 20 (as FLA).
+    Value x = fadd(inputs[i], inputs[n + i]);
+    Value soft = log(fadd(cF32(1.0), exp(x)));
+    Value big =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+    soft = arith::SelectOp::create(b, big, x, soft);
+    d.push_back(exp(fmul(negA, soft)));
+  }
+  return d;
 }
 
 std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
@@ -673,7 +726,7 @@ std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
   }
   case GateForm::channel_log:
   case GateForm::channel_raw:
-    llvm_unreachable("per-channel decode is rejected before emission");
+    break; // per key channel: channelDecay, applied by the emitters
   }
   Value beta = betaIn;
   if (s.beta != BetaForm::given) {
@@ -877,6 +930,11 @@ void VkEmitter::emit() {
     in.push_back(beta);
     if (g)
       in.push_back(g);
+    // KDA: the gate inputs of the lane's key channels (the pieces of q, k).
+    if (perChannel())
+      for (int64_t j = 0; j < t.loadsPerLane; ++j)
+        llvm::append_range(in,
+                           loadChannelGates(tok, elemIndex(j), t.elemsPerLoad));
     return in;
   };
   auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
@@ -885,8 +943,21 @@ void VkEmitter::emit() {
         k(in.slice(nQK, nQK));
     ArrayRef<Value> vRows = in.slice(2 * nQK, rows.size());
     Value betaIn = in[2 * nQK + rows.size()];
-    Value gIn = s.gate != GateForm::none ? in[2 * nQK + rows.size() + 1]
-                                         : Value();
+    Value gIn = s.gate != GateForm::none && !perChannel()
+                    ? in[2 * nQK + rows.size() + 1]
+                    : Value();
+    // KDA: each key channel e decays by its own d_e, so the dots against
+    // the decayed row are S_r . (d k) and S_r . (d q), and S_r = d S_r +
+    // u k elementwise (the scalar decay below is then 1).
+    SmallVector<Value> dk, dq, channel;
+    if (perChannel()) {
+      size_t per = s.gate == GateForm::channel_raw ? 2 * t.elemsPerLoad
+                                                    : t.elemsPerLoad;
+      ArrayRef<Value> gates = in.drop_front(2 * nQK + rows.size() + 1);
+      for (int64_t j = 0; j < t.loadsPerLane; ++j)
+        llvm::append_range(channel,
+                           channelDecays(gates.slice(j * per, per)));
+    }
     if (s.qkL2Norm) {
       // x / sqrt(sum x^2 + 1e-6): the lanes of a row hold all K elements.
       for (SmallVector<Value> *x : {&q, &k}) {
@@ -898,11 +969,16 @@ void VkEmitter::emit() {
     }
     Value kq = rowSum(sum(k, q));
     auto [decay, beta] = gateAndBeta(gIn, betaIn);
+    if (perChannel())
+      for (int64_t e = 0; e < nQK; ++e) {
+        dk.push_back(fmul(channel[e], k[e]));
+        dq.push_back(fmul(channel[e], q[e]));
+      }
     SmallVector<Value> next;
     for (auto [r, row] : llvm::enumerate(rows)) {
       ArrayRef<Value> Sr = S.slice(r * perLane, perLane);
-      Value pk = rowSum(sum(Sr, k));
-      Value pq = rowSum(sum(Sr, q));
+      Value pk = rowSum(sum(Sr, perChannel() ? dk : k));
+      Value pq = rowSum(sum(Sr, perChannel() ? dq : q));
       Value u = fmul(beta, fsub(vRows[r], fmul(decay, pk)));
       Value o = fmul(param(pScale), fma(u, kq, fmul(decay, pq)));
       // Every lane of the row stores: the butterfly gives all of them the
@@ -910,7 +986,8 @@ void VkEmitter::emit() {
       // address merge, and no branch splits the token's code.
       storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), row), {o});
       for (int64_t e = 0; e < perLane; ++e)
-        next.push_back(fma(u, k[e], fmul(decay, Sr[e])));
+        next.push_back(
+            fma(u, k[e], fmul(perChannel() ? channel[e] : decay, Sr[e])));
     }
     return next;
   };
@@ -1008,6 +1085,10 @@ void KvEmitter::emit(Value shared) {
     in.push_back(beta);
     if (g)
       in.push_back(g);
+    // KDA: the gate inputs of the thread's key rows.
+    if (perChannel())
+      for (Value row : keyRows)
+        llvm::append_range(in, loadChannelGates(tok, row, 1));
     return in;
   };
   auto body = [&](Value tInt, ArrayRef<Value> S, ArrayRef<Value> in) {
@@ -1015,19 +1096,34 @@ void KvEmitter::emit(Value shared) {
     ArrayRef<Value> q = in.take_front(nRows), k = in.slice(nRows, nRows);
     ArrayRef<Value> vals = in.slice(2 * nRows, epl);
     Value betaIn = in[2 * nRows + epl];
-    Value gIn = s.gate != GateForm::none ? in[2 * nRows + epl + 1] : Value();
+    Value gIn = s.gate != GateForm::none && !perChannel()
+                    ? in[2 * nRows + epl + 1]
+                    : Value();
+    // KDA: key row r decays by d_r: the column dots run against d k and
+    // d q (|k|, |q| and k . q stay those of the raw vectors), and S_r = d_r
+    // S_r + k_r u (the scalar decay below is then 1).
+    SmallVector<Value> rowDecay, dk(k), dq(q);
+    if (perChannel()) {
+      size_t per = s.gate == GateForm::channel_raw ? 2 : 1;
+      ArrayRef<Value> gates = in.drop_front(2 * nRows + epl + 1);
+      for (int64_t r = 0; r < nRows; ++r) {
+        rowDecay.push_back(channelDecays(gates.slice(r * per, per))[0]);
+        dk[r] = fmul(rowDecay[r], k[r]);
+        dq[r] = fmul(rowDecay[r], q[r]);
+      }
+    }
     SmallVector<Value> partial;
     for (int64_t c = 0; c < epl; ++c) {
       SmallVector<Value> column;
       for (int64_t r = 0; r < t.rowsPerThread; ++r)
         column.push_back(S[r * epl + c]);
-      partial.push_back(sum(column, k));
+      partial.push_back(sum(column, dk));
     }
     for (int64_t c = 0; c < epl; ++c) {
       SmallVector<Value> column;
       for (int64_t r = 0; r < t.rowsPerThread; ++r)
         column.push_back(S[r * epl + c]);
-      partial.push_back(sum(column, q));
+      partial.push_back(sum(column, dq));
     }
     partial.push_back(sum(k, k));
     partial.push_back(sum(q, q));
@@ -1101,8 +1197,9 @@ void KvEmitter::emit(Value shared) {
     SmallVector<Value> next;
     for (int64_t r = 0; r < t.rowsPerThread; ++r) {
       Value kn = fmul(k[r], invK);
+      Value d = perChannel() ? rowDecay[r] : decay;
       for (int64_t c = 0; c < epl; ++c)
-        next.push_back(fma(kn, u[c], fmul(decay, S[r * epl + c])));
+        next.push_back(fma(kn, u[c], fmul(d, S[r * epl + c])));
     }
     return next;
   };

@@ -28,8 +28,6 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
     return func.emitError("a decode function holds exactly one "
                           "delta.recurrence");
   RecurrenceOp rec = recurrences.front();
-  if (rec.getRule() == Rule::kda)
-    return rec.emitError("decode for rule 'kda' is not implemented yet");
   auto q = cast<RankedTensorType>(rec.getQ().getType());
   auto v = cast<RankedTensorType>(rec.getV().getType());
   auto state = cast<RankedTensorType>(rec.getFinalState().getType());

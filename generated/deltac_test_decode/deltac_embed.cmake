@@ -1,5 +1,5 @@
 # deltac_embed.cmake - writes the images of one kernel as a C++ source:
-#   cmake -DKERNEL=name -DTARGETS="sm_80;sm_90a" -DPTX_DIR=dir
+#   cmake -DLIB=library -DKERNEL=name -DTARGETS="sm_80;sm_90a" -DPTX_DIR=dir
 #         -DFATBIN=file-or-empty -DOUT=file.cpp -P deltac_embed.cmake
 # Bytes are written as hex lists (no toolchain-specific embedding); PTX is
 # null-terminated because the driver reads it as a string.
@@ -29,5 +29,7 @@ if(FATBIN)
   string(APPEND text "${bytes}")
   set(fatbin "fatbin_bytes")
 endif()
-string(APPEND text "extern const deltac_rt::KernelImages ${KERNEL}_images = {\n  \"${KERNEL}\", ptx_images, ${count}, ${fatbin}};\n")
+# The symbol carries the library's name (two libraries link into one
+# program even where their specs share a name).
+string(APPEND text "extern const deltac_rt::KernelImages ${LIB}_${KERNEL}_images = {\n  \"${KERNEL}\", ptx_images, ${count}, ${fatbin}};\n")
 file(WRITE ${OUT} "${text}")

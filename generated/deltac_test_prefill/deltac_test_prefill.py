@@ -7,6 +7,8 @@ Torch front end of the deltac_test_prefill kernel library (see deltac_torch.py):
     o = deltac_test_prefill.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, ...)
     o, ht = deltac_test_prefill.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, ...)  # prefill specs
     o, ht = deltac_test_prefill.chunk_kda(q, k, v, g, beta, cu_seqlens=cu, ...)  # kda prefill specs
+    o, ht = deltac_test_prefill.fused_recurrent_delta_rule(q, k, v, beta, ...)    # DeltaNet specs
+    o, ht = deltac_test_prefill.chunk_delta_rule(q, k, v, beta, ...)
 """
 from deltac_torch import Library
 
@@ -26,6 +28,9 @@ fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
 chunk_gated_delta_rule = _library.chunk_gated_delta_rule
 chunk_kda = _library.chunk_kda
+fused_recurrent_delta_rule = _library.fused_recurrent_delta_rule
+chunk_delta_rule = _library.chunk_delta_rule
+fused_recurrent_kda = _library.fused_recurrent_kda
 # The device error flag this module keeps when a call passes none, and the
 # call that reads it, clears it and raises what was wrong (deltac_torch.py).
 error_flag = _library.error_flag

@@ -7,6 +7,8 @@ Torch front end of the gdn kernel library (see deltac_torch.py):
     o = gdn.gated_delta_rule_decode(q, k, v, a, b, A_log, dt_bias, pool, ...)
     o, ht = gdn.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, ...)  # prefill specs
     o, ht = gdn.chunk_kda(q, k, v, g, beta, cu_seqlens=cu, ...)  # kda prefill specs
+    o, ht = gdn.fused_recurrent_delta_rule(q, k, v, beta, ...)    # DeltaNet specs
+    o, ht = gdn.chunk_delta_rule(q, k, v, beta, ...)
 """
 from deltac_torch import Library
 
@@ -15,9 +17,16 @@ SPECS = [
     dict(name="fla_kv_256", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(256, 256)], entries=["decode", "prefill"], max_t=8, chunk=32),
     dict(name="fla_vk", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="fla_vk_256", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(256, 256)], entries=["decode", "prefill"], max_t=8, chunk=32),
-    dict(name="fla_kv_f16", rule="gated", gate="log", beta="given", l2norm=True, io="f16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_kv_f16", rule="gated", gate="log", beta="given", l2norm=True, io="f16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_kv_nonorm", rule="gated", gate="log", beta="given", l2norm=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_kv_f16_nonorm", rule="gated", gate="log", beta="given", l2norm=False, io="f16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="deltanet_kv", rule="delta", gate="none", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="deltanet_kv_nonorm", rule="delta", gate="none", beta="given", l2norm=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="serving", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="serving_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="kda_kv", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="kda_kv_raw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="kda_vk", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
 ]
 
 _library = Library("gdn", SPECS, __file__)
@@ -26,6 +35,9 @@ fused_recurrent_gated_delta_rule = _library.fused_recurrent_gated_delta_rule
 gated_delta_rule_decode = _library.gated_delta_rule_decode
 chunk_gated_delta_rule = _library.chunk_gated_delta_rule
 chunk_kda = _library.chunk_kda
+fused_recurrent_delta_rule = _library.fused_recurrent_delta_rule
+chunk_delta_rule = _library.chunk_delta_rule
+fused_recurrent_kda = _library.fused_recurrent_kda
 # The device error flag this module keeps when a call passes none, and the
 # call that reads it, clears it and raises what was wrong (deltac_torch.py).
 error_flag = _library.error_flag

@@ -472,9 +472,23 @@ class Library:
                 state_v_first=state_v_first, cu_seqlens=None, cu_seqlens_cpu=None,
                 use_gate_in_kernel=raw, A_log=A_log, dt_bias=dt_bias, chunk=None,
                 initial_state_indices=None, output_state_indices=None, error_flag=error_flag)
+        return self._out_of_place(fn, spec, q, k, v, g, beta, (B, T, HV), raw, A_log, dt_bias,
+                                  scale, initial_state, output_final_state, cu, N,
+                                  state_v_first, error_flag, output, output_state)
+
+    def _out_of_place(self, fn, spec, q, k, v, g, beta, gshape, raw, A_log, dt_bias, scale,
+                      initial_state, output_final_state, cu, N, state_v_first, error_flag,
+                      output, output_state):
+        """The decode tail of the FLA-named recurrent functions: checks g
+        (shape gshape: [B, T, HV] or KDA's [B, T, HV, K]), beta, the states
+        and caller-owned buffers, and launches one out-of-place decode
+        kernel (initial_state read in its dtype, the final state written
+        as a new f32 tensor or into output_state)."""
+        B, T, H, K = q.shape
+        HV, V = v.shape[2], v.shape[3]
         if g is not None:
-            if tuple(g.shape) != (B, T, HV):
-                raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV)}")
+            if tuple(g.shape) != gshape:
+                raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
             # The kernel reads f32 log g, or a raw a in q's dtype: other
             # dtypes are converted here (FLA's callers pass these).
             g = g.to(q.dtype if raw else torch.float32).contiguous()
@@ -519,6 +533,90 @@ class Library:
                      error_flag=error_flag, cu=cu, kind="decode", state_in=initial_state,
                      zero_state=initial_state is None, slots=N)
         return o, (final if output_final_state else None)
+
+    def fused_recurrent_kda(self, q, k, v, g, beta, A_log=None, dt_bias=None, scale=None,
+                            initial_state=None, output_final_state=False,
+                            use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+                            use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+                            lower_bound=None, state_v_first=False, cu_seqlens=None, *,
+                            transpose_state_layout=None, error_flag=None, output=None,
+                            output_state=None):
+        """flash-linear-attention's fused_recurrent_kda (FLA_VERSION's
+        parameters, order and defaults): Kimi Delta Attention decode, g
+        [B, T, HV, K] log decays per key channel (or with
+        use_gate_in_kernel the raw a of -exp(A_log) * softplus(a +
+        dt_bias), A_log [HV], dt_bias [HV * K] / [HV, K] or None: 0), for a
+        library with a `kda` decode spec; one out-of-place kernel as
+        fused_recurrent_gated_delta_rule (T <= max_t; cu_seqlens rows of
+        0..max_t tokens; error_flag, output, output_state as there).
+        lower_bound (the bounded gate) raises ValueError: not built yet."""
+        fn = "fused_recurrent_kda"
+        state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
+        if lower_bound is not None:
+            raise ValueError(f"{fn}: lower_bound (the bounded gate) is not supported yet")
+        if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+            raise ValueError(f"{fn}: allow_neg_eigval=True requires "
+                             f"use_beta_sigmoid_in_kernel=True (as in FLA)")
+        _check_gpu_q(q)
+        for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
+            _check_cuda(name, t, q.device)
+        if v.dim() != 4:
+            raise ValueError(f"q and v must be [B, T, heads, dim], got {tuple(q.shape)} and {tuple(v.shape)}")
+        B, T, H, K = q.shape
+        HV, V = v.shape[2], v.shape[3]
+        if HV % H:
+            raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
+        if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+            raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raw = bool(use_gate_in_kernel)
+        if raw:
+            if A_log is None:
+                raise ValueError(f"{fn}: A_log must be provided when use_gate_in_kernel=True "
+                                 f"(A_log=None needs lower_bound, not supported yet)")
+            _check_cuda("A_log", A_log, q.device)
+            if A_log.numel() != HV:
+                raise ValueError(f"A_log must be [{HV}], got {tuple(A_log.shape)}")
+            A_log = A_log.to(torch.float32).contiguous()
+            if dt_bias is not None:  # None: 0, read as such by the kernel
+                _check_cuda("dt_bias", dt_bias, q.device)
+                if dt_bias.numel() != HV * K:
+                    raise ValueError(f"dt_bias must be [{HV * K}] or [{HV}, {K}], got "
+                                     f"{tuple(dt_bias.shape)}")
+                dt_bias = dt_bias.to(torch.float32).contiguous()
+        else:
+            A_log = dt_bias = None
+        sigmoid = bool(use_beta_sigmoid_in_kernel)
+        cu = _cu_seqlens(cu_seqlens, B, q.device)
+        N = B if cu is None else cu.numel() - 1
+        want = {"rule": "kda", "gate": "channel_raw" if raw else "channel_log",
+                "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
+                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype), "state": "f32",
+                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+        spec = self._spec(want)
+        if T > spec["max_t"] and cu is None:
+            raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']} "
+                             f"(chunk_kda runs longer sequences)")
+        return self._out_of_place(fn, spec, q, k, v, g, beta, (B, T, HV, K), raw, A_log, dt_bias,
+                                  scale, initial_state, output_final_state, cu, N,
+                                  state_v_first, error_flag, output, output_state)
+
+    def fused_recurrent_delta_rule(self, q, k, v, beta=None, scale=None, initial_state=None,
+                                   output_final_state=False, use_qk_l2norm_in_kernel=False,
+                                   cu_seqlens=None, *, error_flag=None, output=None,
+                                   output_state=None):
+        """flash-linear-attention's fused_recurrent_delta_rule (FLA_VERSION's
+        parameters, order and defaults): plain DeltaNet, no decay. The same
+        call as fused_recurrent_gated_delta_rule with g=None (one kernel of
+        the library's DeltaNet spec, out of place; error_flag, output and
+        output_state as there); a per-value beta [B, T, H, V] raises
+        ValueError."""
+        if beta is not None and beta.dim() == 4:
+            raise ValueError("fused_recurrent_delta_rule: a per-value beta [B, T, H, V] is not "
+                             "supported; pass beta [B, T, H]")
+        return self.fused_recurrent_gated_delta_rule(
+            q, k, v, None, None, None, beta, scale, initial_state, output_final_state,
+            use_qk_l2norm_in_kernel, cu_seqlens=cu_seqlens, error_flag=error_flag,
+            output=output, output_state=output_state)
 
     # ------------------------------------------------------------- prefill
     def chunk_gated_delta_rule(self, q, k, v, g, beta, scale=None, initial_state=None,
@@ -575,6 +673,29 @@ class Library:
             initial_state_indices=initial_state_indices,
             output_state_indices=output_state_indices, error_flag=error_flag)
 
+    def chunk_delta_rule(self, q, k, v, beta, scale=None, initial_state=None,
+                         output_final_state=False, use_qk_l2norm_in_kernel=False,
+                         cu_seqlens=None, cu_seqlens_cpu=None, *, chunk_size=64,
+                         head_first=False, initial_state_indices=None,
+                         output_state_indices=None, error_flag=None):
+        """flash-linear-attention's chunk_delta_rule (FLA_VERSION's
+        parameters, order and defaults; FLA's **kwargs keys chunk_size and
+        head_first keyword-only): plain DeltaNet (no decay) on the library's
+        rule-delta prefill spec, otherwise as chunk_gated_delta_rule."""
+        fn = "chunk_delta_rule"
+        chunk = _chunk_size(fn, chunk_size, (16, 32, 64))
+        if head_first:
+            raise ValueError(f"{fn}: head_first=True is not supported (FLA removed it): pass "
+                             f"q, k, v as [B, T, H, ...]")
+        return self._prefill(
+            "delta", q, k, v, None, beta, scale=scale, initial_state=initial_state,
+            output_final_state=output_final_state,
+            use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel=False,
+            allow_neg_eigval=False, state_v_first=False, cu_seqlens=cu_seqlens,
+            cu_seqlens_cpu=cu_seqlens_cpu, use_gate_in_kernel=False, A_log=None, dt_bias=None,
+            chunk=chunk, initial_state_indices=initial_state_indices,
+            output_state_indices=output_state_indices, error_flag=error_flag)
+
     def chunk_kda(self, q, k, v, g, beta, scale=None, initial_state=None,
                   output_final_state=False, use_qk_l2norm_in_kernel=False,
                   use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
@@ -624,11 +745,14 @@ class Library:
                  state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
                  dt_bias, chunk, initial_state_indices, output_state_indices, error_flag):
         """The prefill call of chunk_gated_delta_rule (rule "gated": a decay
-        per token and head) and chunk_kda (rule "kda": per key channel).
+        per token and head), chunk_kda (rule "kda": per key channel) and
+        chunk_delta_rule (rule "delta": no decay, g None).
         chunk: the spec's chunk length, or None for any."""
         _check_gpu_q(q)
+        delta = rule == "delta"
         for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
-            _check_cuda(name, t, q.device)
+            if not (delta and name == "g"):
+                _check_cuda(name, t, q.device)
         if v.dim() != 4:
             raise ValueError(f"v must be [B, T, HV, V], got shape {tuple(v.shape)}")
         B, T, H, K = q.shape
@@ -641,7 +765,8 @@ class Library:
         kda = rule == "kda"
         sigmoid = bool(use_beta_sigmoid_in_kernel)
         gate = "raw" if raw else "log"
-        want = {"entry": "prefill", "rule": rule, "gate": "channel_" + gate if kda else gate,
+        want = {"entry": "prefill", "rule": rule,
+                "gate": "none" if delta else "channel_" + gate if kda else gate,
                 "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
                 "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype),
                 "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
@@ -663,11 +788,12 @@ class Library:
         q, qs = _token_major("q", q, B, T, H, K)
         k, ks = _token_major("k", k, B, T, H, K)
         v, vs = _token_major("v", v, B, T, HV, V)
-        gdt = q.dtype if raw else torch.float32
-        gshape = (B, T, HV, K) if kda else (B, T, HV)
-        if tuple(g.shape) != gshape:
-            raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
-        g = g.to(gdt).contiguous()
+        if not delta:
+            gdt = q.dtype if raw else torch.float32
+            gshape = (B, T, HV, K) if kda else (B, T, HV)
+            if tuple(g.shape) != gshape:
+                raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
+            g = g.to(gdt).contiguous()
         if tuple(beta.shape) != (B, T, HV):
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
         beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped

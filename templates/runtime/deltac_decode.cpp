@@ -241,6 +241,14 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   const int64_t gateBytes =
       v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw ? dtypeBytes(v.io) : 4;
   const int64_t betaBytes = betaF32 ? 4 : dtypeBytes(v.io);
+  // KDA: the vk kernels load a lane's g and dt_bias channels in 16-byte
+  // pieces.
+  if (perChannel(v.gate)) {
+    if (!aligned16(a.g))
+      return invalid("g must be 16-byte aligned (per-channel gates)");
+    if (a.dt_bias && !aligned16(a.dt_bias))
+      return invalid("dt_bias must be 16-byte aligned (per-channel gates)");
+  }
   for (std::string e :
        {needAligned("g", a.g, gateBytes,
                     gateBytes == 4 ? "f32" : "the io dtype"),

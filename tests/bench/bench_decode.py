@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--batches", default="1,4,16,64,256,512")
     ap.add_argument("--no-fla", action="store_true", help="time deltac alone (FLA's columns nan)")
+    ap.add_argument("--gdn-lib", default=None,
+                    help="libgdn.so: also time its fused_recurrent_kda (KDA decode) against FLA's")
     args = ap.parse_args()
     fused_recurrent_gated_delta_rule = None
     if not args.no_fla:
@@ -153,6 +155,41 @@ def main():
             del q, k, v, g, beta, h0, o
             torch.cuda.empty_cache()
 
+    # KDA decode (the example library's kda_kv spec) through its FLA-named
+    # function against FLA's fused_recurrent_kda: same inputs but g per key
+    # channel [B, T, HV, K].
+    kda = []
+    if args.gdn_lib:
+        sys.path.insert(0, os.path.join(ROOT, "generated", "gdn"))
+        import gdn  # noqa: E402
+        gdn.load(args.gdn_lib)
+        fla_kda = None
+        if fused_recurrent_gated_delta_rule is not None:
+            from fla.ops.kda import fused_recurrent_kda as fla_kda
+        for T in (1, 4):
+            for B in [int(x) for x in args.batches.split(",")]:
+                q, k, v, g, beta, h0 = H.decode_inputs(B, T=T)
+                gk = torch.nn.functional.logsigmoid(
+                    torch.randn(B, T, v.shape[2], q.shape[3], device="cuda"))
+
+                def ours():
+                    return gdn.fused_recurrent_kda(q, k, v, gk, beta, initial_state=h0,
+                                                   output_final_state=True,
+                                                   use_qk_l2norm_in_kernel=True)
+
+                def theirs():
+                    return fla_kda(q, k, v, gk, beta, initial_state=h0, output_final_state=True,
+                                   use_qk_l2norm_in_kernel=True)
+                d_us = H.graph_ms(ours) * 1e3
+                f_us = H.graph_ms(theirs) * 1e3 if fla_kda else nan
+                tb = 2 * h0.numel() * 4 / (d_us * 1e-6) / 1e12
+                kda.append((T, B, d_us, f_us, tb))
+                rows.append(f"kda_decode,T={T},B={B},deltac_us={d_us:.2f},fla_us={f_us:.2f},"
+                            f"deltac_TBps={tb:.2f}")
+                print(rows[-1], flush=True)
+                del q, k, v, g, beta, h0, gk
+                torch.cuda.empty_cache()
+
     with open(os.path.join(args.out, "bench_decode.csv"), "w") as fh:
         fh.write(f"device,{dev}\ncopy_TBps,{copy_tbps:.2f}\n" + "\n".join(rows) + "\n")
     print(f"\n{dev}: decode, H16/HV32 K=V=128 fp32 state, one call per graph (us); copy {copy_tbps:.2f} TB/s")
@@ -170,6 +207,13 @@ def main():
         print(f"  {T}  {B:4d} | {res['named']:13.1f} {res['fla']:6.1f} {res['fla'] / res['named']:10.2f}x"
               f" | {res['named_called']:17.1f} {res['fla_called']:6.1f} "
               f"{res['fla_called'] / res['named_called']:10.2f}x")
+    if kda:
+        print(f"\n{dev}: KDA decode, fused_recurrent_kda of gdn (kv, out of place) against "
+              f"FLA's (us, one call per graph)")
+        print("  T    B | deltac    FLA  FLA/deltac | state TB/s (% copy)")
+        for T, B, d_us, f_us, tb in kda:
+            print(f"  {T}  {B:4d} | {d_us:6.1f} {f_us:6.1f} {f_us / d_us:10.2f}x | "
+                  f"{tb:5.2f} ({100 * tb / copy_tbps:3.0f}%)")
     for name, eo, es in acc:
         print(f"  error vs fp64 {name:10s} o {eo:.2e} state {es:.2e}")
 

@@ -52,6 +52,24 @@ FLA_SIGNATURES = {
          ("return_intermediate_states", False), ("state_v_first", False),
          ("cu_seqlens", None), ("cu_seqlens_cpu", None), ("cp_context", None)],
         {"transpose_state_layout": None, "A_log": None, "dt_bias": None, "chunk_size": 64}),
+    "fused_recurrent_delta_rule": (
+        [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("beta", None), ("scale", None),
+         ("initial_state", None), ("output_final_state", False),
+         ("use_qk_l2norm_in_kernel", False), ("cu_seqlens", None)],
+        {}),
+    "fused_recurrent_kda": (
+        [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("g", REQUIRED), ("beta", REQUIRED),
+         ("A_log", None), ("dt_bias", None), ("scale", None), ("initial_state", None),
+         ("output_final_state", False), ("use_qk_l2norm_in_kernel", False),
+         ("use_gate_in_kernel", False), ("use_beta_sigmoid_in_kernel", False),
+         ("allow_neg_eigval", False), ("lower_bound", None), ("state_v_first", False),
+         ("cu_seqlens", None)],
+        {"transpose_state_layout": None}),
+    "chunk_delta_rule": (
+        [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("beta", REQUIRED), ("scale", None),
+         ("initial_state", None), ("output_final_state", False),
+         ("use_qk_l2norm_in_kernel", False), ("cu_seqlens", None), ("cu_seqlens_cpu", None)],
+        {"head_first": False, "chunk_size": 64}),
 }
 
 # Arguments FLA gives a meaning that deltac does not implement: each,
@@ -136,7 +154,10 @@ def fla_live_params(fn):
 
 FLA_FILES = {"fused_recurrent_gated_delta_rule": "fla/ops/gated_delta_rule/fused_recurrent.py",
              "chunk_gated_delta_rule": "fla/ops/gated_delta_rule/chunk.py",
-             "chunk_kda": "fla/ops/kda/chunk.py"}
+             "chunk_kda": "fla/ops/kda/chunk.py",
+             "fused_recurrent_delta_rule": "fla/ops/delta_rule/fused_recurrent.py",
+             "chunk_delta_rule": "fla/ops/delta_rule/chunk.py",
+             "fused_recurrent_kda": "fla/ops/kda/fused_recurrent.py"}
 
 
 def fla_source_params(fla_dir, fn):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-all|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-all|bench|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -183,10 +183,14 @@ run_python_tests() {
   return $status
 }
 
-run_bench() {
+run_bench_decode() {
   export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
-  PYTHONPATH="$PYTHONPATH:${FLA_DIR:-$PWD/.fla}" python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
-    --out "$OUT"
+  python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
+    --gdn-lib "$BUILD/gdn/libgdn.so" --out "$OUT"
+}
+
+run_bench() {
+  run_bench_decode
   python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" \
     --out "$OUT"
 }
@@ -297,6 +301,7 @@ case "${1:-all}" in
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   profile-prefill) build && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
   bench) build && run_bench ;;
+  bench-decode) build && run_bench_decode ;;
   all) build && { run_tests; s=$?; run_python_tests || s=1; run_bench; exit $s; } ;;
   *) echo "usage: $0 build|test|test-python|test-all|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
 esac

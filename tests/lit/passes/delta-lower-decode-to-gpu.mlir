@@ -94,3 +94,26 @@ module attributes {delta.targets = ["sm_90a"]} {
       layout = kv gate = channel_log beta = given chunk = 64
       entries = [prefill]
 }
+
+// -----
+
+// KDA decode (per key channel decays): the vk kernel loads each lane's
+// pieces of g [tokens, HV, K] (f32, 16 bytes) with its q and k pieces and
+// decays its state pieces elementwise; the raw form adds dt_bias [HV, K]
+// (0 where null: a branch between the loaded and zero values).
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
+// CHECK: gpu.func @kimi_vk_k128_v128_decode(
+// CHECK: scf.for
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: gpu.func @kimi_raw_k128_v128_decode(
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @kimi_vk rule = kda dims = [128x128] io = bf16 state = f32
+      layout = vk gate = channel_log beta = given l2norm chunk = 64
+      entries = [decode] max_t = 2
+  delta.spec @kimi_raw rule = kda dims = [128x128] io = bf16 state = f32
+      layout = kv gate = channel_raw beta = sigmoid l2norm chunk = 64
+      entries = [decode] max_t = 2
+}
