@@ -50,8 +50,10 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
     `gpu.module` holding its `gpu.func` kernels (a "bulk" variant for grids
     that fill the GPU and a "small" one, `_small`, for few rows; the host
     picks by `delta.min_blocks_per_sm`) that advance a state pool
-    by T <= max_t tokens: the recurrence with its gate, beta and L2 norm
-    fused, one pass over the state with 16-byte accesses, fp32 arithmetic.
+    by T <= max_t tokens: the recurrence (`delta`, `gated`, or `kda` with a
+    decay per key channel) with its gate, beta and L2 norm fused, one pass
+    over the state with 16-byte accesses, fp32 arithmetic; the entering
+    state comes from the pool, a separate tensor (out of place) or zeros.
     The kernel's parameters are fixed by `passes/DecodeKernel.h`; its launch
     shape is recorded as `delta.block_threads`, `delta.rows_per_block` and
     `delta.grid_x` (grid y = HV, z = B). The module is given the targets in
@@ -176,7 +178,7 @@ def DeltaLowerPrefillToGPU : Pass<"delta-lower-prefill-to-gpu",
     to chunk, the state in fp32 registers). Products are mma.sync m16n8k16
     with bf16 operands and fp32 accumulation. The options are read from the
     chunk IR (rule, gate and beta forms, L2 norm, layout, C, K, V).
-    Per-channel decays (`kda`) are not lowered yet.
+    Per-channel decays (`kda`) decay each state row by its own factor.
   }];
   let options = [
     Option<"valueTile", "value-tile", "int64_t", /*default=*/"0",
