@@ -319,14 +319,15 @@ class Library:
     def _decode(self, spec, q, k, v, o, state, g, beta, scale, A_log=None, dt_bias=None,
                 in_idx=None, out_idx=None, steps=None, keep_pool=False, idx2d=None,
                 accepted=None, error_flag=None, cu=None, kind="decode", state_in=None,
-                zero_state=False, slots=None):
+                zero_state=False, slots=None, slot_stride=0):
         """cu: cu_seqlens [N + 1] (q is then [1, tokens, H, K] and the call
         has N rows), or None. Index arrays and cu are int32 or int64: if any
         is int64 all are passed as int64 (the int32 ones widened, exactly)
         with indices_i64 set; nothing is narrowed. error_flag None: the
         module's flag of q's device. state: the pool, written (None: no
         state written); state_in: entering states read instead of the pool
-        (out of place), or zero_state; slots: the rows of state / state_in.
+        (out of place), or zero_state; slots: the rows of state / state_in;
+        slot_stride: elements between slots (0: one state).
         beta may be f32 whatever q's dtype (read as f32 by the kernel)."""
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
@@ -353,6 +354,7 @@ class Library:
         a.initial_state = _ptr(state_in)
         a.initial_state_dtype = 0 if state_in is None else _DTYPES[state_in.dtype]
         a.zero_initial_state = int(zero_state)
+        a.slot_stride = slot_stride
         a.initial_state_indices, a.output_state_indices = _ptr(in_idx), _ptr(out_idx)
         a.step_states, a.keep_pool = _ptr(steps), int(keep_pool)
         a.state_indices_2d = _ptr(idx2d)
@@ -866,7 +868,9 @@ class Library:
                                 cu_seqlens=None):
         """Pool-indexed decode as vLLM / SGLang / FlashInfer call it: raw `a`
         and `b` projections with A_log and dt_bias, a state pool
-        [slots, HV, V, K] (state_v_first, the default) or [slots, HV, K, V].
+        [slots, HV, V, K] (state_v_first, the default) or [slots, HV, K, V];
+        a slot may hold more than the state (vLLM's hybrid cache): slots
+        state.stride(0) elements apart, each state contiguous.
         state_indices [B] picks each row's slot (negative: padding, o = 0),
         output_state_indices [B] a separate slot to write (split pool);
         intermediate_states [B, T, HV, ...] receives every step's state and
@@ -895,9 +899,17 @@ class Library:
         if T > spec["max_t"] and cu is None:
             raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}")
         per = (HV, V, K) if state_v_first else (HV, K, V)
-        if state.dim() != 4 or tuple(state.shape[1:]) != per or not state.is_contiguous():
-            raise ValueError(f"state must be a contiguous pool [slots, {', '.join(map(str, per))}], "
-                             f"got {tuple(state.shape)}")
+        # A slot may hold more than one state (vLLM's hybrid cache packs
+        # other data per slot): slots stride(0) elements apart, each state
+        # contiguous, the stride a multiple of 16 bytes (checked).
+        one = HV * K * V
+        if state.dim() != 4 or tuple(state.shape[1:]) != per or \
+                tuple(state.stride()[1:]) != (per[1] * per[2], per[2], 1) or \
+                (state.shape[0] > 1 and state.stride(0) < one):
+            raise ValueError(f"state must be a pool [slots, {', '.join(map(str, per))}] with each "
+                             f"slot's state contiguous, got {tuple(state.shape)} strides "
+                             f"{tuple(state.stride())}")
+        slot_stride = state.stride(0) if state.shape[0] > 1 else one
         for name, t in (("a", a), ("b", b)):
             if tuple(t.shape) != (B, T, HV) or t.dtype != q.dtype:
                 raise ValueError(f"{name} must be [{B}, {T}, {HV}] in {q.dtype}, got "
@@ -923,7 +935,7 @@ class Library:
         self._decode(spec, q, k, v, o, state, a.contiguous(), b.contiguous(), scale,
                      A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous(),
                      in_idx, out_idx, intermediate_states, disable_state_update, idx2d, accepted,
-                     error_flag, cu, kind="serving")
+                     error_flag, cu, kind="serving", slot_stride=slot_stride)
         return o
 
 
