@@ -229,6 +229,8 @@ protected:
   /// KDA: the decays of those channels from loadChannelGates' values:
   /// exp(g), or exp(-exp(A_log) softplus(a + dt_bias)).
   SmallVector<Value> channelDecays(ArrayRef<Value> inputs);
+  /// The decay of a raw gate input `a` with its dt_bias (negA loaded).
+  Value rawDecay(Value a, Value bias);
   /// The decay factor and beta from the raw inputs (fused gate and beta).
   std::pair<Value, Value> gateAndBeta(Value g, Value beta);
   /// Writes the state after token `tInt` where the call asks for it: the
@@ -691,16 +693,20 @@ SmallVector<Value> EmitterBase::channelDecays(ArrayRef<Value> inputs) {
     return d;
   }
   size_t n = inputs.size() / 2;
-  for (size_t i = 0; i < n; ++i) {
-    // -exp(A_log) softplus(a + dt_bias), softplus threshold 20 (as FLA).
-    Value x = fadd(inputs[i], inputs[n + i]);
-    Value soft = log(fadd(cF32(1.0), exp(x)));
-    Value big =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
-    soft = arith::SelectOp::create(b, big, x, soft);
-    d.push_back(exp(fmul(negA, soft)));
-  }
+  for (size_t i = 0; i < n; ++i)
+    d.push_back(rawDecay(inputs[i], inputs[n + i]));
   return d;
+}
+
+Value EmitterBase::rawDecay(Value a, Value bias) {
+  // exp(g), g = -exp(A_log) softplus(a + dt_bias), softplus threshold 20
+  // (as FLA).
+  Value x = fadd(a, bias);
+  Value soft = log(fadd(cF32(1.0), exp(x)));
+  Value big =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+  soft = arith::SelectOp::create(b, big, x, soft);
+  return exp(fmul(negA, soft));
 }
 
 std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
@@ -714,16 +720,9 @@ std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
   case GateForm::linear:
     decay = g;
     break;
-  case GateForm::raw: {
-    // g = -exp(A_log) softplus(a + dt_bias), softplus threshold 20.
-    Value x = fadd(g, dtBias);
-    Value soft = log(fadd(cF32(1.0), exp(x)));
-    Value big =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
-    soft = arith::SelectOp::create(b, big, x, soft);
-    decay = exp(fmul(negA, soft));
+  case GateForm::raw:
+    decay = rawDecay(g, dtBias);
     break;
-  }
   case GateForm::channel_log:
   case GateForm::channel_raw:
     break; // per key channel: channelDecay, applied by the emitters

@@ -187,12 +187,8 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
     if (std::string e = needPointer(name, p); !e.empty())
       return invalid(e);
   // dt_bias may be null (0: FLA's dt_bias=None).
-  if (v.gate == GateKind::None && a.g)
-    return invalid("g must be null (the spec's rule has no gate)");
-  if (v.gate != GateKind::None && !a.g)
-    return invalid("g must not be null (the spec has a gate)");
-  if ((v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw) && !a.A_log)
-    return invalid("A_log must not be null (the spec's gate is raw)");
+  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log); !e.empty())
+    return invalid(e);
   if (!a.beta)
     return invalid("beta must not be null");
   const bool betaF32 = a.beta_f32 != 0;

@@ -409,17 +409,7 @@ class Library:
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
-        _check_gpu_q(q)
-        for name, t in (("k", k), ("v", v)):
-            _check_cuda(name, t, q.device)
-        if v.dim() != 4:
-            raise ValueError(f"q and v must be [B, T, heads, dim], got {tuple(q.shape)} and {tuple(v.shape)}")
-        B, T, H, K = q.shape
-        HV, V = v.shape[2], v.shape[3]
-        if HV % H:
-            raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
-        if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
-            raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
+        B, T, H, K, HV, V = _recurrent_shapes(q, k, v)
         raw = bool(use_gate_in_kernel)
         if raw:
             if A_log is None:
@@ -559,17 +549,7 @@ class Library:
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
-        _check_gpu_q(q)
-        for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
-            _check_cuda(name, t, q.device)
-        if v.dim() != 4:
-            raise ValueError(f"q and v must be [B, T, heads, dim], got {tuple(q.shape)} and {tuple(v.shape)}")
-        B, T, H, K = q.shape
-        HV, V = v.shape[2], v.shape[3]
-        if HV % H:
-            raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
-        if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
-            raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
+        B, T, H, K, HV, V = _recurrent_shapes(q, k, v, ("g", g), ("beta", beta))
         raw = bool(use_gate_in_kernel)
         if raw:
             if A_log is None:
@@ -937,6 +917,25 @@ class Library:
                      in_idx, out_idx, intermediate_states, disable_state_update, idx2d, accepted,
                      error_flag, cu, kind="serving", slot_stride=slot_stride)
         return o
+
+
+def _recurrent_shapes(q, k, v, *others):
+    """(B, T, H, K, HV, V) of an FLA-named recurrent call, after checking
+    q, k, v (and the (name, tensor) pairs in others) are on q's GPU, q and
+    v are [B, T, heads, dim] with HV a multiple of H, and q, k, v share a
+    dtype."""
+    _check_gpu_q(q)
+    for name, t in (("k", k), ("v", v)) + others:
+        _check_cuda(name, t, q.device)
+    if v.dim() != 4:
+        raise ValueError(f"q and v must be [B, T, heads, dim], got {tuple(q.shape)} and {tuple(v.shape)}")
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    if HV % H:
+        raise ValueError(f"v has HV = {HV} heads, not a multiple of H = {H}")
+    if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
+    return B, T, H, K, HV, V
 
 
 def _name(dtype):

@@ -353,9 +353,10 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         needAligned("error_flag", a.error_flag, 4, "int32")})
     if (!e.empty())
       return invalid(e);
-  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.dt_bias);
-      !e.empty())
+  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log); !e.empty())
     return invalid(e);
+  if ((v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw) && !a.dt_bias)
+    return invalid("dt_bias must not be null (the spec's gate is raw)");
   // Per-channel gates are copied 16 bytes at a time (a token's K decays).
   if (perChannel(v.gate) && !aligned16(a.g))
     return invalid("g must be 16-byte aligned (per-channel gates)");
