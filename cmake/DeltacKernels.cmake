@@ -36,7 +36,7 @@ function(deltac_generate_kernels name)
   set(sources ${dir}/${name}.cpp ${dir}/${name}_images.cpp
               ${dir}/deltac_runtime.cpp ${dir}/deltac_decode.cpp
               ${dir}/deltac_prefill.cpp)
-  set(headers ${dir}/${name}.h ${dir}/deltac_api.h ${dir}/deltac_runtime.h
+  set(headers ${dir}/${name}.h ${dir}/deltac_abi.h ${dir}/deltac_api.h ${dir}/deltac_runtime.h
               ${dir}/deltac_decode.h ${dir}/deltac_prefill.h
               ${dir}/deltac_checks.h)
   add_custom_command(

@@ -3,8 +3,8 @@
 #include "codegen/KernelLibrary.h"
 #include "codegen/Templates.h"
 
-#include "passes/DecodeKernel.h"
-#include "passes/Passes.h"
+#include "codegen/gpu/decode/DecodeKernel.h"
+#include "codegen/gpu/Passes.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -189,30 +189,56 @@ std::string gateKind(delta::GateForm gate) {
   return "deltac_rt::GateKind::None";
 }
 
-/// A variant table entry's tail of alternative launch values
-/// (PrefillVariant::altTarget ...): recur's, then chunks', for the one
-/// target whose code takes them (each kernel's own values where only the
-/// other differs); empty where neither does and the entry ends here. A
-/// library for sm_90a alone has the wgmma forms only, whose values differ
-/// from no other's: where the overlapped launch or the raw q/k form
-/// follows (`wgmmaTail`), which run only on altTarget's code, its one
-/// target is named with its own values.
-std::string altValues(const deltac::EmittedKernel &chunks, const deltac::EmittedKernel &recur,
-                      bool wgmmaTail) {
+/// One row of a variant table, written as one assignment per named field
+/// (`v.K = 128;`): the generated table says what each value is, and a
+/// field added to the runtime's struct cannot shift the others.
+struct Row {
+  std::string body;
+  void set(StringRef field, const std::string &value) {
+    body += "      v." + field.str() + " = " + value + ";\n";
+  }
+  void set(StringRef field, int64_t value) { set(field, std::to_string(value)); }
+  void kernel(StringRef field, const std::string &name) { set(field, "&" + name + "_kernel"); }
+};
+
+/// A table built on first use: `name()` returns its rows (a function-local
+/// static, so no other static initializer can see it unbuilt).
+std::string variantTable(StringRef type, const std::string &name,
+                         ArrayRef<Row> rows) {
+  std::string out = "const deltac_rt::" + type.str() + " *" + name + "() {\n" +
+                    "  static const std::array<deltac_rt::" + type.str() + ", " +
+                    std::to_string(rows.size()) + "> table = [] {\n" +
+                    "    std::array<deltac_rt::" + type.str() + ", " +
+                    std::to_string(rows.size()) + "> t{};\n";
+  for (auto [i, row] : llvm::enumerate(rows))
+    out += "    {\n      deltac_rt::" + type.str() + " &v = t[" + std::to_string(i) +
+           "];\n" + row.body + "    }\n";
+  return out + "    return t;\n  }();\n  return table.data();\n}\n";
+}
+
+/// A prefill row's alternative launch values (PrefillVariant::altTarget
+/// ...): recur's, then chunks', for the one target whose code takes them
+/// (each kernel's own values where only the other differs); none where
+/// neither does. A library for sm_90a alone has the wgmma forms only, whose
+/// values differ from no other's: where the overlapped launch or the raw
+/// q/k form follows (`wgmmaTail`), which run only on altTarget's code, its
+/// one target is named with its own values.
+void altFields(Row &row, const deltac::EmittedKernel &chunks,
+               const deltac::EmittedKernel &recur, bool wgmmaTail) {
   std::string target = recur.altTarget.empty() ? chunks.altTarget : recur.altTarget;
   if (target.empty() && wgmmaTail && recur.ptx.size() == 1)
     target = recur.ptx.front().first;
   if (target.empty())
-    return "";
-  auto values = [&](const deltac::EmittedKernel &k, bool stage) {
-    bool alt = !k.altTarget.empty();
-    std::string out = ", " + std::to_string(alt ? k.altThreads : k.threads) + ", " +
-                      std::to_string(alt ? k.altSmem : k.smem);
-    if (stage)
-      out += ", " + std::to_string(alt ? k.altSmemStage : k.smemStage);
-    return out;
+    return;
+  auto alt = [](const deltac::EmittedKernel &k, int64_t altValue, int64_t own) {
+    return k.altTarget.empty() ? own : altValue;
   };
-  return ", \"" + target + "\"" + values(recur, true) + values(chunks, false);
+  row.set("altTarget", "\"" + target + "\"");
+  row.set("recurAltThreads", alt(recur, recur.altThreads, recur.threads));
+  row.set("smemRecurAlt", alt(recur, recur.altSmem, recur.smem));
+  row.set("smemRecurAltStage", alt(recur, recur.altSmemStage, recur.smemStage));
+  row.set("chunksAltThreads", alt(chunks, chunks.altThreads, chunks.threads));
+  row.set("smemChunksAlt", alt(chunks, chunks.altSmem, chunks.smem));
 }
 } // namespace
 
@@ -297,21 +323,24 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
     kernelList += (kernelList.empty() ? "" : " ") + k.name;
   }
   for (const std::string &spec : specs) {
-    std::string variants;
-    int64_t count = 0;
+    SmallVector<Row> rows;
     for (const EmittedKernel &k : kernels) {
       if (k.spec != spec || k.entry != "decode")
         continue;
-      ++count;
-      variants += "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) +
-                  ", " + dtypeEnum(k.ioType) + ", " + dtypeEnum(k.stateType) +
-                  ", " + gateKind(k.gate) + ", " +
-                  (k.layout == delta::StateLayout::vk ? "true" : "false") +
-                  ", " + std::to_string(k.maxT) + ", " +
-                  std::to_string(k.gridX) + ", " + std::to_string(k.threads) +
-                  ", " + std::to_string(k.minBlocksPerSM) + ", &" + k.name +
-                  "_kernel},\n";
+      Row &row = rows.emplace_back();
+      row.set("K", k.k);
+      row.set("V", k.v);
+      row.set("io", dtypeEnum(k.ioType));
+      row.set("state", dtypeEnum(k.stateType));
+      row.set("gate", gateKind(k.gate));
+      row.set("stateVFirst", k.layout == delta::StateLayout::vk ? "true" : "false");
+      row.set("maxT", k.maxT);
+      row.set("gridX", k.gridX);
+      row.set("threads", k.threads);
+      row.set("minBlocksPerSM", k.minBlocksPerSM);
+      row.kernel("kernel", k.name);
     }
+    int64_t count = rows.size();
     if (count == 0)
       continue;
     std::string cName = libName.str() + "_" + spec + "_decode";
@@ -324,11 +353,11 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
               libName.str() + "_last_error(). */\nint " + cName +
               "(const deltac_decode_args *args, void *stream);\n";
     definitions +=
-        "namespace {\nconst deltac_rt::DecodeVariant " + spec +
-        "_decode_variants[] = {\n" + variants + "};\n} // namespace\n\n" +
+        "namespace {\n" + variantTable("DecodeVariant", spec + "_decode_variants", rows) +
+        "} // namespace\n\n" +
         "deltac::Status " + libName.str() + "::" + spec +
         "::decode(const deltac_decode_args &args, void *stream) {\n"
-        "  return deltac_rt::runDecode(" + spec + "_decode_variants, " +
+        "  return deltac_rt::runDecode(" + spec + "_decode_variants(), " +
         std::to_string(count) + ", args, stream);\n}\n\n"
         "extern \"C\" int " + cName +
         "(const deltac_decode_args *args, void *stream) {\n"
@@ -341,8 +370,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
 
   // Prefill: one variant per (K, V), made of its three kernels.
   for (const std::string &spec : specs) {
-    std::string variants;
-    int64_t count = 0;
+    SmallVector<Row> rows;
     for (const EmittedKernel &k : kernels) {
       if (k.spec != spec || k.entry != "prefill" ||
           !StringRef(k.name).ends_with("_prep"))
@@ -366,42 +394,48 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         if (!rest.consume_front(base + "_recur") ||
             !(rest.empty() || rest.starts_with("_v")))
           continue;
-        ++count;
-        // The overlapped launch (passes/PrefillOverlap.cpp) and the raw q/k
+        // The overlapped launch (codegen/gpu/prefill/PrefillOverlap.cpp) and the raw q/k
         // form, each where this recur and chunks' form for it exist.
         bool overlaps = recur.overlapBlocksPerSM > 0 && queue;
         bool rawQK = recur.rawQK && chunksRaw;
         // The shared overlapped launch's recur, beside the variant that
         // overlaps (its launch values are that recur's altTarget ones).
         bool shared = overlaps && recurShared;
-        variants +=
-            "    {" + std::to_string(k.k) + ", " + std::to_string(k.v) + ", " +
-            std::to_string(k.chunk) + ", " + dtypeEnum(k.ioType) + ", " +
-            dtypeEnum(k.stateType) + ", " + gateKind(k.gate) + ", " +
-            (k.layout == delta::StateLayout::vk ? "true" : "false") + ", " +
-            std::to_string(k.threads) + ", " + std::to_string(chunks->threads) + ", " +
-            std::to_string(recur.threads) +
-            ", " + std::to_string(recur.gridX) +
-            ", " + std::to_string(recur.minBlocksPerSM) + ", " +
-            std::to_string(k.smem) + ", " + std::to_string(chunks->smem) +
-            ", " + std::to_string(recur.smem) + ", " +
-            std::to_string(recur.smemStage) + ", &" + k.name + "_kernel, &" +
-            chunks->name + "_kernel, &" + recur.name + "_kernel" +
-            altValues(*chunks, recur, overlaps || rawQK) +
-            // The overlapped launch: its variant's bound and chunks' queue
-            // form.
-            (overlaps ? ", " + std::to_string(recur.overlapBlocksPerSM) + ", &" +
-                            queue->name + "_kernel"
-             : rawQK  ? ", 0, nullptr"
-                      : "") +
-            // recur reads raw q and k where the host asks (qk_raw), after
-            // chunks' form that writes the factors instead of Qg and Kd.
-            (rawQK    ? ", &" + chunksRaw->name + "_kernel"
-             : shared ? ", nullptr"
-                      : "") +
-            (shared ? ", &" + recurShared->name + "_kernel" : "") + "},\n";
+        Row &row = rows.emplace_back();
+        row.set("K", k.k);
+        row.set("V", k.v);
+        row.set("chunk", k.chunk);
+        row.set("io", dtypeEnum(k.ioType));
+        row.set("state", dtypeEnum(k.stateType));
+        row.set("gate", gateKind(k.gate));
+        row.set("stateVFirst", k.layout == delta::StateLayout::vk ? "true" : "false");
+        row.set("threads", k.threads);
+        row.set("chunksThreads", chunks->threads);
+        row.set("recurThreads", recur.threads);
+        row.set("valueTiles", recur.gridX);
+        row.set("minBlocksPerSM", recur.minBlocksPerSM);
+        row.set("smemPrep", k.smem);
+        row.set("smemChunks", chunks->smem);
+        row.set("smemRecur", recur.smem);
+        row.set("smemRecurStage", recur.smemStage);
+        row.kernel("prep", k.name);
+        row.kernel("chunks", chunks->name);
+        row.kernel("recur", recur.name);
+        altFields(row, *chunks, recur, overlaps || rawQK);
+        // The overlapped launch: its variant's bound and chunks' queue form.
+        if (overlaps) {
+          row.set("overlapBlocksPerSM", recur.overlapBlocksPerSM);
+          row.kernel("queue", queue->name);
+        }
+        // recur reads raw q and k where the host asks (qk_raw), after
+        // chunks' form that writes the factors instead of Qg and Kd.
+        if (rawQK)
+          row.kernel("chunksRaw", chunksRaw->name);
+        if (shared)
+          row.kernel("recurShared", recurShared->name);
       }
     }
+    int64_t count = rows.size();
     if (count == 0)
       continue;
     std::string cName = libName.str() + "_" + spec + "_prefill";
@@ -423,17 +457,17 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
               "int64_t " + cName + "_workspace_bytes(int64_t K, int64_t V, "
               "int64_t T, int64_t N, int64_t HV);\n";
     definitions +=
-        "namespace {\nconst deltac_rt::PrefillVariant " + table +
-        "[] = {\n" + variants + "};\n} // namespace\n\n" +
+        "namespace {\n" + variantTable("PrefillVariant", table, rows) +
+        "} // namespace\n\n" +
         "deltac::Status " + ns +
         "::prefill(const deltac_prefill_args &args, void *stream) {\n"
-        "  return deltac_rt::runPrefill(" + table + ", " +
+        "  return deltac_rt::runPrefill(" + table + "(), " +
         std::to_string(count) + ", args, stream);\n}\n\n"
         "int64_t " + ns + "::prefill_workspace_bytes(int64_t K, int64_t V, "
         "int64_t T, int64_t N, int64_t HV) {\n"
         "  deltac::Status status;\n"
         "  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(" +
-        table + ", " + std::to_string(count) + ", K, V, status);\n"
+        table + "(), " + std::to_string(count) + ", K, V, status);\n"
         "  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;\n}\n\n"
         "extern \"C\" int " + cName +
         "(const deltac_prefill_args *args, void *stream) {\n"

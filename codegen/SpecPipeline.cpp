@@ -3,6 +3,8 @@
 #include "codegen/SpecPipeline.h"
 
 #include "dialect/DeltaOps.h"
+#include "codegen/gpu/NvidiaTarget.h"
+#include "codegen/gpu/Passes.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -92,6 +94,8 @@ LogicalResult deltac::expandSpecs(ModuleOp module,
                                   ArrayRef<std::string> targets,
                                   StringRef decodeTuning,
                                   StringRef prefillPlan) {
+  // The plan's default target model; a tool has registered it already.
+  delta::registerNvidiaPlanTarget();
   PassManager pm(module->getName());
   pm.addPass(delta::createDeltaAttachTargets(
       delta::DeltaAttachTargetsOptions{llvm::to_vector(targets)}));

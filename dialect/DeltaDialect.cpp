@@ -1,12 +1,11 @@
 //===- DeltaDialect.cpp - the delta dialect ---------------------*- C++ -*-===//
 //
-// Dialect registration, attributes, the `delta.targets` module attribute and
+// The dialect's attributes, the `delta.targets` module attribute and
 // the rule/gate compatibility table shared by the verifiers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialect/DeltaDialect.h"
-#include "dialect/DeltaOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -28,10 +27,7 @@ void DeltaDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "dialect/DeltaAttrs.cpp.inc"
       >();
-  addOperations<
-#define GET_OP_LIST
-#include "dialect/DeltaOps.cpp.inc"
-      >();
+  registerOperations();
 }
 
 ArrayRef<StringRef> mlir::delta::supportedTargets() {

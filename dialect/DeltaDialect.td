@@ -31,6 +31,9 @@ def Delta_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
+    /// Adds the ops (DeltaOps.cpp): the dialect's own files stay below
+    /// the ops' in the include graph.
+    void registerOperations();
     /// Name of the module attribute that lists the target SMs.
     static constexpr ::llvm::StringLiteral kTargetsAttrName = "delta.targets";
     /// Function attributes set by delta-expand-spec.
@@ -48,7 +51,7 @@ def Delta_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMinBlocksPerSMAttrName =
         "delta.min_blocks_per_sm";
     /// Prefill recur: the overlapped launch beside chunks up to this many
-    /// quarters of a block per SM (passes/PrefillOverlap.cpp).
+    /// quarters of a block per SM (codegen/gpu/prefill/PrefillOverlap.cpp).
     static constexpr ::llvm::StringLiteral kOverlapBlocksPerSMAttrName =
         "delta.overlap_blocks_per_sm";
     /// Prefill recur: the transposed form that also reads raw q and k

@@ -83,6 +83,13 @@ static void printEntryList(OpAsmPrinter &p, Operation *, ArrayAttr entries) {
 #define GET_OP_CLASSES
 #include "dialect/DeltaOps.cpp.inc"
 
+void DeltaDialect::registerOperations() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/DeltaOps.cpp.inc"
+      >();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise preparation ops
 //===----------------------------------------------------------------------===//

@@ -1,31 +1,29 @@
 //===- PlanPrefill.cpp - kernel variants and their dispatch table -*- C++ -*-===//
 //
 // `delta-plan-prefill` decides, for each chunked prefill function, which
-// recur kernels to emit and when the host launches each. The cost model is
-// deliberately small: the recurrence is sequential over chunks, so a call
-// is as fast as its busiest block; a block's work per chunk grows with its
-// V tile, while the number of blocks, N * HV * V / tile, must fill the GPU
-// to use it. Hence: wide tiles (less redundant work on K) when the grid
-// already covers half the SMs, narrower ones when it does not (a block of
-// half the width is not twice as fast: one wave of wide blocks beats two
-// of narrow ones, measured on the H200), and tile 64 of a scalar gate
-// already from a quarter of the SMs (sm_90a's transposed recur makes its
-// chunk cheaper than tile 32's; tile 32 then could never be launched, and
-// a variant that never could is not emitted). The decision is written as
-// `delta.recur_variants`, one dictionary per kernel in dispatch order with
-// its `value_tile` and `min_blocks_per_sm` (the first variant whose grid
-// has at least a quarter that many blocks per SM is launched; 0: always; the
-// grid counts N sequences, or T / max_seqlen where the host knows the
-// longest: the call lasts as long as that sequence's chain), and
-// `overlap_blocks_per_sm` (the overlapped launch, chunks and recur side by
-// side, where the variant's N * HV * V / tile blocks are at most a quarter
-// that many per SM; 0: never), which delta-lower-prefill-to-gpu and the
-// host wrapper consume.
+// recur kernels to emit and when the host launches each. The recurrence is
+// sequential over chunks, so a call lasts as long as its busiest block, and
+// the blocks, N * HV * V / tile, must fill the GPU to use it: the choice is
+// between V tiles. What each tile costs on the hardware comes from a
+// PlanTarget (passes/PlanTarget.h; the pass's `target-model` option names
+// it): the candidate tiles, from how full a grid each is worth launching,
+// and up to which grid it runs overlapped with chunks. The pass turns those
+// answers into a dispatch table and drops every variant that could never
+// be launched. The decision is written as `delta.recur_variants`, one
+// dictionary per kernel in dispatch order with its `value_tile` and
+// `min_blocks_per_sm` (the first variant whose grid has at least a quarter
+// that many blocks per SM is launched; 0: always; the grid counts N
+// sequences, or T / max_seqlen where the host knows the longest: the call
+// lasts as long as that sequence's chain), and `overlap_blocks_per_sm` (the
+// overlapped launch, chunks and recur side by side, where the variant's
+// N * HV * V / tile blocks are at most a quarter that many per SM; 0:
+// never), which delta-lower-prefill-to-gpu and the host wrapper consume.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialect/DeltaOps.h"
 #include "passes/Passes.h"
+#include "passes/PlanTarget.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -58,12 +56,16 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
     func.walk([&](ChunkKktOp op) { kkts.push_back(op); });
     Value gamma = kkts.empty() ? Value() : kkts.front().getGamma();
     bool perChannel = gamma && cast<RankedTensorType>(gamma.getType()).getRank() == 2;
-    SmallVector<int64_t> tiles(valueTiles.begin(), valueTiles.end());
-    if (tiles.empty()) {
-      tiles = {32, 16};
-      if (K <= 128 && V % 64 == 0)
-        tiles.insert(tiles.begin(), 64);
+    const PlanTarget *target = lookupPlanTarget(targetModel);
+    if (!target) {
+      func.emitError() << "delta-plan-prefill: no target model '" << targetModel
+                       << "' is registered (registered: " << registeredPlanTargets() << ")";
+      return signalPassFailure();
     }
+    PlanQuery query{K, V, perChannel};
+    SmallVector<int64_t> tiles(valueTiles.begin(), valueTiles.end());
+    if (tiles.empty())
+      tiles = target->valueTiles(query);
     SmallVector<int64_t> usable;
     for (int64_t t : tiles) {
       if (t < 8 || t % 8 != 0 || V % t != 0) {
@@ -84,19 +86,10 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
     // emitted, rather than compiled and shipped for nothing.
     int64_t lowestBound = std::numeric_limits<int64_t>::max(), boundTile = 0;
     for (auto [i, t] : llvm::enumerate(usable)) {
-      // In quarters of a block per SM: all but the narrowest tile require
-      // half a wave of blocks (2), tile 64 of a scalar gate a quarter (1):
-      // there sm_90a's transposed recur (S^T as a register operand) runs a
-      // chunk faster than tile 32's form does, so it wins wherever the
-      // narrowest grid (four times as many blocks) would overflow a wave
-      // (H200: T = 4K, HV = 32: 70.9 against 80.9 us).
-      int64_t minBlocks = i + 1 == usable.size() ? 0 : t == 64 && !perChannel ? 1 : 2;
-      // The overlapped launch (chunks and recur side by side, recur's
-      // blocks on SMs of their own) where its grid needs at most a quarter
-      // of the SMs: there the transposed recur's chain at tile 64 keeps up
-      // with chunks on the other three quarters, and the call takes about
-      // as long as the longer of the two instead of their sum.
-      int64_t overlap = t == 64 && !perChannel ? 1 : 0;
+      // In quarters of a block per SM; the narrowest tile is the fallback.
+      int64_t minBlocks =
+          i + 1 == usable.size() ? 0 : target->launchQuartersPerSm(query, t);
+      int64_t overlap = target->overlapQuartersPerSm(query, t);
       if (minBlocks * t >= lowestBound) {
         // Tiles the user asked for by name are worth a word; the default
         // list's dead entry is not.

@@ -3,6 +3,8 @@
 #include "tools/DeltacRegistration.h"
 
 #include "dialect/DeltaOps.h"
+#include "codegen/gpu/NvidiaTarget.h"
+#include "codegen/gpu/Passes.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
@@ -60,6 +62,8 @@ void deltac::registerDialects(mlir::DialectRegistry &registry) {
 
 void deltac::registerPasses() {
   mlir::delta::registerDeltacPasses();
+  mlir::delta::registerDeltacGpuPasses();
+  mlir::delta::registerNvidiaPlanTarget(); // delta-plan-prefill's default model
   mlir::registerTransformsPasses(); // canonicalize, cse, symbol-dce, ...
   mlir::registerConversionPasses(); // convert-gpu-to-nvvm, scf-to-cf, ...
   mlir::registerGPUPasses();        // nvvm-attach-target, module-to-binary

@@ -39,7 +39,7 @@ deltac::Status runDecode(const DecodeVariant *variants, int count,
 
 /// The values of the decode kernel's parameters, and packDecodeParams, the
 /// one place that lists them (in the order of decodeKernelParams() in
-/// passes/DecodeKernel.h): runDecode launches the pack it builds, and
+/// codegen/gpu/decode/DecodeKernel.h): runDecode launches the pack it builds, and
 /// decodeParamLayout() reports the same pack's names, kinds and sizes
 /// (tests/unit/DecodeAbiTest.cpp compares them with the compiler's types
 /// and the generated PTX's .param list).

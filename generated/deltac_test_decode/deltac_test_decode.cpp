@@ -58,16 +58,73 @@ deltac_rt::Kernel deltanet_kv_k64_v64_decode_small_kernel(deltac_test_decode_del
 } // namespace
 
 namespace {
-const deltac_rt::DecodeVariant gdn_log_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 2, 128, 4, &gdn_log_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 4, 128, 0, &gdn_log_k128_v128_decode_small_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, 4, &gdn_log_k64_v64_decode_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, 0, &gdn_log_k64_v64_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_log_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_log_k128_v128_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_log_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_log_k64_v64_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_log::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_log_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(gdn_log_decode_variants(), 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_log_decode(const deltac_decode_args *args, void *stream) {
@@ -77,14 +134,45 @@ extern "C" int deltac_test_decode_gdn_log_decode(const deltac_decode_args *args,
 }
 
 namespace {
-const deltac_rt::DecodeVariant gdn_raw_bf16_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 4, 2, 128, 4, &gdn_raw_bf16_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 4, 4, 128, 0, &gdn_raw_bf16_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_raw_bf16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_raw_bf16_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_raw_bf16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_raw_bf16_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(gdn_raw_bf16_decode_variants(), 2, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *args, void *stream) {
@@ -94,16 +182,73 @@ extern "C" int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *
 }
 
 namespace {
-const deltac_rt::DecodeVariant gdn_linear_decode_variants[] = {
-    {64, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 1, 128, 4, &gdn_linear_k64_v128_decode_kernel},
-    {64, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, 0, &gdn_linear_k64_v128_decode_small_kernel},
-    {128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 1, 128, 4, &gdn_linear_k128_v64_decode_kernel},
-    {128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 4, 2, 128, 0, &gdn_linear_k128_v64_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_linear_k64_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_linear_k64_v128_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_linear_k128_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_linear_k128_v64_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_linear::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_linear_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(gdn_linear_decode_variants(), 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_linear_decode(const deltac_decode_args *args, void *stream) {
@@ -113,14 +258,45 @@ extern "C" int deltac_test_decode_gdn_linear_decode(const deltac_decode_args *ar
 }
 
 namespace {
-const deltac_rt::DecodeVariant deltanet_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, true, 2, 2, 128, 4, &deltanet_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, true, 2, 4, 128, 0, &deltanet_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *deltanet_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = true;
+      v.maxT = 2;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = true;
+      v.maxT = 2;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_decode::deltanet::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(deltanet_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(deltanet_decode_variants(), 2, args, stream);
 }
 
 extern "C" int deltac_test_decode_deltanet_decode(const deltac_decode_args *args, void *stream) {
@@ -130,16 +306,73 @@ extern "C" int deltac_test_decode_deltanet_decode(const deltac_decode_args *args
 }
 
 namespace {
-const deltac_rt::DecodeVariant gdn_log_kv_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &gdn_log_kv_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &gdn_log_kv_k128_v128_decode_small_kernel},
-    {64, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &gdn_log_kv_k64_v128_decode_kernel},
-    {64, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &gdn_log_kv_k64_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_log_kv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_log_kv_k128_v128_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 64;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_log_kv_k64_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 64;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_log_kv_k64_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_log_kv::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_log_kv_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(gdn_log_kv_decode_variants(), 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_log_kv_decode(const deltac_decode_args *args, void *stream) {
@@ -149,16 +382,73 @@ extern "C" int deltac_test_decode_gdn_log_kv_decode(const deltac_decode_args *ar
 }
 
 namespace {
-const deltac_rt::DecodeVariant gdn_raw_kv_bf16_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 4, 128, 4, &gdn_raw_kv_bf16_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 4, 128, 0, &gdn_raw_kv_bf16_k128_v128_decode_small_kernel},
-    {128, 48, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 3, 128, 4, &gdn_raw_kv_bf16_k128_v48_decode_kernel},
-    {128, 48, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, false, 4, 3, 128, 0, &gdn_raw_kv_bf16_k128_v48_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = false;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = false;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 48;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = false;
+      v.maxT = 4;
+      v.gridX = 3;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 48;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = false;
+      v.maxT = 4;
+      v.gridX = 3;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_raw_kv_bf16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_raw_kv_bf16_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(gdn_raw_kv_bf16_decode_variants(), 4, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_raw_kv_bf16_decode(const deltac_decode_args *args, void *stream) {
@@ -168,14 +458,45 @@ extern "C" int deltac_test_decode_gdn_raw_kv_bf16_decode(const deltac_decode_arg
 }
 
 namespace {
-const deltac_rt::DecodeVariant deltanet_kv_decode_variants[] = {
-    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 2, 2, 128, 4, &deltanet_kv_k64_v64_decode_kernel},
-    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 2, 2, 128, 0, &deltanet_kv_k64_v64_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 2;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_kv_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 2;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_kv_k64_v64_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_decode::deltanet_kv::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(deltanet_kv_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(deltanet_kv_decode_variants(), 2, args, stream);
 }
 
 extern "C" int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *args, void *stream) {

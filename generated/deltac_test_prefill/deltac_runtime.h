@@ -7,6 +7,8 @@
 #ifndef DELTAC_RUNTIME_H
 #define DELTAC_RUNTIME_H
 
+#include "deltac_abi.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -148,8 +150,9 @@ std::string lastLaunches();
 /// as snprintf does.
 size_t copyLastLaunches(char *buf, size_t n);
 
-/// What one kernel parameter carries (the compiler's mlir::delta::ParamKind).
-enum class ParamKind { Pointer, I32, I64, F32, TensorMap };
+/// What one kernel parameter carries (deltac_abi.h, shared with the
+/// compiler).
+using ParamKind = deltac_abi::ParamKind;
 /// A parameter as the runtime packs it: its name, kind and size in bytes.
 struct ParamInfo {
   const char *name;

@@ -86,19 +86,82 @@ deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(deltac_test_prefill_k25
 } // namespace
 
 namespace {
-const deltac_rt::PrefillVariant gkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &gkv_k128_v128_prefill_queue_kernel, &gkv_k128_v128_prefill_chunks_raw_kernel, &gkv_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &gkv_k128_v128_prefill_prep_kernel, &gkv_k128_v128_prefill_chunks_kernel, &gkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *gkv_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &gkv_k128_v128_prefill_prep_kernel;
+      v.chunks = &gkv_k128_v128_prefill_chunks_kernel;
+      v.recur = &gkv_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &gkv_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &gkv_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &gkv_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &gkv_k128_v128_prefill_prep_kernel;
+      v.chunks = &gkv_k128_v128_prefill_chunks_kernel;
+      v.recur = &gkv_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_prefill::gkv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(gkv_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(gkv_prefill_variants(), 2, args, stream);
 }
 
 int64_t deltac_test_prefill::gkv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(gkv_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(gkv_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -113,19 +176,66 @@ extern "C" int64_t deltac_test_prefill_gkv_prefill_workspace_bytes(int64_t K, in
 }
 
 namespace {
-const deltac_rt::PrefillVariant dn_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 256, 1, 1, 1040, 20480, 71424, 21248, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::None, true, 128, 128, 96, 4, 0, 1040, 20480, 43776, 18176, &dn_k64_v64_prefill_prep_kernel, &dn_k64_v64_prefill_chunks_kernel, &dn_k64_v64_prefill_recur_v16_kernel},
-};
+const deltac_rt::PrefillVariant *dn_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 1040;
+      v.smemChunks = 20480;
+      v.smemRecur = 71424;
+      v.smemRecurStage = 21248;
+      v.prep = &dn_k64_v64_prefill_prep_kernel;
+      v.chunks = &dn_k64_v64_prefill_chunks_kernel;
+      v.recur = &dn_k64_v64_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 20480;
+      v.smemRecur = 43776;
+      v.smemRecurStage = 18176;
+      v.prep = &dn_k64_v64_prefill_prep_kernel;
+      v.chunks = &dn_k64_v64_prefill_chunks_kernel;
+      v.recur = &dn_k64_v64_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_prefill::dn::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(dn_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(dn_prefill_variants(), 2, args, stream);
 }
 
 int64_t deltac_test_prefill::dn::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(dn_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(dn_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -140,19 +250,66 @@ extern "C" int64_t deltac_test_prefill_dn_prefill_workspace_bytes(int64_t K, int
 }
 
 namespace {
-const deltac_rt::PrefillVariant glin_prefill_variants[] = {
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 256, 2, 1, 1040, 28672, 71424, 21248, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_kernel},
-    {64, 128, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Linear, true, 128, 128, 96, 8, 0, 1040, 28672, 43776, 18176, &glin_k64_v128_prefill_prep_kernel, &glin_k64_v128_prefill_chunks_kernel, &glin_k64_v128_prefill_recur_v16_kernel},
-};
+const deltac_rt::PrefillVariant *glin_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 128;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 1040;
+      v.smemChunks = 28672;
+      v.smemRecur = 71424;
+      v.smemRecurStage = 21248;
+      v.prep = &glin_k64_v128_prefill_prep_kernel;
+      v.chunks = &glin_k64_v128_prefill_chunks_kernel;
+      v.recur = &glin_k64_v128_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 128;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 28672;
+      v.smemRecur = 43776;
+      v.smemRecurStage = 18176;
+      v.prep = &glin_k64_v128_prefill_prep_kernel;
+      v.chunks = &glin_k64_v128_prefill_chunks_kernel;
+      v.recur = &glin_k64_v128_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_prefill::glin::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(glin_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(glin_prefill_variants(), 2, args, stream);
 }
 
 int64_t deltac_test_prefill::glin::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(glin_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(glin_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -167,19 +324,82 @@ extern "C" int64_t deltac_test_prefill_glin_prefill_workspace_bytes(int64_t K, i
 }
 
 namespace {
-const deltac_rt::PrefillVariant d64_prefill_variants[] = {
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &d64_k64_v64_prefill_queue_kernel, &d64_k64_v64_prefill_chunks_raw_kernel, &d64_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &d64_k64_v64_prefill_prep_kernel, &d64_k64_v64_prefill_chunks_kernel, &d64_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-};
+const deltac_rt::PrefillVariant *d64_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &d64_k64_v64_prefill_prep_kernel;
+      v.chunks = &d64_k64_v64_prefill_chunks_kernel;
+      v.recur = &d64_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &d64_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &d64_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &d64_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &d64_k64_v64_prefill_prep_kernel;
+      v.chunks = &d64_k64_v64_prefill_chunks_kernel;
+      v.recur = &d64_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_prefill::d64::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(d64_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(d64_prefill_variants(), 2, args, stream);
 }
 
 int64_t deltac_test_prefill::d64::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(d64_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(d64_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -194,20 +414,106 @@ extern "C" int64_t deltac_test_prefill_d64_prefill_workspace_bytes(int64_t K, in
 }
 
 namespace {
-const deltac_rt::PrefillVariant kkv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 2, 2064, 156160, 195840, 71168, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584, 512, 156160},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 2, 2064, 156160, 161024, 67072, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488, 512, 156160},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2064, 156160, 143616, 65024, &kkv_k128_v128_prefill_prep_kernel, &kkv_k128_v128_prefill_chunks_kernel, &kkv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440, 512, 156160},
-};
+const deltac_rt::PrefillVariant *kkv_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
+    std::array<deltac_rt::PrefillVariant, 3> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 195840;
+      v.smemRecurStage = 71168;
+      v.prep = &kkv_k128_v128_prefill_prep_kernel;
+      v.chunks = &kkv_k128_v128_prefill_chunks_kernel;
+      v.recur = &kkv_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 186368;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 128;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 161024;
+      v.smemRecurStage = 67072;
+      v.prep = &kkv_k128_v128_prefill_prep_kernel;
+      v.chunks = &kkv_k128_v128_prefill_chunks_kernel;
+      v.recur = &kkv_k128_v128_prefill_recur_v32_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 153600;
+      v.smemRecurAltStage = 63488;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 143616;
+      v.smemRecurStage = 65024;
+      v.prep = &kkv_k128_v128_prefill_prep_kernel;
+      v.chunks = &kkv_k128_v128_prefill_chunks_kernel;
+      v.recur = &kkv_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 137216;
+      v.smemRecurAltStage = 61440;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_prefill::kkv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(kkv_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(kkv_prefill_variants(), 3, args, stream);
 }
 
 int64_t deltac_test_prefill::kkv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kkv_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kkv_prefill_variants(), 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -222,20 +528,88 @@ extern "C" int64_t deltac_test_prefill_kkv_prefill_workspace_bytes(int64_t K, in
 }
 
 namespace {
-const deltac_rt::PrefillVariant kraw_prefill_variants[] = {
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 256, 1, 2, 1040, 46080, 71424, 21248, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 128, 2, 2, 1040, 46080, 52992, 19200, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v32_kernel},
-    {64, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, true, 128, 128, 96, 4, 0, 1040, 46080, 43776, 18176, &kraw_k64_v64_prefill_prep_kernel, &kraw_k64_v64_prefill_chunks_kernel, &kraw_k64_v64_prefill_recur_v16_kernel},
-};
+const deltac_rt::PrefillVariant *kraw_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
+    std::array<deltac_rt::PrefillVariant, 3> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 71424;
+      v.smemRecurStage = 21248;
+      v.prep = &kraw_k64_v64_prefill_prep_kernel;
+      v.chunks = &kraw_k64_v64_prefill_chunks_kernel;
+      v.recur = &kraw_k64_v64_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 52992;
+      v.smemRecurStage = 19200;
+      v.prep = &kraw_k64_v64_prefill_prep_kernel;
+      v.chunks = &kraw_k64_v64_prefill_chunks_kernel;
+      v.recur = &kraw_k64_v64_prefill_recur_v32_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 43776;
+      v.smemRecurStage = 18176;
+      v.prep = &kraw_k64_v64_prefill_prep_kernel;
+      v.chunks = &kraw_k64_v64_prefill_chunks_kernel;
+      v.recur = &kraw_k64_v64_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_prefill::kraw::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(kraw_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(kraw_prefill_variants(), 3, args, stream);
 }
 
 int64_t deltac_test_prefill::kraw::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kraw_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kraw_prefill_variants(), 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -250,19 +624,66 @@ extern "C" int64_t deltac_test_prefill_kraw_prefill_workspace_bytes(int64_t K, i
 }
 
 namespace {
-const deltac_rt::PrefillVariant k256_prefill_variants[] = {
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 2, 2, 1040, 144384, 160000, 56832, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_kernel},
-    {256, 64, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 128, 128, 128, 4, 0, 1040, 144384, 139520, 55808, &k256_k256_v64_prefill_prep_kernel, &k256_k256_v64_prefill_chunks_kernel, &k256_k256_v64_prefill_recur_v16_kernel},
-};
+const deltac_rt::PrefillVariant *k256_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 256;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 144384;
+      v.smemRecur = 160000;
+      v.smemRecurStage = 56832;
+      v.prep = &k256_k256_v64_prefill_prep_kernel;
+      v.chunks = &k256_k256_v64_prefill_chunks_kernel;
+      v.recur = &k256_k256_v64_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 256;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 144384;
+      v.smemRecur = 139520;
+      v.smemRecurStage = 55808;
+      v.prep = &k256_k256_v64_prefill_prep_kernel;
+      v.chunks = &k256_k256_v64_prefill_chunks_kernel;
+      v.recur = &k256_k256_v64_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status deltac_test_prefill::k256::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(k256_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(k256_prefill_variants(), 2, args, stream);
 }
 
 int64_t deltac_test_prefill::k256::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(k256_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(k256_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

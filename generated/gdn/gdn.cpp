@@ -348,16 +348,73 @@ deltac_rt::Kernel kda_vk_k128_v128_decode_small_kernel(gdn_kda_vk_k128_v128_deco
 } // namespace
 
 namespace {
-const deltac_rt::DecodeVariant fla_kv_decode_variants[] = {
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 4, &fla_kv_k64_v64_decode_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 0, &fla_kv_k64_v64_decode_small_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &fla_kv_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &fla_kv_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_kv_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(fla_kv_decode_variants(), 4, args, stream);
 }
 
 extern "C" int gdn_fla_kv_decode(const deltac_decode_args *args, void *stream) {
@@ -367,14 +424,45 @@ extern "C" int gdn_fla_kv_decode(const deltac_decode_args *args, void *stream) {
 }
 
 namespace {
-const deltac_rt::DecodeVariant fla_kv_256_decode_variants[] = {
-    {256, 256, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 8, 128, 4, &fla_kv_256_k256_v256_decode_kernel},
-    {256, 256, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 8, 128, 0, &fla_kv_256_k256_v256_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *fla_kv_256_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 256;
+      v.V = 256;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 8;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_256_k256_v256_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 256;
+      v.V = 256;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 8;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_256_k256_v256_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_256::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_kv_256_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(fla_kv_256_decode_variants(), 2, args, stream);
 }
 
 extern "C" int gdn_fla_kv_256_decode(const deltac_decode_args *args, void *stream) {
@@ -384,16 +472,73 @@ extern "C" int gdn_fla_kv_256_decode(const deltac_decode_args *args, void *strea
 }
 
 namespace {
-const deltac_rt::DecodeVariant fla_vk_decode_variants[] = {
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, 4, &fla_vk_k64_v64_decode_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 1, 128, 0, &fla_vk_k64_v64_decode_small_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 2, 128, 4, &fla_vk_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 4, 128, 0, &fla_vk_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_vk_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_vk_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_vk_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_vk_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_vk::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_vk_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(fla_vk_decode_variants(), 4, args, stream);
 }
 
 extern "C" int gdn_fla_vk_decode(const deltac_decode_args *args, void *stream) {
@@ -403,14 +548,45 @@ extern "C" int gdn_fla_vk_decode(const deltac_decode_args *args, void *stream) {
 }
 
 namespace {
-const deltac_rt::DecodeVariant fla_vk_256_decode_variants[] = {
-    {256, 256, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 8, 128, 4, &fla_vk_256_k256_v256_decode_kernel},
-    {256, 256, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 8, 16, 128, 0, &fla_vk_256_k256_v256_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 256;
+      v.V = 256;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 8;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_vk_256_k256_v256_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 256;
+      v.V = 256;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 16;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_vk_256_k256_v256_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_vk_256::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_vk_256_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(fla_vk_256_decode_variants(), 2, args, stream);
 }
 
 extern "C" int gdn_fla_vk_256_decode(const deltac_decode_args *args, void *stream) {
@@ -420,16 +596,73 @@ extern "C" int gdn_fla_vk_256_decode(const deltac_decode_args *args, void *strea
 }
 
 namespace {
-const deltac_rt::DecodeVariant fla_kv_f16_decode_variants[] = {
-    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 4, &fla_kv_f16_k64_v64_decode_kernel},
-    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 0, &fla_kv_f16_k64_v64_decode_small_kernel},
-    {128, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &fla_kv_f16_k128_v128_decode_kernel},
-    {128, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &fla_kv_f16_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_f16_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_f16_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_f16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_f16_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_f16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_kv_f16_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(fla_kv_f16_decode_variants(), 4, args, stream);
 }
 
 extern "C" int gdn_fla_kv_f16_decode(const deltac_decode_args *args, void *stream) {
@@ -439,16 +672,73 @@ extern "C" int gdn_fla_kv_f16_decode(const deltac_decode_args *args, void *strea
 }
 
 namespace {
-const deltac_rt::DecodeVariant fla_kv_nonorm_decode_variants[] = {
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 4, &fla_kv_nonorm_k64_v64_decode_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 0, &fla_kv_nonorm_k64_v64_decode_small_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &fla_kv_nonorm_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &fla_kv_nonorm_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_nonorm_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_nonorm_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_nonorm_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_nonorm_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_nonorm::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_kv_nonorm_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(fla_kv_nonorm_decode_variants(), 4, args, stream);
 }
 
 extern "C" int gdn_fla_kv_nonorm_decode(const deltac_decode_args *args, void *stream) {
@@ -458,16 +748,73 @@ extern "C" int gdn_fla_kv_nonorm_decode(const deltac_decode_args *args, void *st
 }
 
 namespace {
-const deltac_rt::DecodeVariant fla_kv_f16_nonorm_decode_variants[] = {
-    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 4, &fla_kv_f16_nonorm_k64_v64_decode_kernel},
-    {64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 2, 128, 0, &fla_kv_f16_nonorm_k64_v64_decode_small_kernel},
-    {128, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 4, &fla_kv_f16_nonorm_k128_v128_decode_kernel},
-    {128, 128, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 8, 4, 128, 0, &fla_kv_f16_nonorm_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_f16_nonorm::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_kv_f16_nonorm_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(fla_kv_f16_nonorm_decode_variants(), 4, args, stream);
 }
 
 extern "C" int gdn_fla_kv_f16_nonorm_decode(const deltac_decode_args *args, void *stream) {
@@ -477,16 +824,73 @@ extern "C" int gdn_fla_kv_f16_nonorm_decode(const deltac_decode_args *args, void
 }
 
 namespace {
-const deltac_rt::DecodeVariant deltanet_kv_decode_variants[] = {
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 2, 128, 4, &deltanet_kv_k64_v64_decode_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 2, 128, 0, &deltanet_kv_k64_v64_decode_small_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 4, 128, 4, &deltanet_kv_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 4, 128, 0, &deltanet_kv_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_kv_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_kv_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_kv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_kv_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::deltanet_kv::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(deltanet_kv_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(deltanet_kv_decode_variants(), 4, args, stream);
 }
 
 extern "C" int gdn_deltanet_kv_decode(const deltac_decode_args *args, void *stream) {
@@ -496,16 +900,73 @@ extern "C" int gdn_deltanet_kv_decode(const deltac_decode_args *args, void *stre
 }
 
 namespace {
-const deltac_rt::DecodeVariant deltanet_kv_nonorm_decode_variants[] = {
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 2, 128, 4, &deltanet_kv_nonorm_k64_v64_decode_kernel},
-    {64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 2, 128, 0, &deltanet_kv_nonorm_k64_v64_decode_small_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 4, 128, 4, &deltanet_kv_nonorm_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 8, 4, 128, 0, &deltanet_kv_nonorm_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_kv_nonorm_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_kv_nonorm_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_kv_nonorm_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_kv_nonorm_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::deltanet_kv_nonorm::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(deltanet_kv_nonorm_decode_variants, 4, args, stream);
+  return deltac_rt::runDecode(deltanet_kv_nonorm_decode_variants(), 4, args, stream);
 }
 
 extern "C" int gdn_deltanet_kv_nonorm_decode(const deltac_decode_args *args, void *stream) {
@@ -515,14 +976,45 @@ extern "C" int gdn_deltanet_kv_nonorm_decode(const deltac_decode_args *args, voi
 }
 
 namespace {
-const deltac_rt::DecodeVariant serving_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 8, 2, 128, 4, &serving_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 8, 4, 128, 0, &serving_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *serving_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &serving_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &serving_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::serving::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(serving_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(serving_decode_variants(), 2, args, stream);
 }
 
 extern "C" int gdn_serving_decode(const deltac_decode_args *args, void *stream) {
@@ -532,14 +1024,45 @@ extern "C" int gdn_serving_decode(const deltac_decode_args *args, void *stream) 
 }
 
 namespace {
-const deltac_rt::DecodeVariant serving_bf16_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 8, 2, 128, 4, &serving_bf16_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 8, 4, 128, 0, &serving_bf16_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &serving_bf16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &serving_bf16_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::serving_bf16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(serving_bf16_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(serving_bf16_decode_variants(), 2, args, stream);
 }
 
 extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *stream) {
@@ -549,14 +1072,45 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 }
 
 namespace {
-const deltac_rt::DecodeVariant kda_kv_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 8, 4, 128, 4, &kda_kv_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 8, 4, 128, 0, &kda_kv_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &kda_kv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &kda_kv_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::kda_kv::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(kda_kv_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(kda_kv_decode_variants(), 2, args, stream);
 }
 
 extern "C" int gdn_kda_kv_decode(const deltac_decode_args *args, void *stream) {
@@ -566,14 +1120,45 @@ extern "C" int gdn_kda_kv_decode(const deltac_decode_args *args, void *stream) {
 }
 
 namespace {
-const deltac_rt::DecodeVariant kda_kv_raw_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, false, 8, 4, 128, 4, &kda_kv_raw_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelRaw, false, 8, 4, 128, 0, &kda_kv_raw_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &kda_kv_raw_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = false;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &kda_kv_raw_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::kda_kv_raw::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(kda_kv_raw_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(kda_kv_raw_decode_variants(), 2, args, stream);
 }
 
 extern "C" int gdn_kda_kv_raw_decode(const deltac_decode_args *args, void *stream) {
@@ -583,14 +1168,45 @@ extern "C" int gdn_kda_kv_raw_decode(const deltac_decode_args *args, void *strea
 }
 
 namespace {
-const deltac_rt::DecodeVariant kda_vk_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, true, 8, 2, 128, 4, &kda_vk_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, true, 8, 4, 128, 0, &kda_vk_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *kda_vk_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &kda_vk_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &kda_vk_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::kda_vk::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(kda_vk_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(kda_vk_decode_variants(), 2, args, stream);
 }
 
 extern "C" int gdn_kda_vk_decode(const deltac_decode_args *args, void *stream) {
@@ -600,21 +1216,142 @@ extern "C" int gdn_kda_vk_decode(const deltac_decode_args *args, void *stream) {
 }
 
 namespace {
-const deltac_rt::PrefillVariant fla_kv_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_k64_v64_prefill_queue_kernel, &fla_kv_k64_v64_prefill_chunks_raw_kernel, &fla_kv_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &fla_kv_k64_v64_prefill_prep_kernel, &fla_kv_k64_v64_prefill_chunks_kernel, &fla_kv_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_k128_v128_prefill_queue_kernel, &fla_kv_k128_v128_prefill_chunks_raw_kernel, &fla_kv_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_kv_k128_v128_prefill_prep_kernel, &fla_kv_k128_v128_prefill_chunks_kernel, &fla_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 4> table = [] {
+    std::array<deltac_rt::PrefillVariant, 4> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &fla_kv_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &fla_kv_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &fla_kv_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &fla_kv_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(fla_kv_prefill_variants(), 4, args, stream);
 }
 
 int64_t gdn::fla_kv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_prefill_variants(), 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -629,19 +1366,66 @@ extern "C" int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int6
 }
 
 namespace {
-const deltac_rt::PrefillVariant fla_kv_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 128, 8, 2, 1040, 69120, 158464, 56064, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 128, 128, 128, 16, 0, 1040, 69120, 137984, 55040, &fla_kv_256_k256_v256_prefill_prep_kernel, &fla_kv_256_k256_v256_prefill_chunks_kernel, &fla_kv_256_k256_v256_prefill_recur_v16_kernel},
-};
+const deltac_rt::PrefillVariant *fla_kv_256_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 256;
+      v.V = 256;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 69120;
+      v.smemRecur = 158464;
+      v.smemRecurStage = 56064;
+      v.prep = &fla_kv_256_k256_v256_prefill_prep_kernel;
+      v.chunks = &fla_kv_256_k256_v256_prefill_chunks_kernel;
+      v.recur = &fla_kv_256_k256_v256_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 256;
+      v.V = 256;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 16;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 69120;
+      v.smemRecur = 137984;
+      v.smemRecurStage = 55040;
+      v.prep = &fla_kv_256_k256_v256_prefill_prep_kernel;
+      v.chunks = &fla_kv_256_k256_v256_prefill_chunks_kernel;
+      v.recur = &fla_kv_256_k256_v256_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_256::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_256_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(fla_kv_256_prefill_variants(), 2, args, stream);
 }
 
 int64_t gdn::fla_kv_256::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_256_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_256_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -656,21 +1440,142 @@ extern "C" int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 }
 
 namespace {
-const deltac_rt::PrefillVariant fla_vk_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_vk_k64_v64_prefill_queue_kernel, &fla_vk_k64_v64_prefill_chunks_raw_kernel, &fla_vk_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &fla_vk_k64_v64_prefill_prep_kernel, &fla_vk_k64_v64_prefill_chunks_kernel, &fla_vk_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_vk_k128_v128_prefill_queue_kernel, &fla_vk_k128_v128_prefill_chunks_raw_kernel, &fla_vk_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_vk_k128_v128_prefill_prep_kernel, &fla_vk_k128_v128_prefill_chunks_kernel, &fla_vk_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 4> table = [] {
+    std::array<deltac_rt::PrefillVariant, 4> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &fla_vk_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_vk_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_vk_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_vk_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &fla_vk_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_vk_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &fla_vk_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_vk_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_vk_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &fla_vk_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_vk_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_vk_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_vk_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &fla_vk_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_vk_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &fla_vk_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_vk_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_vk_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_vk::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_vk_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(fla_vk_prefill_variants(), 4, args, stream);
 }
 
 int64_t gdn::fla_vk::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_prefill_variants(), 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -685,19 +1590,66 @@ extern "C" int64_t gdn_fla_vk_prefill_workspace_bytes(int64_t K, int64_t V, int6
 }
 
 namespace {
-const deltac_rt::PrefillVariant fla_vk_256_prefill_variants[] = {
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 128, 8, 2, 1040, 69120, 158464, 56064, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_kernel},
-    {256, 256, 32, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, true, 128, 128, 128, 16, 0, 1040, 69120, 137984, 55040, &fla_vk_256_k256_v256_prefill_prep_kernel, &fla_vk_256_k256_v256_prefill_chunks_kernel, &fla_vk_256_k256_v256_prefill_recur_v16_kernel},
-};
+const deltac_rt::PrefillVariant *fla_vk_256_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 256;
+      v.V = 256;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 69120;
+      v.smemRecur = 158464;
+      v.smemRecurStage = 56064;
+      v.prep = &fla_vk_256_k256_v256_prefill_prep_kernel;
+      v.chunks = &fla_vk_256_k256_v256_prefill_chunks_kernel;
+      v.recur = &fla_vk_256_k256_v256_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 256;
+      v.V = 256;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 16;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 69120;
+      v.smemRecur = 137984;
+      v.smemRecurStage = 55040;
+      v.prep = &fla_vk_256_k256_v256_prefill_prep_kernel;
+      v.chunks = &fla_vk_256_k256_v256_prefill_chunks_kernel;
+      v.recur = &fla_vk_256_k256_v256_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_vk_256::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_vk_256_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(fla_vk_256_prefill_variants(), 2, args, stream);
 }
 
 int64_t gdn::fla_vk_256::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_256_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_vk_256_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -712,21 +1664,142 @@ extern "C" int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, 
 }
 
 namespace {
-const deltac_rt::PrefillVariant fla_kv_f16_prefill_variants[] = {
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &fla_kv_f16_k64_v64_prefill_prep_kernel, &fla_kv_f16_k64_v64_prefill_chunks_kernel, &fla_kv_f16_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_f16_k64_v64_prefill_queue_kernel, &fla_kv_f16_k64_v64_prefill_chunks_raw_kernel, &fla_kv_f16_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &fla_kv_f16_k64_v64_prefill_prep_kernel, &fla_kv_f16_k64_v64_prefill_chunks_kernel, &fla_kv_f16_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_f16_k128_v128_prefill_queue_kernel, &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel, &fla_kv_f16_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_kv_f16_k128_v128_prefill_prep_kernel, &fla_kv_f16_k128_v128_prefill_chunks_kernel, &fla_kv_f16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 4> table = [] {
+    std::array<deltac_rt::PrefillVariant, 4> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &fla_kv_f16_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_f16_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_f16_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_f16_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &fla_kv_f16_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &fla_kv_f16_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_f16_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_f16_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &fla_kv_f16_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_f16::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_f16_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(fla_kv_f16_prefill_variants(), 4, args, stream);
 }
 
 int64_t gdn::fla_kv_f16::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_prefill_variants(), 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -741,21 +1814,142 @@ extern "C" int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, 
 }
 
 namespace {
-const deltac_rt::PrefillVariant fla_kv_nonorm_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &fla_kv_nonorm_k64_v64_prefill_prep_kernel, &fla_kv_nonorm_k64_v64_prefill_chunks_kernel, &fla_kv_nonorm_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_nonorm_k64_v64_prefill_queue_kernel, &fla_kv_nonorm_k64_v64_prefill_chunks_raw_kernel, &fla_kv_nonorm_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &fla_kv_nonorm_k64_v64_prefill_prep_kernel, &fla_kv_nonorm_k64_v64_prefill_chunks_kernel, &fla_kv_nonorm_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_kv_nonorm_k128_v128_prefill_prep_kernel, &fla_kv_nonorm_k128_v128_prefill_chunks_kernel, &fla_kv_nonorm_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_nonorm_k128_v128_prefill_queue_kernel, &fla_kv_nonorm_k128_v128_prefill_chunks_raw_kernel, &fla_kv_nonorm_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_kv_nonorm_k128_v128_prefill_prep_kernel, &fla_kv_nonorm_k128_v128_prefill_chunks_kernel, &fla_kv_nonorm_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *fla_kv_nonorm_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 4> table = [] {
+    std::array<deltac_rt::PrefillVariant, 4> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &fla_kv_nonorm_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_nonorm_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_nonorm_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_nonorm_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_nonorm_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_nonorm_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &fla_kv_nonorm_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_nonorm_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_nonorm_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &fla_kv_nonorm_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_nonorm_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_nonorm_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_nonorm_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_nonorm_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_nonorm_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &fla_kv_nonorm_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_nonorm_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_nonorm_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_nonorm::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_nonorm_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(fla_kv_nonorm_prefill_variants(), 4, args, stream);
 }
 
 int64_t gdn::fla_kv_nonorm::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_nonorm_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_nonorm_prefill_variants(), 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -770,21 +1964,142 @@ extern "C" int64_t gdn_fla_kv_nonorm_prefill_workspace_bytes(int64_t K, int64_t 
 }
 
 namespace {
-const deltac_rt::PrefillVariant fla_kv_f16_nonorm_prefill_variants[] = {
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &fla_kv_f16_nonorm_k64_v64_prefill_prep_kernel, &fla_kv_f16_nonorm_k64_v64_prefill_chunks_kernel, &fla_kv_f16_nonorm_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &fla_kv_f16_nonorm_k64_v64_prefill_queue_kernel, &fla_kv_f16_nonorm_k64_v64_prefill_chunks_raw_kernel, &fla_kv_f16_nonorm_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &fla_kv_f16_nonorm_k64_v64_prefill_prep_kernel, &fla_kv_f16_nonorm_k64_v64_prefill_chunks_kernel, &fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &fla_kv_f16_nonorm_k128_v128_prefill_prep_kernel, &fla_kv_f16_nonorm_k128_v128_prefill_chunks_kernel, &fla_kv_f16_nonorm_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &fla_kv_f16_nonorm_k128_v128_prefill_queue_kernel, &fla_kv_f16_nonorm_k128_v128_prefill_chunks_raw_kernel, &fla_kv_f16_nonorm_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_F16, DELTAC_F32, deltac_rt::GateKind::Log, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &fla_kv_f16_nonorm_k128_v128_prefill_prep_kernel, &fla_kv_f16_nonorm_k128_v128_prefill_chunks_kernel, &fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *fla_kv_f16_nonorm_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 4> table = [] {
+    std::array<deltac_rt::PrefillVariant, 4> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &fla_kv_f16_nonorm_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_nonorm_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_nonorm_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_f16_nonorm_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_f16_nonorm_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_f16_nonorm_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &fla_kv_f16_nonorm_k64_v64_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_nonorm_k64_v64_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &fla_kv_f16_nonorm_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_nonorm_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_nonorm_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &fla_kv_f16_nonorm_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &fla_kv_f16_nonorm_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &fla_kv_f16_nonorm_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &fla_kv_f16_nonorm_k128_v128_prefill_prep_kernel;
+      v.chunks = &fla_kv_f16_nonorm_k128_v128_prefill_chunks_kernel;
+      v.recur = &fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::fla_kv_f16_nonorm::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(fla_kv_f16_nonorm_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(fla_kv_f16_nonorm_prefill_variants(), 4, args, stream);
 }
 
 int64_t gdn::fla_kv_f16_nonorm::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_nonorm_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(fla_kv_f16_nonorm_prefill_variants(), 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -799,21 +2114,142 @@ extern "C" int64_t gdn_fla_kv_f16_nonorm_prefill_workspace_bytes(int64_t K, int6
 }
 
 namespace {
-const deltac_rt::PrefillVariant deltanet_kv_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &deltanet_kv_k64_v64_prefill_prep_kernel, &deltanet_kv_k64_v64_prefill_chunks_kernel, &deltanet_kv_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &deltanet_kv_k64_v64_prefill_queue_kernel, &deltanet_kv_k64_v64_prefill_chunks_raw_kernel, &deltanet_kv_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &deltanet_kv_k64_v64_prefill_prep_kernel, &deltanet_kv_k64_v64_prefill_chunks_kernel, &deltanet_kv_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &deltanet_kv_k128_v128_prefill_prep_kernel, &deltanet_kv_k128_v128_prefill_chunks_kernel, &deltanet_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &deltanet_kv_k128_v128_prefill_queue_kernel, &deltanet_kv_k128_v128_prefill_chunks_raw_kernel, &deltanet_kv_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &deltanet_kv_k128_v128_prefill_prep_kernel, &deltanet_kv_k128_v128_prefill_chunks_kernel, &deltanet_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 4> table = [] {
+    std::array<deltac_rt::PrefillVariant, 4> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &deltanet_kv_k64_v64_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_k64_v64_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &deltanet_kv_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &deltanet_kv_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &deltanet_kv_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &deltanet_kv_k64_v64_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_k64_v64_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &deltanet_kv_k128_v128_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_k128_v128_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &deltanet_kv_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &deltanet_kv_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &deltanet_kv_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &deltanet_kv_k128_v128_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_k128_v128_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::deltanet_kv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(deltanet_kv_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(deltanet_kv_prefill_variants(), 4, args, stream);
 }
 
 int64_t gdn::deltanet_kv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(deltanet_kv_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(deltanet_kv_prefill_variants(), 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -828,21 +2264,142 @@ extern "C" int64_t gdn_deltanet_kv_prefill_workspace_bytes(int64_t K, int64_t V,
 }
 
 namespace {
-const deltac_rt::PrefillVariant deltanet_kv_nonorm_prefill_variants[] = {
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 1, 1, 2064, 55808, 129792, 46336, &deltanet_kv_nonorm_k64_v64_prefill_prep_kernel, &deltanet_kv_nonorm_k64_v64_prefill_chunks_kernel, &deltanet_kv_nonorm_k64_v64_prefill_recur_kernel, "sm_90a", 256, 106496, 43008, 256, 54800, 1, &deltanet_kv_nonorm_k64_v64_prefill_queue_kernel, &deltanet_kv_nonorm_k64_v64_prefill_chunks_raw_kernel, &deltanet_kv_nonorm_k64_v64_prefill_recur_shared_kernel},
-    {64, 64, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 4, 0, 2064, 55808, 89856, 40192, &deltanet_kv_nonorm_k64_v64_prefill_prep_kernel, &deltanet_kv_nonorm_k64_v64_prefill_chunks_kernel, &deltanet_kv_nonorm_k64_v64_prefill_recur_v16_kernel, "sm_90a", 256, 81920, 35840, 256, 54800},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &deltanet_kv_nonorm_k128_v128_prefill_prep_kernel, &deltanet_kv_nonorm_k128_v128_prefill_chunks_kernel, &deltanet_kv_nonorm_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &deltanet_kv_nonorm_k128_v128_prefill_queue_kernel, &deltanet_kv_nonorm_k128_v128_prefill_chunks_raw_kernel, &deltanet_kv_nonorm_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::None, false, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &deltanet_kv_nonorm_k128_v128_prefill_prep_kernel, &deltanet_kv_nonorm_k128_v128_prefill_chunks_kernel, &deltanet_kv_nonorm_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *deltanet_kv_nonorm_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 4> table = [] {
+    std::array<deltac_rt::PrefillVariant, 4> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &deltanet_kv_nonorm_k64_v64_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_nonorm_k64_v64_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_nonorm_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 106496;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &deltanet_kv_nonorm_k64_v64_prefill_queue_kernel;
+      v.chunksRaw = &deltanet_kv_nonorm_k64_v64_prefill_chunks_raw_kernel;
+      v.recurShared = &deltanet_kv_nonorm_k64_v64_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 55808;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &deltanet_kv_nonorm_k64_v64_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_nonorm_k64_v64_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_nonorm_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 81920;
+      v.smemRecurAltStage = 35840;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 54800;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &deltanet_kv_nonorm_k128_v128_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_nonorm_k128_v128_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_nonorm_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &deltanet_kv_nonorm_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &deltanet_kv_nonorm_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &deltanet_kv_nonorm_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &deltanet_kv_nonorm_k128_v128_prefill_prep_kernel;
+      v.chunks = &deltanet_kv_nonorm_k128_v128_prefill_chunks_kernel;
+      v.recur = &deltanet_kv_nonorm_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::deltanet_kv_nonorm::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(deltanet_kv_nonorm_prefill_variants, 4, args, stream);
+  return deltac_rt::runPrefill(deltanet_kv_nonorm_prefill_variants(), 4, args, stream);
 }
 
 int64_t gdn::deltanet_kv_nonorm::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(deltanet_kv_nonorm_prefill_variants, 4, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(deltanet_kv_nonorm_prefill_variants(), 4, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -857,19 +2414,82 @@ extern "C" int64_t gdn_deltanet_kv_nonorm_prefill_workspace_bytes(int64_t K, int
 }
 
 namespace {
-const deltac_rt::PrefillVariant serving_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_k128_v128_prefill_queue_kernel, &serving_k128_v128_prefill_chunks_raw_kernel, &serving_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &serving_k128_v128_prefill_prep_kernel, &serving_k128_v128_prefill_chunks_kernel, &serving_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *serving_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &serving_k128_v128_prefill_prep_kernel;
+      v.chunks = &serving_k128_v128_prefill_chunks_kernel;
+      v.recur = &serving_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &serving_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &serving_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &serving_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &serving_k128_v128_prefill_prep_kernel;
+      v.chunks = &serving_k128_v128_prefill_chunks_kernel;
+      v.recur = &serving_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::serving::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(serving_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(serving_prefill_variants(), 2, args, stream);
 }
 
 int64_t gdn::serving::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -884,19 +2504,82 @@ extern "C" int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int
 }
 
 namespace {
-const deltac_rt::PrefillVariant serving_bf16_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &serving_bf16_k128_v128_prefill_queue_kernel, &serving_bf16_k128_v128_prefill_chunks_raw_kernel, &serving_bf16_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_BF16, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &serving_bf16_k128_v128_prefill_prep_kernel, &serving_bf16_k128_v128_prefill_chunks_kernel, &serving_bf16_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &serving_bf16_k128_v128_prefill_prep_kernel;
+      v.chunks = &serving_bf16_k128_v128_prefill_chunks_kernel;
+      v.recur = &serving_bf16_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &serving_bf16_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &serving_bf16_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &serving_bf16_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &serving_bf16_k128_v128_prefill_prep_kernel;
+      v.chunks = &serving_bf16_k128_v128_prefill_chunks_kernel;
+      v.recur = &serving_bf16_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::serving_bf16::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(serving_bf16_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(serving_bf16_prefill_variants(), 2, args, stream);
 }
 
 int64_t gdn::serving_bf16::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_bf16_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_bf16_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 
@@ -911,20 +2594,106 @@ extern "C" int64_t gdn_serving_bf16_prefill_workspace_bytes(int64_t K, int64_t V
 }
 
 namespace {
-const deltac_rt::PrefillVariant kda_kv_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 256, 2, 2, 2064, 156160, 195840, 71168, &kda_kv_k128_v128_prefill_prep_kernel, &kda_kv_k128_v128_prefill_chunks_kernel, &kda_kv_k128_v128_prefill_recur_kernel, "sm_90a", 256, 186368, 67584, 512, 156160},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 128, 4, 2, 2064, 156160, 161024, 67072, &kda_kv_k128_v128_prefill_prep_kernel, &kda_kv_k128_v128_prefill_chunks_kernel, &kda_kv_k128_v128_prefill_recur_v32_kernel, "sm_90a", 256, 153600, 63488, 512, 156160},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::ChannelLog, false, 256, 512, 96, 8, 0, 2064, 156160, 143616, 65024, &kda_kv_k128_v128_prefill_prep_kernel, &kda_kv_k128_v128_prefill_chunks_kernel, &kda_kv_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 137216, 61440, 512, 156160},
-};
+const deltac_rt::PrefillVariant *kda_kv_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
+    std::array<deltac_rt::PrefillVariant, 3> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 195840;
+      v.smemRecurStage = 71168;
+      v.prep = &kda_kv_k128_v128_prefill_prep_kernel;
+      v.chunks = &kda_kv_k128_v128_prefill_chunks_kernel;
+      v.recur = &kda_kv_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 186368;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 128;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 161024;
+      v.smemRecurStage = 67072;
+      v.prep = &kda_kv_k128_v128_prefill_prep_kernel;
+      v.chunks = &kda_kv_k128_v128_prefill_chunks_kernel;
+      v.recur = &kda_kv_k128_v128_prefill_recur_v32_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 153600;
+      v.smemRecurAltStage = 63488;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 143616;
+      v.smemRecurStage = 65024;
+      v.prep = &kda_kv_k128_v128_prefill_prep_kernel;
+      v.chunks = &kda_kv_k128_v128_prefill_chunks_kernel;
+      v.recur = &kda_kv_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 137216;
+      v.smemRecurAltStage = 61440;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status gdn::kda_kv::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(kda_kv_prefill_variants, 3, args, stream);
+  return deltac_rt::runPrefill(kda_kv_prefill_variants(), 3, args, stream);
 }
 
 int64_t gdn::kda_kv::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kda_kv_prefill_variants, 3, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kda_kv_prefill_variants(), 3, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

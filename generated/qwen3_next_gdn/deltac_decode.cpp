@@ -370,12 +370,15 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   p.vStride = vs;
   p.oStride = os;
   p.scale = a.scale;
-  // DecodeFlags in passes/DecodeKernel.h: kKeepPool 1, kIndicesI64 2,
+  // DecodeFlags in codegen/gpu/decode/DecodeKernel.h: kKeepPool 1, kIndicesI64 2,
   // kZeroState 4, kBetaF32 8, kStateInHalf 16, kStateInF16 32.
   const bool half = stateIn && inDtype != v.state;
-  p.flags = (a.keep_pool || !a.state ? 1 : 0) | (a.indices_i64 ? 2 : 0) |
-            (a.zero_initial_state ? 4 : 0) | (betaF32 ? 8 : 0) |
-            (half ? 16 : 0) | (half && inDtype == DELTAC_F16 ? 32 : 0);
+  using namespace deltac_abi; // the flags' bits
+  p.flags = (a.keep_pool || !a.state ? kKeepPool : 0) |
+            (a.indices_i64 ? kIndicesI64 : 0) |
+            (a.zero_initial_state ? kZeroState : 0) | (betaF32 ? kBetaF32 : 0) |
+            (half ? kStateInHalf : 0) |
+            (half && inDtype == DELTAC_F16 ? kStateInF16 : 0);
   p.stepSlots = a.state_indices_2d;
   p.accepted = a.num_accepted_tokens;
   p.stepSlotsStride = slotStride;

@@ -34,8 +34,6 @@ long envNumber(const char *name, long unset) {
   return e ? std::strtol(e, nullptr, 10) : unset;
 }
 
-int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
-
 int64_t maxChunks(const PrefillVariant &v, int64_t T, int64_t N) {
   return (T + v.chunk - 1) / v.chunk + N;
 }
@@ -113,18 +111,10 @@ std::string checkSizes(const PrefillVariant &v, int64_t T, int64_t N,
 
 int64_t prefillOverlapRegion(const PrefillVariant &v, int64_t T, int64_t N,
                              int64_t HV, int64_t *bytes) {
-  // W, Qg, Kd and P rows carry 8 elements of padding (the kernels' shared
-  // memory rows, so recur copies each tile in one piece).
-  const int64_t pad = 8;
-  int64_t C = v.chunk, K = v.K + pad, V = v.V, chunks = maxChunks(v, T, N) * HV;
-  int64_t total = align256((N + 2) * 4); // offsets [N + 1], prep's verdict
-  // G_last: one float per (chunk, head), or K with per-channel decays.
-  int64_t gLast = 4 * (perChannel(v.gate) ? v.K : 1);
-  for (int64_t per : {gLast, C * K * 2, C * V * 2, C * K * 2, K * C * 2,
-                      C * (C + pad) * 2})
-    total += align256(chunks * per);
-  *bytes = kOverlapCounterBytes + align256(chunks * 4);
-  return total;
+  int64_t chunks = maxChunks(v, T, N) * HV;
+  *bytes = deltac_abi::prefillOverlapRegionBytes(chunks);
+  return deltac_abi::prefillOverlapRegionOffset(v.chunk, v.K, v.V,
+                                                perChannel(v.gate), chunks, N);
 }
 
 int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
@@ -524,7 +514,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   int stages = recurStages(launched, perBlock, forcedStages);
   unsigned recurSmem = recurSharedBytes(launched, sharedRecur ? std::min(stages, 2) : stages);
 
-  // The order of prefillKernelParams() (passes/PrefillKernel.cpp).
+  // The order of prefillKernelParams() (codegen/gpu/prefill/PrefillPlan.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
              *aLog = a.A_log, *dt = a.dt_bias, *s0 = a.initial_state,
              *inIdx = a.initial_state_indices,

@@ -32,14 +32,45 @@ deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_gdn_qwen3_
 } // namespace
 
 namespace {
-const deltac_rt::DecodeVariant qwen3_next_decode_variants[] = {
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 4, 2, 128, 4, &qwen3_next_k128_v128_decode_kernel},
-    {128, 128, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 4, 4, 128, 0, &qwen3_next_k128_v128_decode_small_kernel},
-};
+const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &qwen3_next_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &qwen3_next_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status qwen3_next_gdn::qwen3_next::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(qwen3_next_decode_variants, 2, args, stream);
+  return deltac_rt::runDecode(qwen3_next_decode_variants(), 2, args, stream);
 }
 
 extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, void *stream) {
@@ -49,19 +80,82 @@ extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, 
 }
 
 namespace {
-const deltac_rt::PrefillVariant qwen3_next_prefill_variants[] = {
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 256, 2, 1, 2064, 72192, 195328, 70912, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_kernel, "sm_90a", 256, 155648, 67584, 256, 71184, 1, &qwen3_next_k128_v128_prefill_queue_kernel, &qwen3_next_k128_v128_prefill_chunks_raw_kernel, &qwen3_next_k128_v128_prefill_recur_shared_kernel},
-    {128, 128, 64, DELTAC_BF16, DELTAC_F32, deltac_rt::GateKind::Raw, true, 256, 256, 96, 8, 0, 2064, 72192, 143104, 64768, &qwen3_next_k128_v128_prefill_prep_kernel, &qwen3_next_k128_v128_prefill_chunks_kernel, &qwen3_next_k128_v128_prefill_recur_v16_kernel, "sm_90a", 256, 135168, 60416, 256, 71184},
-};
+const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &qwen3_next_k128_v128_prefill_prep_kernel;
+      v.chunks = &qwen3_next_k128_v128_prefill_chunks_kernel;
+      v.recur = &qwen3_next_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &qwen3_next_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &qwen3_next_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &qwen3_next_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &qwen3_next_k128_v128_prefill_prep_kernel;
+      v.chunks = &qwen3_next_k128_v128_prefill_chunks_kernel;
+      v.recur = &qwen3_next_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
 } // namespace
 
 deltac::Status qwen3_next_gdn::qwen3_next::prefill(const deltac_prefill_args &args, void *stream) {
-  return deltac_rt::runPrefill(qwen3_next_prefill_variants, 2, args, stream);
+  return deltac_rt::runPrefill(qwen3_next_prefill_variants(), 2, args, stream);
 }
 
 int64_t qwen3_next_gdn::qwen3_next::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   deltac::Status status;
-  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(qwen3_next_prefill_variants, 2, K, V, status);
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(qwen3_next_prefill_variants(), 2, K, V, status);
   return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
 }
 

@@ -10,10 +10,14 @@
 
 namespace deltac_rt {
 
-constexpr int64_t kPrefillInlineSequences = 32;
+// The contract's values the host reads (deltac_abi.h, shared with the
+// compiler).
+using deltac_abi::kMaxSharedSMs;
+using deltac_abi::kOverlapCounterBytes;
+using deltac_abi::kPrefillInlineSequences;
 
 /// The three kernels of one prefill specialization (prep, chunks, recur;
-/// passes/PrefillKernel.h) and what the host needs to launch them.
+/// codegen/gpu/prefill/PrefillPlan.h) and what the host needs to launch them.
 struct PrefillVariant {
   int64_t K, V, chunk;
   deltac_dtype io, state;
@@ -39,7 +43,7 @@ struct PrefillVariant {
   const char *altTarget = nullptr;
   unsigned recurAltThreads = 0, smemRecurAlt = 0, smemRecurAltStage = 0;
   unsigned chunksAltThreads = 0, smemChunksAlt = 0;
-  /// The overlapped launch (the compiler's passes/PrefillOverlap.cpp), for
+  /// The overlapped launch (the compiler's codegen/gpu/prefill/PrefillOverlap.cpp), for
   /// altTarget's code: when recur's grid N * HV * valueTiles has at most a
   /// quarter this many blocks per SM, chunks (as `queue`) leaves that many
   /// SMs to recur, which runs beside it, chunk by chunk (0: never).
@@ -61,19 +65,11 @@ struct PrefillVariant {
   Kernel *recurShared = nullptr;
 };
 
-/// The first 1 KiB of workspace region 7 holds the overlapped launch's
-/// counters (one per SM for the shared launch), then a u32 ready flag per
-/// (chunk, head) follows.
-constexpr int64_t kOverlapCounterBytes = 1024;
-/// The shared overlapped launch leaves at most this many SMs shared (a
-/// counter each after the queue's two).
-constexpr int64_t kMaxSharedSMs = kOverlapCounterBytes / 4 - 2;
-
 /// Workspace bytes for a call of T tokens in N sequences over HV heads
-/// (the compiler's prefillWorkspaceBytes with max chunks = T / C + N).
-/// Calls with at most kPrefillInlineSequences sequences do not launch the
-/// prep kernel: chunks and recur scan cu_seqlens themselves (the compiler's
-/// mlir::delta::kPrefillInlineSequences; a unit test ties the two).
+/// (deltac_abi::prefillWorkspaceBytes with max chunks = T / C + N; -1 for
+/// sizes the host rejects). Calls with at most kPrefillInlineSequences
+/// sequences do not launch the prep kernel: chunks and recur scan
+/// cu_seqlens themselves.
 int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
                               int64_t HV);
 
@@ -176,7 +172,7 @@ deltac::Status runPrefill(const PrefillVariant *variants, int count,
 
 /// The values of the prefill kernels' parameters (all three take the same
 /// list), and packPrefillParams, the one place that lists them in the order
-/// of prefillKernelParams() (passes/PrefillKernel.cpp): runPrefill launches
+/// of prefillKernelParams() (codegen/gpu/prefill/PrefillPlan.cpp): runPrefill launches
 /// the pack it builds, prefillParamLayout() reports the same pack's names,
 /// kinds and sizes (tests/unit/PrefillPlanTest.cpp compares them with the
 /// compiler's types and the generated PTX's .param list).

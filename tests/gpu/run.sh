@@ -33,12 +33,76 @@ build() {
   echo "build: ok"
 }
 
+# The transposed recur's raw q/k form, forced (not overlapped: that launch
+# never takes it); run_tests sanitizes it and run_forced_tests runs it.
+RAW_QK_FORM="DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0"
+
 run_tests() {
-  local status=0
+  local status=0 raw=$RAW_QK_FORM
   "$BUILD/decode_test" > "$OUT/decode_test.log" 2>&1 || status=1
   tail -n 30 "$OUT/decode_test.log" | grep -E "^(FAIL|==|  FAILED)" || true
   "$BUILD/prefill_test" > "$OUT/prefill_test.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test.log" || tail -20 "$OUT/prefill_test.log"
+  "$BUILD/capture_test" > "$OUT/capture_test.log" 2>&1 || status=1
+  # A test that stops before its summary (a CUDA error) shows its last lines.
+  grep -E "^(FAIL|==)" "$OUT/capture_test.log" || tail -3 "$OUT/capture_test.log"
+  if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
+    # sanitize TOOL TEST LOG [NAME=VALUE...]: one compute-sanitizer run in
+    # that environment, its summary line.
+    sanitize() {
+      env "${@:4}" compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/$2" --quick \
+        > "$OUT/$3.log" 2>&1 || status=1
+      local summary
+      summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$3.log" | tail -1)
+      echo "$3: $summary"
+      # racecheck exits 0 when it reports hazards: any but 0 fails the run.
+      echo "$summary" | grep -qE 'SUMMARY: 0 (errors|hazards)' || status=1
+    }
+    sanitize memcheck decode_test memcheck
+    sanitize memcheck prefill_test memcheck_prefill
+    # The recur kernel's warp roles hand shared memory over through named
+    # barriers: racecheck finds a missing hand-over, synccheck a misused one.
+    sanitize racecheck prefill_test racecheck_prefill
+    sanitize synccheck prefill_test synccheck_prefill
+    # The overlapped launch's flags and queue (the tool may serialise the
+    # two kernels: the launch must then still finish, in order).
+    sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_OVERLAP=1
+    # The same with the shared launch (recur beside a queue block per SM).
+    sanitize memcheck prefill_test memcheck_prefill_shared DELTAC_PREFILL_OVERLAP=1 \
+      DELTAC_PREFILL_OVERLAP_SHARE=1
+    # And its recur in the ordinary launch (racecheck: its warp roles at
+    # 168 registers hand over shared memory as the other recur's do).
+    sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
+      DELTAC_PREFILL_OVERLAP=0
+    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
+      DELTAC_PREFILL_OVERLAP=0
+    # The raw q/k form (not overlapped, which would never take it) as
+    # dispatched: its TMA copies and the W form (W's stores over A_w; the
+    # chain's wait for it).
+    local tool
+    for tool in racecheck synccheck; do
+      # shellcheck disable=SC2086 # $raw is a list of NAME=VALUE words
+      sanitize $tool prefill_test ${tool}_prefill_raw $raw DELTAC_PREFILL_TMA=2
+    done
+    # And by cp.async, without W: those threads' arrivals on the ring's
+    # mbarriers.
+    # shellcheck disable=SC2086
+    sanitize racecheck prefill_test racecheck_prefill_raw_cp_async $raw DELTAC_PREFILL_TMA=0 \
+      DELTAC_PREFILL_RECUR_W=0
+  else
+    echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
+  fi
+  return $status
+}
+
+# The forced forms: every prefill case again through each kernel form the
+# dispatch may not pick on this GPU and call (the sm_80 PTX, ring depths,
+# V tile 64, the overlapped and shared launches, the raw q/k form, TMA on
+# and off, no PDL), and decode's sm_80 PTX. Its own mode (test-forced):
+# together with the default tests it outgrew the device's 10 minutes a
+# command.
+run_forced_tests() {
+  local status=0
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_sm80.log" | sed 's/^/sm_80 PTX: /'
   # chunks from the sm_80 PTX beside recur from the device's own: refused
@@ -93,8 +157,7 @@ run_tests() {
   # cannot be encoded fails instead of falling back; W computed by recur
   # from A_w), and with either or both of those turned off.
   local form st log
-  # The raw form, forced (DELTAC_PREFILL_OVERLAP=0: see above).
-  local raw="DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0"
+  local raw=$RAW_QK_FORM
   for form in "DELTAC_PREFILL_TMA=2" "DELTAC_PREFILL_TMA=0" \
               "DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=0" \
               "DELTAC_PREFILL_TMA=0 DELTAC_PREFILL_RECUR_W=0"; do
@@ -119,57 +182,9 @@ run_tests() {
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_nopdl.log" | sed 's/^/no PDL: /'
-  "$BUILD/capture_test" > "$OUT/capture_test.log" 2>&1 || status=1
-  grep -E "^(FAIL|==)" "$OUT/capture_test.log"
   # The sm_80 PTX, forced onto this GPU (the driver compiles it).
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/decode_test" --quick > "$OUT/decode_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/decode_test_sm80.log" | sed 's/^/sm_80 PTX: /'
-  if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
-    # sanitize TOOL TEST LOG [NAME=VALUE...]: one compute-sanitizer run in
-    # that environment, its summary line.
-    sanitize() {
-      env "${@:4}" compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/$2" --quick \
-        > "$OUT/$3.log" 2>&1 || status=1
-      local summary
-      summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$3.log" | tail -1)
-      echo "$3: $summary"
-      # racecheck exits 0 when it reports hazards: any but 0 fails the run.
-      echo "$summary" | grep -qE 'SUMMARY: 0 (errors|hazards)' || status=1
-    }
-    sanitize memcheck decode_test memcheck
-    sanitize memcheck prefill_test memcheck_prefill
-    # The recur kernel's warp roles hand shared memory over through named
-    # barriers: racecheck finds a missing hand-over, synccheck a misused one.
-    sanitize racecheck prefill_test racecheck_prefill
-    sanitize synccheck prefill_test synccheck_prefill
-    # The overlapped launch's flags and queue (the tool may serialise the
-    # two kernels: the launch must then still finish, in order).
-    sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_OVERLAP=1
-    # The same with the shared launch (recur beside a queue block per SM).
-    sanitize memcheck prefill_test memcheck_prefill_shared DELTAC_PREFILL_OVERLAP=1 \
-      DELTAC_PREFILL_OVERLAP_SHARE=1
-    # And its recur in the ordinary launch (racecheck: its warp roles at
-    # 168 registers hand over shared memory as the other recur's do).
-    sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
-      DELTAC_PREFILL_OVERLAP=0
-    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
-      DELTAC_PREFILL_OVERLAP=0
-    # The raw q/k form (not overlapped, which would never take it) as
-    # dispatched: its TMA copies and the W form (W's stores over A_w; the
-    # chain's wait for it).
-    local tool
-    for tool in racecheck synccheck; do
-      # shellcheck disable=SC2086 # $raw is a list of NAME=VALUE words
-      sanitize $tool prefill_test ${tool}_prefill_raw $raw DELTAC_PREFILL_TMA=2
-    done
-    # And by cp.async, without W: those threads' arrivals on the ring's
-    # mbarriers.
-    # shellcheck disable=SC2086
-    sanitize racecheck prefill_test racecheck_prefill_raw_cp_async $raw DELTAC_PREFILL_TMA=0 \
-      DELTAC_PREFILL_RECUR_W=0
-  else
-    echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
-  fi
   return $status
 }
 
@@ -290,18 +305,19 @@ case "${1:-all}" in
   variants) run_variants ;;
   prefill-variants) run_prefill_variants "${@:2}" ;;
   build) build ;;
-  # Each part stays under the device's 10 minutes a command (an H100,
-  # 2026-11-25: test about 5 minutes with a fresh build, test-python about
-  # 6).
+  # Each part stays under the device's 10 minutes a command (test and
+  # test-forced split on 2026-11-26: together they took 599 s on an H100;
+  # test-python about 6 to 7.5 minutes with a fresh build).
   test) build && run_tests ;;
+  test-forced) build && run_forced_tests ;;
   test-python) build && run_python_tests ;;
-  test-all) build && { run_tests; s=$?; run_python_tests || s=1; exit $s; } ;;
+  test-all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; exit $s; } ;;
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
       python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   profile-prefill) build && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
-  all) build && { run_tests; s=$?; run_python_tests || s=1; run_bench; exit $s; } ;;
-  *) echo "usage: $0 build|test|test-python|test-all|bench|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
+  all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
+  *) echo "usage: $0 build|test|test-forced|test-python|test-all|bench|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
 esac

@@ -13,7 +13,7 @@
 #ifndef DELTAC_TESTS_UNIT_ABICHECK_H
 #define DELTAC_TESTS_UNIT_ABICHECK_H
 
-#include "passes/KernelAbi.h"
+#include "codegen/gpu/KernelAbi.h"
 
 #include "deltac_runtime.h"
 

@@ -11,7 +11,7 @@
 
 #include "AbiCheck.h"
 
-#include "passes/DecodeKernel.h"
+#include "codegen/gpu/decode/DecodeKernel.h"
 
 #include "deltac_decode.h"
 

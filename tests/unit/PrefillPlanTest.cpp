@@ -14,8 +14,9 @@
 #include "dialect/DeltaDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
-#include "passes/PrefillEmitter.h"
-#include "passes/PrefillKernel.h"
+#include "codegen/gpu/NvidiaTarget.h"
+#include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/prefill/PrefillPlan.h"
 #include "tools/DeltacRegistration.h"
 
 #include "deltac_prefill.h"
@@ -161,6 +162,7 @@ std::vector<deltac_rt::PrefillVariant> plannedTable(const std::string &spec, int
   std::vector<deltac_rt::PrefillVariant> rows;
   if (!module)
     return rows;
+  mlir::delta::registerNvidiaPlanTarget();
   mlir::PassManager pm(&context);
   mlir::delta::buildSpecToChunkPipeline(pm);
   mlir::delta::DeltaPlanPrefillOptions options;
@@ -281,7 +283,6 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   EXPECT_EQ(deltac_rt::overlapSharedSMs(512, sms), sms);
   EXPECT_EQ(deltac_rt::overlapSharedSMs(0, sms), 1);
   EXPECT_EQ(deltac_rt::overlapSharedSMs(1000, 400), deltac_rt::kMaxSharedSMs);
-  EXPECT_EQ(deltac_rt::kMaxSharedSMs, mlir::delta::prefill::kMaxSharedSMs); // the queue's counters
   EXPECT_EQ(deltac_rt::kMaxSharedSMs, 254);
 }
 
@@ -421,11 +422,6 @@ TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
   deltac::Status s = deltac_rt::runPrefill(table, 2, a, nullptr);
   EXPECT_EQ(s.code, DELTAC_INVALID_ARGUMENT);
   EXPECT_NE(s.message.find("too large"), std::string::npos) << s.message;
-}
-
-// The host skips prep exactly where the kernels scan cu_seqlens themselves.
-TEST(PrefillInlineMap, SequenceBoundMatches) {
-  EXPECT_EQ(deltac_rt::kPrefillInlineSequences, mlir::delta::kPrefillInlineSequences);
 }
 
 // Per rule: kda keeps G_last per channel (K floats per chunk and head).

@@ -2,6 +2,7 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=16,64}))' | FileCheck %s --check-prefix=OVERRIDE
 // RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=64,32,16}))' 2>&1 | FileCheck %s --check-prefix=DEAD
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=24}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{target-model=amdgpu}))' 2>&1 | FileCheck %s --check-prefix=MODEL
 
 // The dispatch table: the widest V tile whose recur grid covers half the
 // SMs (min_blocks_per_sm counts quarters of a block per SM: 2), tile 64 of
@@ -44,3 +45,6 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
 // DEAD: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
 
 // BAD: error: value tile 24 must be a multiple of 8 that divides V = 128
+
+// The costs come from a registered target model (passes/PlanTarget.h).
+// MODEL: error: delta-plan-prefill: no target model 'amdgpu' is registered (registered: nvidia)

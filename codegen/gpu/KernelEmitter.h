@@ -1,0 +1,109 @@
+//===- KernelEmitter.h - building blocks of the GPU kernel emitters -*- C++ -*-===//
+//
+// What the decode and prefill emitters share: constants, integer and float
+// arithmetic, NVVM math (ex2/lg2/sqrt/fma intrinsics: convert-gpu-to-nvvm
+// would turn the generic llvm.intr.* forms into libdevice calls), warp
+// reductions and global-pointer helpers, on an ImplicitLocOpBuilder.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_CODEGEN_GPU_KERNELEMITTER_H
+#define DELTAC_CODEGEN_GPU_KERNELEMITTER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::delta {
+
+class KernelEmitter {
+public:
+  explicit KernelEmitter(ImplicitLocOpBuilder &b)
+      : b(b), f32(b.getF32Type()), i32(b.getI32Type()), i64(b.getI64Type()),
+        ptr(LLVM::LLVMPointerType::get(b.getContext(), 1)) {}
+
+protected:
+  Value cI32(int64_t v) { return arith::ConstantIntOp::create(b, i32, v); }
+  Value cI64(int64_t v) { return arith::ConstantIntOp::create(b, i64, v); }
+  Value cF32(double v) {
+    return arith::ConstantFloatOp::create(b, cast<FloatType>(f32),
+                                          APFloat((float)v));
+  }
+  Value cTrue() { return arith::ConstantIntOp::create(b, 1, 1); }
+  /// Sign-extends to i64 (an i64 is returned as is).
+  Value toI64(Value v) {
+    return v.getType() == i64 ? v : arith::ExtSIOp::create(b, i64, v).getResult();
+  }
+  Value toF32(Value v) {
+    return v.getType() == f32 ? v : arith::ExtFOp::create(b, f32, v).getResult();
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+
+  Value intrinsic(StringRef name, ValueRange args) {
+    return LLVM::CallIntrinsicOp::create(b, f32, b.getStringAttr(name), args)
+        .getResult(0);
+  }
+  /// log2 e: exp(x) = 2^(x log2 e).
+  static constexpr double kLog2e = 1.4426950408889634;
+  /// exp(x) as ex2.approx(x log2 e): the instruction Triton uses too.
+  Value exp(Value x) {
+    return intrinsic("llvm.nvvm.ex2.approx.f32", fmul(x, cF32(kLog2e)));
+  }
+  /// log2(x) as lg2.approx (-inf at 0).
+  Value lg2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); }
+  /// 2^x as ex2.approx.ftz: no denormal fix-up (a result below 2^-126 is 0).
+  Value exp2Ftz(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f", x); }
+  /// log(x) as lg2.approx(x) ln 2.
+  Value log(Value x) { return fmul(lg2(x), cF32(0.6931471805599453)); }
+  Value sqrt(Value x) { return intrinsic("llvm.nvvm.sqrt.rn.f", x); }
+  /// 1 / sqrt(x) as rsqrt.approx (2 ulp; the IEEE divide and square root
+  /// branch into slow paths that keep independent rows from overlapping).
+  Value rsqrt(Value x) { return intrinsic("llvm.nvvm.rsqrt.approx.f", x); }
+  Value fma(Value x, Value y, Value z) {
+    return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
+  }
+  /// Element i of vector v.
+  Value elt(Value v, int64_t i) {
+    return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult();
+  }
+  /// Butterfly sum (float or integer) over the lanes whose index differs
+  /// in the bits of [first, last] (powers of two): every such lane gets the
+  /// total.
+  Value xorSum(Value x, int64_t first, int64_t last) {
+    for (int64_t offset = first; offset <= last; offset *= 2) {
+      Value other = gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      x = isa<FloatType>(x.getType()) ? fadd(x, other) : add(x, other);
+    }
+    return x;
+  }
+
+  /// &base[index] for `element`s (the index is sign-extended to i64).
+  Value gep(Value base, Type element, Value index) {
+    return LLVM::GEPOp::create(b, cast<LLVM::LLVMPointerType>(base.getType()),
+                               element, base, ValueRange{toI64(index)});
+  }
+  Value isNull(Value p) {
+    Value null = LLVM::ZeroOp::create(b, ptr);
+    return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::eq, p, null);
+  }
+  Value blockId(gpu::Dimension d) {
+    return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));
+  }
+
+  ImplicitLocOpBuilder &b;
+  Type f32, i32, i64, ptr;
+};
+
+} // namespace mlir::delta
+
+#endif // DELTAC_CODEGEN_GPU_KERNELEMITTER_H

@@ -1,0 +1,77 @@
+//===- NvidiaTarget.cpp - what the NVIDIA targets can do ------------*- C++ -*-===//
+
+#include "codegen/gpu/NvidiaTarget.h"
+#include "passes/PlanTarget.h"
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+
+bool mlir::delta::targetHasWarpgroupMma(StringRef chip) { return chip == "sm_90a"; }
+
+/// The compute capability of "sm_90a" (90), 0 when unreadable.
+static int64_t computeCapability(StringRef chip) {
+  StringRef arch = chip.drop_front(3).take_while(llvm::isDigit);
+  int64_t cc = 0;
+  if (!chip.starts_with("sm_") || arch.getAsInteger(10, cc))
+    return 0;
+  return cc;
+}
+
+bool mlir::delta::targetHasBulkCopies(StringRef chip) {
+  return computeCapability(chip) >= 90;
+}
+
+int64_t mlir::delta::targetSharedLimit(StringRef chip) {
+  int64_t cc = computeCapability(chip);
+  if (cc == 0)
+    return 48 * 1024;
+  if (cc == 80 || cc == 87)
+    return 163 * 1024;
+  if (cc == 86 || cc == 89 || cc >= 120)
+    return 99 * 1024;
+  if (cc >= 90)
+    return 227 * 1024;
+  return 48 * 1024;
+}
+
+namespace {
+/// The recurrence is sequential over chunks, so a call is as fast as its
+/// busiest block; a block's work per chunk grows with its V tile, while
+/// the number of blocks, N * HV * V / tile, must fill the GPU to use it.
+/// Hence wide tiles (less redundant work on K) when the grid already covers
+/// half the SMs, narrower ones when it does not: a block of half the width
+/// is not twice as fast, and one wave of wide blocks beats two of narrow
+/// ones (measured on the H200).
+class NvidiaPlanTarget : public PlanTarget {
+public:
+  SmallVector<int64_t> valueTiles(const PlanQuery &q) const override {
+    // Tile 64 only where recur's state fits its warps' registers (K <= 128).
+    SmallVector<int64_t> tiles = {32, 16};
+    if (q.k <= 128 && q.v % 64 == 0)
+      tiles.insert(tiles.begin(), 64);
+    return tiles;
+  }
+  int64_t launchQuartersPerSm(const PlanQuery &q, int64_t tile) const override {
+    // Half a wave (2 quarters) for every tile but the narrowest; a quarter
+    // for tile 64 of a scalar gate: there sm_90a's transposed recur (S^T
+    // as a register operand) runs a chunk faster than tile 32's form does,
+    // so it wins wherever the narrowest grid (four times as many blocks)
+    // would overflow a wave (H200: T = 4K, HV = 32: 70.9 against 80.9 us).
+    return tile == 64 && !q.perChannelDecay ? 1 : 2;
+  }
+  int64_t overlapQuartersPerSm(const PlanQuery &q, int64_t tile) const override {
+    // Where the grid needs at most a quarter of the SMs, the transposed
+    // recur's chain at tile 64 keeps up with chunks on the other three
+    // quarters, and the call takes about as long as the longer of the two
+    // instead of their sum.
+    return tile == 64 && !q.perChannelDecay ? 1 : 0;
+  }
+};
+} // namespace
+
+void mlir::delta::registerNvidiaPlanTarget() {
+  registerPlanTarget("nvidia", std::make_unique<NvidiaPlanTarget>());
+}

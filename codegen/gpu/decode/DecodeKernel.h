@@ -1,0 +1,135 @@
+//===- DecodeKernel.h - the recurrent-step (decode) GPU kernel --*- C++ -*-===//
+//
+// The decode kernel advances one state per (batch row, value head) by T <=
+// max_t tokens in a single pass over the state: every state element is read
+// once, kept in registers for all T tokens and written once. This header
+// fixes its ABI (the parameter list the host runtime fills, in
+// templates/runtime/deltac_decode.cpp; tests/unit/DecodeAbiTest.cpp checks
+// that both list the same parameters in the same order) and its tiling.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_CODEGEN_GPU_DECODE_DECODEKERNEL_H
+#define DELTAC_CODEGEN_GPU_DECODE_DECODEKERNEL_H
+
+#include "dialect/DeltaOps.h"
+#include "codegen/gpu/KernelAbi.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/ADT/ArrayRef.h"
+
+namespace mlir::delta {
+
+/// The decode kernel's parameters, in order. Pointers that an option does not
+/// use (g for `delta`, A_log without a raw gate, the index and step buffers
+/// when absent) are passed as null.
+///   q, k [tokens, q_stride / k_stride elements apart; heads at h*K]
+///   v, o [tokens, v_stride / o_stride; heads at hv*V]
+///   g, beta [tokens, HV] contiguous (g: [tokens, HV, K] for kda)
+///   state: the pool, [slots, HV, V, K] (vk) or [slots, HV, K, V] (kv)
+///   in_idx, out_idx: int32 [B] slots (null: row b uses slot b; out_idx null:
+///     write back to the slot read). Negative = padding; >= slots = padding
+///     and sets *error_flag = 1.
+///   step_states: [tokens, HV, state] per-step states, or null
+///   flags: bit 0 = leave the pool unchanged (only step states are written);
+///     bit 1 = the index arrays and cu_seqlens are int64; see DecodeFlags
+///   step_slots, num_accepted, step_slots_stride: vLLM's speculative decoding
+///     (or null): row b reads slot step_slots[b * stride + num_accepted[b]
+///     - 1] (num_accepted null: column 0) and writes the state after token t
+///     to slot step_slots[b * stride + t] instead of a final write.
+///   cu_seqlens: int32 [B + 1] or null. Null: row b is tokens [b T, b T + T).
+///     Given: T is the total token count and row b is tokens [cu[b], cu[b+1])
+///     (0 to max_t of them); tokens past cu[B] get o = 0. A cu_seqlens that
+///     breaks 0 = cu[0] <= cu[1] <= ... <= cu[B] <= T anywhere skips the
+///     whole call (o = 0 for every token, no state) and sets *error_flag = 1;
+///     a row over max_t (or the 2-D slot stride) is skipped alone (o = 0,
+///     no state) and sets the flag. num_accepted[b] outside [1, T] (varlen:
+///     [1, step_slots_stride]) skips the row likewise.
+///   state_in: entering states read instead of the pool's (out of place:
+///     FLA's initial_state), same shape and slot stride, indexed by the
+///     slot read; null: the pool. The pool's dtype, or for an f32 pool
+///     bf16 / f16 as the flags say.
+///   slot_stride: elements between slots of the pool and of state_in
+///     (>= HV * K * V: vLLM's hybrid cache packs other data in a slot).
+/// dt_bias may be null (0).
+llvm::ArrayRef<KernelParam> decodeKernelParams();
+
+/// The `flags` parameter's bits are deltac_abi::DecodeFlags
+/// (templates/runtime/deltac_abi.h).
+
+/// How a decode kernel maps the state onto threads, from K, V, the state
+/// type and layout. Every thread moves 16-byte pieces of state rows (the
+/// contiguous axis: K for `vk`, V for `kv`).
+///   vk: `lanesPerRow` lanes share one [K] row, each with `loadsPerLane`
+///       pieces of it; a thread keeps `rowsPerThread` value rows. Dots over K
+///       reduce with warp shuffles among the lanes of a row.
+///   kv: `lanesPerRow` lanes cover a tile of V columns with one piece each;
+///       the other lanes and warps split K, a thread keeping `rowsPerThread`
+///       key rows. Dots over K reduce with shuffles, then across warps
+///       through shared memory.
+struct DecodeTiling {
+  StateLayout layout;
+  int64_t elemsPerLoad;  ///< state elements in 16 bytes (4 f32, 8 bf16)
+  int64_t lanesPerRow;   ///< lanes along the contiguous axis (power of two)
+  int64_t loadsPerLane;  ///< 16-byte pieces per lane per row
+  int64_t rowsPerThread; ///< rows a thread keeps in registers
+  int64_t warps;         ///< warps per block
+  int64_t threads() const { return warps * 32; }
+  /// Value rows (vk) or value columns (kv) one block owns.
+  int64_t valuesPerBlock() const {
+    return layout == StateLayout::vk
+               ? warps * (32 / lanesPerRow) * rowsPerThread
+               : lanesPerRow * elemsPerLoad;
+  }
+};
+
+/// The options a decode kernel is specialised for.
+struct DecodeSpec {
+  Rule rule;
+  GateForm gate;
+  BetaForm beta;
+  bool qkL2Norm;
+  StateLayout layout;
+  Type ioType, stateType;
+  int64_t k, v, maxT;
+};
+
+/// Code-shape choices of the decode kernels. The defaults come from the
+/// reasoning in DecodeKernel.cpp; the pass options of
+/// delta-lower-decode-to-gpu (and deltac --decode-tuning) override them, to
+/// measure alternatives without editing the compiler.
+struct DecodeTuning {
+  int64_t rowsPerThread = 0; ///< state rows per thread; 0 = chosen
+  bool prefetch = true;      ///< load token t + 1 while computing token t
+  /// Dispatch: the host uses this kernel when it launches at least this many
+  /// blocks per SM (0: always); variants are tried in order.
+  int64_t minBlocksPerSM = 0;
+  bool unswitchSteps = true; ///< separate loops with / without step stores
+  int64_t dotPartials = 4;   ///< independent partial sums per dot product
+};
+
+/// Chooses the tiling of `spec` (see DecodeKernel.cpp for the reasoning).
+DecodeTiling chooseDecodeTiling(const DecodeSpec &spec,
+                                const DecodeTuning &tuning = {});
+
+/// The decode kernels of one entry, in dispatch order: "bulk" (no prefetch,
+/// more state per thread: best when the grid fills the GPU several times)
+/// and "small" (prefetch, more blocks: lower latency for few rows).
+/// `overrides` carries the pass options (rows per thread, dot partials,
+/// unswitching); `only` restricts to one variant ("" = both).
+llvm::SmallVector<std::pair<std::string, DecodeTuning>>
+decodeVariants(const DecodeTuning &overrides, llvm::StringRef only);
+
+/// Builds the kernel `name` into `module` (a gpu.module). The gpu.func carries
+/// its launch shape as attributes: `delta.block_threads`,
+/// `delta.rows_per_block` (values per block), `delta.grid_x` (blocks along
+/// V; grid y = HV, z = B) and its dispatch threshold
+/// `delta.min_blocks_per_sm`.
+gpu::GPUFuncOp buildDecodeKernel(OpBuilder &builder, Location loc,
+                                 gpu::GPUModuleOp module, StringRef name,
+                                 const DecodeSpec &spec,
+                                 const DecodeTuning &tuning = {});
+
+} // namespace mlir::delta
+
+#endif // DELTAC_CODEGEN_GPU_DECODE_DECODEKERNEL_H

@@ -1,0 +1,62 @@
+//===- PrefillKernel.h - the chunked (prefill) GPU kernels ------*- C++ -*-===//
+//
+// Prefill runs the chunk-level IR of `delta-chunk` as three kernels that
+// share one parameter list (the host fills it once and launches all three):
+//
+//   prep    one block: cu_seqlens -> chunk offsets per sequence in the
+//           workspace (a block-wide scan; checks cu_seqlens, raising the
+//           error flag), so nothing waits on the host. Launched only for
+//           more than kPrefillInlineSequences sequences; below, every warp
+//           of chunks and recur scans cu_seqlens itself (chunks' first
+//           block checks it).
+//   chunks  one block per (chunk, value head), all chunks in parallel: the
+//           ops that do not read the state - the prepared inputs (L2 norm,
+//           gate, beta), chunk_cumsum, chunk_kkt, solve_tril, chunk_wy and
+//           the intra-chunk half of chunk_output - written to the workspace
+//           as 16-bit tensor-core operands (bf16, or f16 for f16
+//           activations). Per-channel decays (rule kda) take their own
+//           path through P and L (reference-row products block row by
+//           block row; a diagonal block too steep for them elementwise)
+//           and leave e^G_last per channel.
+//   recur   one block per (sequence, value head, V tile): the ops that read
+//           the state - chunk_residual, chunk_output, chunk_state_step -
+//           chunk after chunk, the state in fp32 registers of the state
+//           warps (K <= 128: one warp per 16 columns, transposed, its
+//           products fed from its own accumulators, PrefillRecurState.cpp;
+//           else shared by rows); the output warps fill the operand ring
+//           and compute chunk_output (PrefillRecur.cpp). recur has a block
+//           size of its own (PrefillPlan::recurThreads).
+//
+// The products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
+// accumulation), on sm_90a wgmma (PrefillPlan::warpgroupRecur and
+// warpgroupChunks); the triangular solve is fp32 in shared memory. recur keeps
+// the next one or two chunks' operands in flight (a 2- or 3-stage ring sized
+// by the shared memory the host grants; on sm_90 and later one thread fills
+// it with bulk copies, on sm_80 every output thread with cp.async). The grids are
+// one-dimensional: chunks head-fastest, recur sequence-major.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DELTAC_CODEGEN_GPU_PREFILL_PREFILLKERNEL_H
+#define DELTAC_CODEGEN_GPU_PREFILL_PREFILLKERNEL_H
+
+#include "codegen/gpu/prefill/PrefillPlan.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::delta {
+
+/// The kernels of a prefill entry in launch order: "prep", "chunks", "recur".
+llvm::ArrayRef<llvm::StringRef> prefillKernelParts();
+
+/// Builds kernel `<name>_<part><suffix>` into `module`. The gpu.func
+/// carries `delta.block_threads`, `delta.dynamic_smem` and `delta.grid_x`
+/// (V tiles of the recur grid).
+void buildPrefillKernel(OpBuilder &builder, Location loc,
+                        gpu::GPUModuleOp module, StringRef name,
+                        StringRef part, const PrefillSpec &spec,
+                        const PrefillPlan &plan, StringRef suffix = "");
+
+} // namespace mlir::delta
+
+#endif // DELTAC_CODEGEN_GPU_PREFILL_PREFILLKERNEL_H

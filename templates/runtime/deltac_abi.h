@@ -1,0 +1,107 @@
+// deltac_abi.h - the contract between the deltac compiler and its runtime.
+//
+// Every value both sides must agree on is defined here once: the compiler
+// (codegen/gpu/) includes this file from templates/runtime/, and every
+// generated library carries a copy beside its runtime. Plain C++17, no
+// LLVM and no CUDA, so that both can include it.
+#ifndef DELTAC_ABI_H
+#define DELTAC_ABI_H
+
+#include <array>
+#include <cstdint>
+
+namespace deltac_abi {
+
+/// What one kernel parameter carries: a device pointer, a 32/64-bit
+/// integer, an f32 or a TMA tensor map (cuda.h's CUtensorMap, 128 bytes
+/// passed by value).
+enum class ParamKind { Pointer, I32, I64, F32, TensorMap };
+
+//===----------------------------------------------------------------------===//
+// Decode
+//===----------------------------------------------------------------------===//
+
+/// Bit values of the decode kernel's `flags` parameter.
+enum DecodeFlags : int32_t {
+  /// No state is written back (only step states, if any).
+  kKeepPool = 1,
+  /// in_idx, out_idx, step_slots, num_accepted and cu_seqlens are int64
+  /// (read as int64, never narrowed).
+  kIndicesI64 = 2,
+  /// Every row starts from a zero state; none is read.
+  kZeroState = 4,
+  /// beta is f32 (else the io dtype).
+  kBetaF32 = 8,
+  /// The entering states (state_in) of an f32 pool are 16-bit: bf16, or
+  /// f16 with kStateInF16. Otherwise they have the pool's dtype.
+  kStateInHalf = 16,
+  kStateInF16 = 32,
+};
+
+//===----------------------------------------------------------------------===//
+// Prefill
+//===----------------------------------------------------------------------===//
+
+/// Calls with at most this many sequences skip the prep kernel: chunks and
+/// recur scan the sequences' chunk counts in every warp instead (one
+/// cu_seqlens pair per lane), which costs less than a kernel launch.
+constexpr int64_t kPrefillInlineSequences = 32;
+
+/// 16-bit elements of padding per row of W, Qg, Kd and P: the kernels'
+/// shared-memory rows (16-byte aligned, the 8 rows of an ldmatrix matrix in
+/// different banks), which the workspace keeps so recur copies each tile
+/// in one piece.
+constexpr int64_t kRowPad = 8;
+
+/// Workspace region 7 (the overlapped launch) starts with this many bytes
+/// of counters: the queue's kOverlapQueueCounters, then one per shared SM
+/// (the shared overlapped launch shares at most kMaxSharedSMs SMs); a u32
+/// ready flag per (chunk, value head) follows.
+constexpr int64_t kOverlapCounterBytes = 1024;
+constexpr int64_t kOverlapQueueCounters = 2;
+constexpr int64_t kMaxSharedSMs = kOverlapCounterBytes / 4 - kOverlapQueueCounters;
+
+constexpr int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
+
+/// Bytes per (chunk, value head) of workspace regions 1-6, for chunk C and
+/// a K x V state: G_last (one float, or K factors e^G_last with
+/// per-channel decays), W, U, Qg, Kd (16-bit, rows padded by kRowPad) and
+/// P (C x C, padded likewise).
+constexpr std::array<int64_t, 6> prefillChunkRegionBytes(int64_t C, int64_t K,
+                                                         int64_t V,
+                                                         bool perChannel) {
+  int64_t Kp = K + kRowPad, Cp = C + kRowPad;
+  return {4 * (perChannel ? K : 1), C * Kp * 2, C * V * 2,
+          C * Kp * 2,               C * Kp * 2, C * Cp * 2};
+}
+
+/// Byte offset of workspace region 7 for a call of N sequences and
+/// `chunks` (chunk, value head) items: region 0 (the chunk offsets [N + 1]
+/// and prep's verdict on cu_seqlens), then regions 1-6, each 256-aligned.
+constexpr int64_t prefillOverlapRegionOffset(int64_t C, int64_t K, int64_t V,
+                                             bool perChannel, int64_t chunks,
+                                             int64_t N) {
+  int64_t total = align256((N + 2) * 4);
+  for (int64_t per : prefillChunkRegionBytes(C, K, V, perChannel))
+    total += align256(chunks * per);
+  return total;
+}
+
+/// Bytes of region 7: the counters, then a u32 per item.
+constexpr int64_t prefillOverlapRegionBytes(int64_t chunks) {
+  return kOverlapCounterBytes + align256(chunks * 4);
+}
+
+/// Workspace bytes of a prefill call: `maxChunks` chunks per value head
+/// (total tokens / C + N bounds it), HV value heads, N sequences.
+constexpr int64_t prefillWorkspaceBytes(int64_t C, int64_t K, int64_t V,
+                                        bool perChannel, int64_t maxChunks,
+                                        int64_t HV, int64_t N) {
+  int64_t chunks = maxChunks * HV;
+  return prefillOverlapRegionOffset(C, K, V, perChannel, chunks, N) +
+         prefillOverlapRegionBytes(chunks);
+}
+
+} // namespace deltac_abi
+
+#endif // DELTAC_ABI_H

@@ -1,0 +1,2 @@
+#include "codegen/gpu/Emitter.h"
+#include "codegen/gpu/Target.h"

@@ -1,0 +1,2 @@
+#include "codegen/gpu/Target.h"
+#include "codegen/gpu/Emitter.h"

@@ -1,0 +1,119 @@
+// RUN: deltac-opt %s --delta-expand-spec --delta-lower-decode-to-gpu -split-input-file | FileCheck %s
+
+// Two kernels per decode function, each in a gpu.module with one
+// #nvvm.target per SM of delta.targets: "bulk" (64 rows per block, used from
+// 4 blocks per SM) and "_small" (32 rows per block, prefetching). Both keep
+// the fixed ABI of codegen/gpu/decode/DecodeKernel.h. Prefill stays at sequence level.
+
+// CHECK-LABEL: module attributes {delta.targets = ["sm_80", "sm_90a"], gpu.container_module}
+// CHECK: func.func @gdn_k128_v128_prefill
+// CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @gdn_k128_v128_decode(
+// CHECK-SAME: %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias},
+// CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64)
+// CHECK-SAME: kernel
+// CHECK-SAME: delta.block_threads = 128 : i64
+// CHECK-SAME: delta.entry = #delta<entry decode>
+// CHECK-SAME: delta.grid_x = 2 : i64
+// CHECK-SAME: delta.max_t = 4 : i64
+// CHECK-SAME: delta.min_blocks_per_sm = 4 : i64
+// CHECK-SAME: delta.rows_per_block = 64 : i64
+// CHECK-SAME: delta.spec = @gdn
+// Varlen rows: with cu_seqlens (the last parameter) row b is tokens
+// [cu[b], cu[b + 1]); the whole array is checked first (a loop over its
+// entries, int32 or int64, and a warp vote), the row against max_t, before
+// anything is computed; tokens past cu[B] are zeroed.
+// CHECK: scf.if %{{.*}} -> (i64, i32, i1, i64)
+// CHECK: scf.for
+// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> i64
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK: nvvm.vote.sync all
+// CHECK: arith.cmpi sle, %{{.*}}, %c4_i64
+// num_accepted_tokens is range-checked before it indexes the 2-D slots.
+// CHECK: arith.cmpi sge, %{{.*}}, %c1_i64
+// The entering state: zeros with kZeroState, else state_in (null: the
+// pool), slot_stride apart, as 16-bit pieces (bf16 or f16 by a select) or
+// as the f32 pool's 16-byte pieces, all issued before the token loop.
+// CHECK: arith.muli %{{.*}}, %[[SLOTSTRIDE]] : i64
+// CHECK: scf.if %{{.*}} -> (f32, f32
+// CHECK: arith.constant 0.000000e+00 : f32
+// CHECK: scf.if %{{.*}} -> (f32, f32
+// CHECK: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr<1> -> vector<4xi16>
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: scf.for
+// beta: two 16-bit loads serve bf16 and f32 (kBetaF32), no branch.
+// CHECK: llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr<1> -> i16
+// CHECK: llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr<1> -> i16
+// Raw gate fused: exp via ex2.approx, softplus threshold 20.
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// Row dots reduced across the 8 lanes of a row.
+// CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: scf.yield
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
+// CHECK: gpu.module @gdn_k128_v128_decode_small_gpu
+// CHECK: gpu.func @gdn_k128_v128_decode_small(
+// CHECK-SAME: delta.grid_x = 4 : i64
+// CHECK-SAME: delta.min_blocks_per_sm = 0 : i64
+// CHECK-SAME: delta.rows_per_block = 32 : i64
+// CHECK-NOT: func.func @gdn_k128_v128_decode
+module attributes {delta.targets = ["sm_80", "sm_90a"]} {
+  delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
+      layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+      entries = [prefill, decode] max_t = 4
+}
+
+// -----
+
+// kv layout: a bf16 state is read in 16-byte pieces of 8 elements; dots over
+// K end with a reduction across warps in shared memory.
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
+// CHECK: gpu.module @kvs_k128_v64_decode_gpu
+// CHECK: llvm.mlir.global internal @kvs_k128_v64_decode_partials() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<{{[0-9]+}} x f32>
+// CHECK: gpu.func @kvs_k128_v64_decode(
+// CHECK-SAME: delta.grid_x = 2 : i64
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @kvs rule = gated dims = [128x64] io = bf16 state = bf16
+      layout = kv gate = log beta = given chunk = 64 entries = [decode]
+      max_t = 2
+}
+
+// -----
+
+// A spec without decode gets no GPU module (and no container attribute).
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"]} {
+// CHECK-NEXT: delta.spec @kimi
+// CHECK-NOT: gpu.module
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @kimi rule = kda dims = [128x128] io = bf16 state = f32
+      layout = kv gate = channel_log beta = given chunk = 64
+      entries = [prefill]
+}
+
+// -----
+
+// KDA decode (per key channel decays): the vk kernel loads each lane's
+// pieces of g [tokens, HV, K] (f32, 16 bytes) with its q and k pieces and
+// decays its state pieces elementwise; the raw form adds dt_bias [HV, K]
+// (0 where null: a branch between the loaded and zero values).
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
+// CHECK: gpu.func @kimi_vk_k128_v128_decode(
+// CHECK: scf.for
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: gpu.func @kimi_raw_k128_v128_decode(
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @kimi_vk rule = kda dims = [128x128] io = bf16 state = f32
+      layout = vk gate = channel_log beta = given l2norm chunk = 64
+      entries = [decode] max_t = 2
+  delta.spec @kimi_raw rule = kda dims = [128x128] io = bf16 state = f32
+      layout = kv gate = channel_raw beta = sigmoid l2norm chunk = 64
+      entries = [decode] max_t = 2
+}
