@@ -1002,10 +1002,18 @@ def error_contract():
                                                 initial_state_indices=ix, **kw)[0], p))
     check("pool prefill int64 indices = int32 (bits)", same(runs[0], runs[1]))
     p = pool.clone()
-    gdn.chunk_gated_delta_rule(q, k, v, a, b, initial_state=p, **kw, initial_state_indices=torch.tensor(
-        [4, 2 ** 32 + 3, 1], dtype=torch.int64, device="cuda"))
+    # NaN in the block o is likely to reuse: the skipped sequence must be
+    # written with zeros, not left as it was.
+    junk = torch.full_like(runs[0][0], float("nan"))
+    del junk
+    o_bad = gdn.chunk_gated_delta_rule(q, k, v, a, b, initial_state=p, **kw,
+                                       initial_state_indices=torch.tensor(
+        [4, 2 ** 32 + 3, 1], dtype=torch.int64, device="cuda"))[0]
     torch.cuda.synchronize()
     check("pool prefill index 2^32 + 3 (int64): slot 3 untouched", torch.equal(p[3], pool[3]))
+    check("pool prefill index 2^32 + 3: that sequence skipped (o = 0), the others as with valid "
+          "indices", bool((o_bad[:, 40] == 0).all()) and torch.equal(o_bad[:, :40], runs[0][0][:, :40])
+          and torch.equal(o_bad[:, 41:], runs[0][0][:, 41:]))
     flag_raised("a prefill index 2^32 + 3", ["initial_state_indices"])
 
     # The module's flag is allocated outside capture: a first call inside

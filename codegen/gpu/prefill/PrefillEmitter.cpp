@@ -479,6 +479,22 @@ void PrefillEmitter::zeroUncovered(Value from) {
   });
 }
 
+void PrefillEmitter::zeroSequence(Value bos, Value eos, Value hv, Value v0, int64_t cols) {
+  int64_t ioBytes = s.ioType.getIntOrFloatBitWidth() / 8, perPiece = 16 / ioBytes;
+  int64_t pieces = cols / perPiece;
+  Value count = mul(sub(eos, bos), cI64(pieces));
+  Value threads = arith::IndexCastOp::create(b, i64, gpu::BlockDimOp::create(b, gpu::Dimension::x));
+  auto loop = scf::ForOp::create(b, toI64(tid), count, threads);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value i = loop.getInductionVar();
+  Value tok = add(bos, arith::DivUIOp::create(b, i, cI64(pieces)));
+  Value piece = arith::RemUIOp::create(b, i, cI64(pieces));
+  Value col = add(toI64(v0), mul(piece, cI64(perPiece)));
+  Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(s.v))), col);
+  storeVec(LLVM::ZeroOp::create(b, VectorType::get({4}, i32)), param(pO), s.ioType, at, 16);
+}
+
 Value PrefillEmitter::longestFirst(const ChunkMap &map, Value position) {
   // Lane l's rank among the lanes' chunk counts (0 past N, after every
   // sequence), descending and stable: the sequences' permutation, from 32

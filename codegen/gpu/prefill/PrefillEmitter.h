@@ -428,6 +428,10 @@ private:
   /// o = 0 for tokens [from, T) of every value head, by the whole grid of
   /// recur (a serving engine's padding, or every token of a skipped call).
   void zeroUncovered(Value from);
+  /// o = 0 for tokens [bos, eos) (i64) of value head hv, columns [v0, v0 +
+  /// cols), by this block's threads: a recur block's share of a skipped
+  /// sequence (a pool index past the pool).
+  void zeroSequence(Value bos, Value eos, Value hv, Value v0, int64_t cols);
   /// The sequence a recur block at grid position `position` (< N) takes:
   /// with the inline map, sequences by chunk count, longest first (ties in
   /// their order), so that the longest chains start in the first wave

@@ -81,9 +81,16 @@ void PrefillEmitter::emitRecur() {
                      cmp(arith::CmpIPredicate::slt, slot, param(pSlots))),
                 notNull(pool));
   };
+  // A pool index past the pool skips its sequence: no state read or
+  // written, o = 0 for its tokens (below), as decode skips such a row.
+  auto pastPool = [&](Value slot, Value pool) {
+    return andI(cmp(arith::CmpIPredicate::sge, slot, param(pSlots)), notNull(pool));
+  };
+  Value skipped = orI(pastPool(inSlot, param(pInitial)), pastPool(outSlot, param(pFinal)));
+  Value kept = arith::XOrIOp::create(b, skipped, arith::ConstantIntOp::create(b, 1, 1));
   // A skipped call (invalid cu_seqlens) reads and writes no state.
-  Value readOk = andI(usable(inSlot, param(pInitial)), map.ok);
-  Value writeOk = andI(usable(outSlot, param(pFinal)), map.ok);
+  Value readOk = andI(andI(usable(inSlot, param(pInitial)), map.ok), kept);
+  Value writeOk = andI(andI(usable(outSlot, param(pFinal)), map.ok), kept);
   // Tokens no sequence covers get o = 0: past cu_seqlens[N], or all of
   // them in a skipped call.
   zeroUncovered(coveredTokens(map));
@@ -97,6 +104,9 @@ void PrefillEmitter::emitRecur() {
   Value c0 = chunkOffsetOf(inlineMap, scan, n),
         c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));
   auto [bos, eos] = sequenceBounds(map, n);
+  // A skipped sequence runs no chunk; this block zeroes its share of o.
+  ifThen(skipped, [&] { zeroSequence(bos, eos, hv, v0, BV); });
+  c1 = arith::SelectOp::create(b, skipped, c0, c1);
   if (plan.transposedRecur) {
     recurTransposed(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
                                   stateIndex});
