@@ -91,6 +91,26 @@ def Delta_DimsAttr : Delta_Attr<"Dims", "dims"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Delta_RecurVariantAttr : Delta_Attr<"RecurVariant", "recur_variant"> {
+  let summary = "one recur kernel of a prefill plan and when the host launches it";
+  let description = [{
+    An entry of `delta.recur_variants`, the plan delta-plan-prefill writes
+    and delta-lower-prefill-to-gpu and the library writer read: the recur
+    kernel's V tile; `min_blocks_per_sm`, in quarters of a block per SM, from
+    which grid the host launches it (0: always, the fallback); and
+    `overlap_blocks_per_sm`, up to which grid it runs overlapped with chunks
+    (0: never).
+
+    ```mlir
+    #delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>
+    ```
+  }];
+  let parameters = (ins "int64_t":$value_tile, "int64_t":$min_blocks_per_sm,
+                        "int64_t":$overlap_blocks_per_sm);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Delta_DimsArrayAttr : TypedArrayAttrBase<Delta_DimsAttr,
                                              "list of (K, V) specializations">;
 def Delta_EntryKindArrayAttr : TypedArrayAttrBase<Delta_EntryKindAttr,

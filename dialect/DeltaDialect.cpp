@@ -30,6 +30,19 @@ void DeltaDialect::initialize() {
   registerOperations();
 }
 
+LogicalResult RecurVariantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                       int64_t valueTile, int64_t minBlocksPerSm,
+                                       int64_t overlapBlocksPerSm) {
+  if (valueTile < 8 || valueTile % 8 != 0)
+    return emitError() << "recur variant: value_tile must be a positive multiple of 8, got "
+                       << valueTile;
+  if (minBlocksPerSm < 0 || overlapBlocksPerSm < 0)
+    return emitError() << "recur variant: min_blocks_per_sm and overlap_blocks_per_sm must "
+                          "not be negative, got "
+                       << minBlocksPerSm << " and " << overlapBlocksPerSm;
+  return success();
+}
+
 ArrayRef<StringRef> mlir::delta::supportedTargets() {
   static const StringRef targets[] = {"sm_80", "sm_90a", "sm_100a"};
   return targets;
@@ -118,20 +131,12 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kRecurVariantsAttrName) {
+    // Each entry verified itself when it was built (RecurVariantAttr).
     auto list = dyn_cast<ArrayAttr>(value);
-    if (!list || list.empty())
+    if (!list || list.empty() ||
+        !llvm::all_of(list, [](Attribute v) { return isa<RecurVariantAttr>(v); }))
       return op->emitError() << "'" << name
-                             << "' must be a non-empty array of variants";
-    for (Attribute v : list) {
-      auto dict = dyn_cast<DictionaryAttr>(v);
-      auto tile = dict ? dict.getAs<IntegerAttr>("value_tile") : nullptr;
-      auto minBlocks =
-          dict ? dict.getAs<IntegerAttr>("min_blocks_per_sm") : nullptr;
-      if (!tile || !minBlocks || tile.getInt() < 8 || minBlocks.getInt() < 0)
-        return op->emitError()
-               << "'" << name << "' entries need value_tile >= 8 and "
-               << "min_blocks_per_sm >= 0, got " << v;
-    }
+                             << "' must be a non-empty array of #delta.recur_variant";
     return success();
   }
   if (name == kRecurRawQKAttrName) {

@@ -10,7 +10,7 @@
 // and up to which grid it runs overlapped with chunks. The pass turns those
 // answers into a dispatch table and drops every variant that could never
 // be launched. The decision is written as `delta.recur_variants`, one
-// dictionary per kernel in dispatch order with its `value_tile` and
+// #delta.recur_variant per kernel in dispatch order with its `value_tile` and
 // `min_blocks_per_sm` (the first variant whose grid has at least a quarter
 // that many blocks per SM is launched; 0: always; the grid counts N
 // sequences, or T / max_seqlen where the host knows the longest: the call
@@ -100,10 +100,7 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
       }
       lowestBound = minBlocks * t;
       boundTile = t;
-      variants.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("value_tile", b.getI64IntegerAttr(t)),
-           b.getNamedAttr("min_blocks_per_sm", b.getI64IntegerAttr(minBlocks)),
-           b.getNamedAttr("overlap_blocks_per_sm", b.getI64IntegerAttr(overlap))}));
+      variants.push_back(RecurVariantAttr::get(b.getContext(), t, minBlocks, overlap));
     }
     func->setAttr(DeltaDialect::kRecurVariantsAttrName, b.getArrayAttr(variants));
   }

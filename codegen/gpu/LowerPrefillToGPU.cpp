@@ -143,13 +143,8 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   SmallVector<Recur> recurs;
   if (auto list = func->getAttrOfType<ArrayAttr>(
           DeltaDialect::kRecurVariantsAttrName)) {
-    for (Attribute v : list) {
-      auto d = cast<DictionaryAttr>(v);
-      auto overlap = d.getAs<IntegerAttr>("overlap_blocks_per_sm");
-      recurs.push_back({d.getAs<IntegerAttr>("value_tile").getInt(),
-                        d.getAs<IntegerAttr>("min_blocks_per_sm").getInt(),
-                        overlap ? overlap.getInt() : 0});
-    }
+    for (auto v : list.getAsRange<RecurVariantAttr>())
+      recurs.push_back({v.getValueTile(), v.getMinBlocksPerSm(), v.getOverlapBlocksPerSm()});
   } else {
     recurs.push_back({valueTile, 0, 0});
   }

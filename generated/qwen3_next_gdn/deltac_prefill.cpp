@@ -510,6 +510,13 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       return {DELTAC_CUDA_ERROR, error};
     sharedRecur = chosen->recurShared->imageTarget() == chosen->altTarget;
   }
+  // =2 where the code loaded for this GPU has no shared recur for the call
+  // (another target's code, or a spec without the sm_90a forms): a forced
+  // form that cannot run is refused, not replaced by the ordinary recur.
+  if (recurSharedAlone > 1 && overlapSMs == 0 && forcedRaw <= 0 && !sharedRecur)
+    return {DELTAC_UNSUPPORTED,
+            "DELTAC_PREFILL_RECUR_SHARED=2: the code loaded for this GPU has no shared-launch "
+            "recur for K = " + std::to_string(a.K) + ", V = " + std::to_string(a.V)};
   // Beside a queue block the shared launch's recur has room for two stages.
   int stages = recurStages(launched, perBlock, forcedStages);
   unsigned recurSmem = recurSharedBytes(launched, sharedRecur ? std::min(stages, 2) : stages);

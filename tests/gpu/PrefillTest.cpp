@@ -408,6 +408,14 @@ bool launched(const std::string &launches, const std::string &suffix) {
 /// the kernels the call launched (run.sh reruns this test under each
 /// switch): "" when it ran, else what is missing. Only where the library
 /// has the form (sm90Forms) and the device runs sm_90a code.
+/// Whether this device runs the spec's sm_90a forms (an sm_90 GPU, no
+/// forced target, a spec that has them).
+bool sm90FormsRun(const Spec &s) {
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, 0), "device properties");
+  return prop.major == 9 && !std::getenv("DELTAC_FORCE_TARGET") && s.sm90Forms;
+}
+
 std::string forcedFormMissing(const Spec &s, const std::string &launches) {
   auto env = [](const char *name) {
     const char *v = std::getenv(name);
@@ -568,6 +576,16 @@ int main(int argc, char **argv) {
     if (r.status == DELTAC_UNSUPPORTED && std::getenv("DELTAC_PREFILL_VALUE_TILE") &&
         r.error.find("DELTAC_PREFILL_VALUE_TILE=") == 0) {
       results.add(c.name, true, "forced form refused: " + r.error);
+      continue;
+    }
+    // DELTAC_PREFILL_RECUR_SHARED=2 is refused exactly where the code run
+    // has no shared recur (no sm_90a forms here), and runs everywhere else.
+    if (r.status == DELTAC_UNSUPPORTED &&
+        r.error.find("DELTAC_PREFILL_RECUR_SHARED=2") == 0) {
+      bool has = sm90FormsRun(*c.spec);
+      results.add(c.name, !has,
+                  (has ? "REFUSED though the library has the form: " : "forced form refused: ") +
+                      r.error);
       continue;
     }
     std::string formMissing = r.status ? "" : forcedFormMissing(*c.spec, r.launches);

@@ -123,8 +123,9 @@ inline void expectSame(const deltac_rt::ParamInfo *runtime, int count,
                        llvm::ArrayRef<mlir::delta::KernelParam> names = {}) {
   ASSERT_EQ(size_t(count), other.size()) << what << ": parameter count";
   for (int i = 0; i < count; ++i) {
-    if (!names.empty())
+    if (!names.empty()) { // braces: EXPECT_* expands to an if/else
       EXPECT_STREQ(runtime[i].name, names[i].name) << what << ", parameter " << i;
+    }
     EXPECT_EQ(kindName(runtime[i].kind), std::string(kindName(other[i].kind)))
         << what << ", parameter " << i << " (" << runtime[i].name << ")";
     EXPECT_EQ(runtime[i].bytes, other[i].bytes)

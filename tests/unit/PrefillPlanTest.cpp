@@ -14,6 +14,7 @@
 #include "dialect/DeltaDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/PlanTarget.h"
 #include "codegen/gpu/NvidiaTarget.h"
 #include "codegen/gpu/prefill/PrefillEmitter.h"
 #include "codegen/gpu/prefill/PrefillPlan.h"
@@ -151,7 +152,8 @@ namespace {
 // option, empty for the default) as the host's rows: valueTiles = V / tile.
 std::vector<deltac_rt::PrefillVariant> plannedTable(const std::string &spec, int64_t K,
                                                     int64_t V,
-                                                    llvm::ArrayRef<int64_t> tiles = {}) {
+                                                    llvm::ArrayRef<int64_t> tiles = {},
+                                                    const std::string &model = "nvidia") {
   mlir::DialectRegistry registry;
   deltac::registerDialects(registry);
   mlir::MLIRContext context(registry);
@@ -167,21 +169,54 @@ std::vector<deltac_rt::PrefillVariant> plannedTable(const std::string &spec, int
   mlir::delta::buildSpecToChunkPipeline(pm);
   mlir::delta::DeltaPlanPrefillOptions options;
   options.valueTiles.assign(tiles.begin(), tiles.end());
+  options.targetModel = model;
   pm.addNestedPass<mlir::func::FuncOp>(mlir::delta::createDeltaPlanPrefill(options));
   if (mlir::failed(pm.run(*module)))
     return rows;
   module->walk([&](mlir::func::FuncOp fn) {
     auto variants = fn->getAttrOfType<mlir::ArrayAttr>(mlir::delta::DeltaDialect::kRecurVariantsAttrName);
-    for (mlir::Attribute a : variants ? variants : mlir::ArrayAttr()) {
-      auto d = mlir::cast<mlir::DictionaryAttr>(a);
-      int64_t tile = mlir::cast<mlir::IntegerAttr>(d.get("value_tile")).getInt();
-      int64_t minBlocks = mlir::cast<mlir::IntegerAttr>(d.get("min_blocks_per_sm")).getInt();
-      rows.push_back(variant(K, V, unsigned(V / tile), minBlocks));
-    }
+    if (!variants)
+      return;
+    for (auto v : variants.getAsRange<mlir::delta::RecurVariantAttr>())
+      rows.push_back(variant(K, V, unsigned(V / v.getValueTile()), v.getMinBlocksPerSm()));
   });
   return rows;
 }
 } // namespace
+
+// The plan takes its costs from the target model it is given, not from
+// code of its own: a model with other tiles and thresholds gives another
+// table (passes/PlanTarget.h).
+TEST(PrefillPlan, TargetModelDecides) {
+  struct TwoTiles : mlir::delta::PlanTarget {
+    llvm::SmallVector<int64_t> valueTiles(const mlir::delta::PlanQuery &) const override {
+      return {16, 32};
+    }
+    int64_t launchQuartersPerSm(const mlir::delta::PlanQuery &, int64_t) const override {
+      return 3;
+    }
+    int64_t overlapQuartersPerSm(const mlir::delta::PlanQuery &, int64_t) const override {
+      return 0;
+    }
+  };
+  mlir::delta::registerPlanTarget("unit-test-two-tiles", std::make_unique<TwoTiles>());
+  const char *spec = "delta.spec @s rule = gated dims = [128x128] io = bf16 state = f32 "
+                     "layout = kv gate = log beta = given chunk = 64 entries = [prefill]";
+  std::vector<deltac_rt::PrefillVariant> table =
+      plannedTable(spec, 128, 128, {}, "unit-test-two-tiles");
+  ASSERT_EQ(table.size(), 2u);
+  EXPECT_EQ(table[0].valueTiles, 4u); // tile 32, widest first
+  EXPECT_EQ(table[0].minBlocksPerSM, 3);
+  EXPECT_EQ(table[1].valueTiles, 8u); // tile 16, the fallback
+  EXPECT_EQ(table[1].minBlocksPerSM, 0);
+  // The NVIDIA model's table differs (tile 64 first, a quarter block).
+  std::vector<deltac_rt::PrefillVariant> nvidia = plannedTable(spec, 128, 128);
+  ASSERT_FALSE(nvidia.empty());
+  EXPECT_EQ(nvidia[0].valueTiles, 2u);
+  EXPECT_EQ(nvidia[0].minBlocksPerSM, 1);
+  // An unknown model fails the pass: no table.
+  EXPECT_TRUE(plannedTable(spec, 128, 128, {}, "no-such-model").empty());
+}
 
 TEST(PrefillDispatch, EveryPlannedVariantIsLaunchedSomewhere) {
   // A variant the host never launches would be compiled and shipped for

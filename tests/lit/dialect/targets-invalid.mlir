@@ -72,3 +72,19 @@ func.func @f() attributes {delta.dynamic_smem_stage = -1} { return }
 
 // expected-error @+1 {{'delta.recur_raw_qk' must be a unit attribute}}
 func.func @f() attributes {delta.recur_raw_qk = 1} { return }
+
+// -----
+
+// The plan's entries are typed: a dictionary is not one.
+// expected-error @+1 {{'delta.recur_variants' must be a non-empty array of #delta.recur_variant}}
+func.func @f() attributes {delta.recur_variants = [{value_tile = 64 : i64, min_blocks_per_sm = 1 : i64}]} { return }
+
+// -----
+
+// expected-error @+1 {{recur variant: value_tile must be a positive multiple of 8, got 12}}
+func.func @f() attributes {delta.recur_variants = [#delta.recur_variant<value_tile = 12, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]} { return }
+
+// -----
+
+// expected-error @+1 {{recur variant: min_blocks_per_sm and overlap_blocks_per_sm must not be negative, got 1 and -1}}
+func.func @f() attributes {delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = -1>]} { return }

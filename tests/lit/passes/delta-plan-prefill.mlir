@@ -24,13 +24,13 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 32 entries = [prefill]
 
 // CHECK-LABEL: func.func @gdn_k128_v128_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
 // CHECK-LABEL: func.func @kda_k128_v128_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 32, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
 // CHECK-LABEL: func.func @wide_k256_v256_prefill
-// CHECK-SAME: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// CHECK-SAME: delta.recur_variants = [#delta.recur_variant<value_tile = 32, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
 
-// OVERRIDE: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// OVERRIDE: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
 
 // The remarks come first (stderr, while the pass runs): tile 32 of @gdn
 // and of @wide (tile 64 named, so it is used for K = 256 too); none for
@@ -40,9 +40,9 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
 // DEAD: remark: value tile 32 is not emitted: tile 64 is launched on every grid it would be
 // DEAD-NEXT: func.func @wide_k256_v256_prefill
 // DEAD-NOT: remark:
-// DEAD: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
-// DEAD: delta.recur_variants = [{min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 2 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 32 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
-// DEAD: delta.recur_variants = [{min_blocks_per_sm = 1 : i64, overlap_blocks_per_sm = 1 : i64, value_tile = 64 : i64}, {min_blocks_per_sm = 0 : i64, overlap_blocks_per_sm = 0 : i64, value_tile = 16 : i64}]
+// DEAD: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
+// DEAD: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 32, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
+// DEAD: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
 
 // BAD: error: value tile 24 must be a multiple of 8 that divides V = 128
 
