@@ -448,6 +448,14 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       }
     }
   }
+  // =1 where no overlapped launch can run (the code loaded for this GPU has
+  // no queue form for the call, or programmatic launches are off): refused,
+  // as a forced form that cannot run, not run as the ordinary launch.
+  if (forcedOverlap > 0 && overlapSMs == 0)
+    return {DELTAC_UNSUPPORTED,
+            "DELTAC_PREFILL_OVERLAP=1: no overlapped launch for K = " + std::to_string(a.K) +
+                ", V = " + std::to_string(a.V) +
+                " (the code loaded for this GPU has no queue form, or DELTAC_PDL=0)"};
   // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
   // variant whatever the table says, when the library has it.
   // A forced tile the library lacks is refused, never silently ignored.

@@ -578,10 +578,11 @@ int main(int argc, char **argv) {
       results.add(c.name, true, "forced form refused: " + r.error);
       continue;
     }
-    // DELTAC_PREFILL_RECUR_SHARED=2 is refused exactly where the code run
-    // has no shared recur (no sm_90a forms here), and runs everywhere else.
-    if (r.status == DELTAC_UNSUPPORTED &&
-        r.error.find("DELTAC_PREFILL_RECUR_SHARED=2") == 0) {
+    // DELTAC_PREFILL_RECUR_SHARED=2 and DELTAC_PREFILL_OVERLAP=1 are
+    // refused exactly where the code run has no such form (no sm_90a forms
+    // here), and run everywhere else.
+    if (r.status == DELTAC_UNSUPPORTED && (r.error.find("DELTAC_PREFILL_RECUR_SHARED=2") == 0 ||
+                                           r.error.find("DELTAC_PREFILL_OVERLAP=1") == 0)) {
       bool has = sm90FormsRun(*c.spec);
       results.add(c.name, !has,
                   (has ? "REFUSED though the library has the form: " : "forced form refused: ") +
