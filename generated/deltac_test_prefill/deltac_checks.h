@@ -20,6 +20,11 @@ inline bool perChannel(GateKind gate) {
   return gate == GateKind::ChannelLog || gate == GateKind::ChannelRaw;
 }
 
+/// Raw gates: g is the raw `a` (io dtype), with A_log and dt_bias.
+inline bool rawGate(GateKind gate) {
+  return gate == GateKind::Raw || gate == GateKind::ChannelRaw;
+}
+
 /// A dtype field as the int a C caller stored: any value may arrive
 /// through the C API, and loading an out-of-range enumerator is undefined.
 inline int rawDtype(const deltac_dtype &d) {
@@ -154,8 +159,11 @@ inline std::string checkGateInputs(GateKind gate, const void *g,
     return "g must not be null (the spec has a gate)";
   if (gate == GateKind::None && g)
     return "g must be null (the spec's rule has no gate)";
-  if ((gate == GateKind::Raw || gate == GateKind::ChannelRaw) && !aLog)
+  if (rawGate(gate) && !aLog)
     return "A_log must not be null (the spec's gate is raw)";
+  // Per-channel gates are read 16 bytes at a time (a token's K decays).
+  if (perChannel(gate) && !aligned16(g))
+    return "g must be 16-byte aligned (per-channel gates)";
   return "";
 }
 

@@ -329,7 +329,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   const int64_t indexBytes = a.indices_i64 ? 8 : 4;
   const char *indexType = a.indices_i64 ? "int64" : "int32";
   const int64_t gateBytes =
-      v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw ? dtypeBytes(v.io) : 4;
+      rawGate(v.gate) ? dtypeBytes(v.io) : 4;
   // Natural alignment of what the kernels load one element at a time.
   for (std::string e :
        {needAligned("g", a.g, gateBytes,
@@ -345,11 +345,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       return invalid(e);
   if (std::string e = checkGateInputs(v.gate, a.g, a.A_log); !e.empty())
     return invalid(e);
-  if ((v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw) && !a.dt_bias)
+  if (rawGate(v.gate) && !a.dt_bias)
     return invalid("dt_bias must not be null (the spec's gate is raw)");
-  // Per-channel gates are copied 16 bytes at a time (a token's K decays).
-  if (perChannel(v.gate) && !aligned16(a.g))
-    return invalid("g must be 16-byte aligned (per-channel gates)");
   for (auto [name, p] :
        {std::pair<const char *, const void *>{"initial_state",
                                               a.initial_state},

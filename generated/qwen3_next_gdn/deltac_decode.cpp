@@ -235,16 +235,12 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
     return invalid("step_states must be 16-byte aligned");
   // Natural alignment of what the kernel loads one element at a time.
   const int64_t gateBytes =
-      v.gate == GateKind::Raw || v.gate == GateKind::ChannelRaw ? dtypeBytes(v.io) : 4;
+      rawGate(v.gate) ? dtypeBytes(v.io) : 4;
   const int64_t betaBytes = betaF32 ? 4 : dtypeBytes(v.io);
-  // KDA: the vk kernels load a lane's g and dt_bias channels in 16-byte
-  // pieces.
-  if (perChannel(v.gate)) {
-    if (!aligned16(a.g))
-      return invalid("g must be 16-byte aligned (per-channel gates)");
-    if (a.dt_bias && !aligned16(a.dt_bias))
-      return invalid("dt_bias must be 16-byte aligned (per-channel gates)");
-  }
+  // KDA: the vk kernels load a lane's dt_bias channels in 16-byte pieces
+  // too (g's alignment: checkGateInputs).
+  if (perChannel(v.gate) && a.dt_bias && !aligned16(a.dt_bias))
+    return invalid("dt_bias must be 16-byte aligned (per-channel gates)");
   for (std::string e :
        {needAligned("g", a.g, gateBytes,
                     gateBytes == 4 ? "f32" : "the io dtype"),
@@ -370,8 +366,7 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   p.vStride = vs;
   p.oStride = os;
   p.scale = a.scale;
-  // DecodeFlags in codegen/gpu/decode/DecodeKernel.h: kKeepPool 1, kIndicesI64 2,
-  // kZeroState 4, kBetaF32 8, kStateInHalf 16, kStateInF16 32.
+  // The flags' bits: deltac_abi::DecodeFlags.
   const bool half = stateIn && inDtype != v.state;
   using namespace deltac_abi; // the flags' bits
   p.flags = (a.keep_pool || !a.state ? kKeepPool : 0) |

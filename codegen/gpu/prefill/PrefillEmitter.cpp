@@ -453,6 +453,15 @@ Value PrefillEmitter::coveredTokens(const ChunkMap &map) {
   return r.getResult(0);
 }
 
+void PrefillEmitter::zeroPieces(Value start, Value count, Value step,
+                                function_ref<Value(Value i)> pieceAt) {
+  auto loop = scf::ForOp::create(b, start, count, step);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value at = pieceAt(loop.getInductionVar());
+  storeVec(LLVM::ZeroOp::create(b, VectorType::get({4}, i32)), param(pO), s.ioType, at, 16);
+}
+
 void PrefillEmitter::zeroUncovered(Value from) {
   // o = 0 for tokens [from, T), every value head, in 16-byte pieces over
   // the whole grid. Empty (one comparison) when the sequences cover T.
@@ -465,17 +474,13 @@ void PrefillEmitter::zeroUncovered(Value from) {
     Value threads = arith::IndexCastOp::create(b, i64, gpu::BlockDimOp::create(b, gpu::Dimension::x));
     Value grid = arith::IndexCastOp::create(b, i64, gpu::GridDimOp::create(b, gpu::Dimension::x));
     Value start = add(mul(toI64(blockId(gpu::Dimension::x)), threads), toI64(tid));
-    auto loop = scf::ForOp::create(b, start, count, mul(grid, threads));
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value i = loop.getInductionVar();
-    Value tok = add(from, arith::DivUIOp::create(b, i, perToken));
-    Value rest = arith::RemUIOp::create(b, i, perToken);
-    Value hv = arith::DivUIOp::create(b, rest, cI64(pieces));
-    Value piece = arith::RemUIOp::create(b, rest, cI64(pieces));
-    Value at = add(add(mul(tok, param(pOStride)), mul(hv, cI64(s.v))), mul(piece, cI64(perPiece)));
-    Value zero = LLVM::ZeroOp::create(b, VectorType::get({4}, i32));
-    storeVec(zero, param(pO), s.ioType, at, 16);
+    zeroPieces(start, count, mul(grid, threads), [&](Value i) {
+      Value tok = add(from, arith::DivUIOp::create(b, i, perToken));
+      Value rest = arith::RemUIOp::create(b, i, perToken);
+      Value hv = arith::DivUIOp::create(b, rest, cI64(pieces));
+      Value piece = arith::RemUIOp::create(b, rest, cI64(pieces));
+      return add(add(mul(tok, param(pOStride)), mul(hv, cI64(s.v))), mul(piece, cI64(perPiece)));
+    });
   });
 }
 
@@ -484,15 +489,12 @@ void PrefillEmitter::zeroSequence(Value bos, Value eos, Value hv, Value v0, int6
   int64_t pieces = cols / perPiece;
   Value count = mul(sub(eos, bos), cI64(pieces));
   Value threads = arith::IndexCastOp::create(b, i64, gpu::BlockDimOp::create(b, gpu::Dimension::x));
-  auto loop = scf::ForOp::create(b, toI64(tid), count, threads);
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value i = loop.getInductionVar();
-  Value tok = add(bos, arith::DivUIOp::create(b, i, cI64(pieces)));
-  Value piece = arith::RemUIOp::create(b, i, cI64(pieces));
-  Value col = add(toI64(v0), mul(piece, cI64(perPiece)));
-  Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(s.v))), col);
-  storeVec(LLVM::ZeroOp::create(b, VectorType::get({4}, i32)), param(pO), s.ioType, at, 16);
+  zeroPieces(toI64(tid), count, threads, [&](Value i) {
+    Value tok = add(bos, arith::DivUIOp::create(b, i, cI64(pieces)));
+    Value piece = arith::RemUIOp::create(b, i, cI64(pieces));
+    Value col = add(toI64(v0), mul(piece, cI64(perPiece)));
+    return add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(s.v))), col);
+  });
 }
 
 Value PrefillEmitter::longestFirst(const ChunkMap &map, Value position) {

@@ -432,6 +432,9 @@ private:
   /// cols), by this block's threads: a recur block's share of a skipped
   /// sequence (a pool index past the pool).
   void zeroSequence(Value bos, Value eos, Value hv, Value v0, int64_t cols);
+  /// The loop both share: for i in [start, count) by `step`, a 16-byte zero
+  /// store into o at element pieceAt(i).
+  void zeroPieces(Value start, Value count, Value step, function_ref<Value(Value i)> pieceAt);
   /// The sequence a recur block at grid position `position` (< N) takes:
   /// with the inline map, sequences by chunk count, longest first (ties in
   /// their order), so that the longest chains start in the first wave
