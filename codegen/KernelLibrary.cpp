@@ -50,24 +50,20 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   };
   k.maxT = integer(delta::DeltaDialect::kMaxTAttrName);
   k.chunk = integer(delta::DeltaDialect::kChunkSizeAttrName);
-  k.smem = integer(delta::DeltaDialect::kDynamicSmemAttrName);
-  k.smemStage = integer(delta::DeltaDialect::kDynamicSmemStageAttrName);
-  k.threads = integer(delta::DeltaDialect::kBlockThreadsAttrName);
-  k.gridX = integer(delta::DeltaDialect::kGridXAttrName);
-  k.minBlocksPerSM = integer(delta::DeltaDialect::kMinBlocksPerSMAttrName);
-  k.overlapBlocksPerSM = integer(delta::DeltaDialect::kOverlapBlocksPerSMAttrName);
-  k.rawQK = func->hasAttr(delta::DeltaDialect::kRecurRawQKAttrName);
-  // K and V: the kernel name carries them, the spec lists them; take them
-  // from the name's specialization part as written by delta-expand-spec
-  // (variants append a suffix).
-  for (auto [kd, vd] : spec.getDimPairs())
-    if (StringRef(k.name).starts_with(
-            (spec.getSymName() + "_k" + Twine(kd) + "_v" + Twine(vd) + "_" +
-             k.entry)
-                .str())) {
-      k.k = kd;
-      k.v = vd;
-    }
+  // Everything else about the launch: the kernel's #delta.kernel.
+  auto launch = func->getAttrOfType<delta::KernelAttr>(delta::DeltaDialect::kKernelAttrName);
+  k.role = launch.getRole();
+  k.code = launch.getCode();
+  k.k = launch.getK();
+  k.v = launch.getV();
+  k.valueTile = launch.getValueTile();
+  k.smem = launch.getDynamicSmem();
+  k.smemStage = launch.getDynamicSmemStage();
+  k.threads = launch.getBlockThreads();
+  k.gridX = launch.getGridX();
+  k.minBlocksPerSM = launch.getMinBlocksPerSm();
+  k.overlapBlocksPerSM = launch.getOverlapBlocksPerSm();
+  k.rawQK = launch.getRawQk();
   k.ioType = typeName(spec.getIoType());
   k.stateType = typeName(spec.getStateType());
   k.gate = spec.getGate();
@@ -85,6 +81,13 @@ deltac::lowerToPtx(ModuleOp module) {
   std::vector<std::string> moduleNames;
   for (auto gpuModule : module.getOps<gpu::GPUModuleOp>())
     for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
+      if (!func->hasAttr(delta::DeltaDialect::kKernelAttrName) ||
+          !func->hasAttr(delta::DeltaDialect::kSpecAttrName)) {
+        func.emitError() << "kernel has no '" << delta::DeltaDialect::kKernelAttrName
+                         << "' and '" << delta::DeltaDialect::kSpecAttrName
+                         << "': only the GPU lowerings' kernels go into a library";
+        return failure();
+      }
       kernels.push_back(describeKernel(module, func));
       moduleNames.push_back(gpuModule.getName().str());
     }
@@ -109,13 +112,13 @@ deltac::lowerToPtx(ModuleOp module) {
   // prefill chunks and recur kernels: cp.async on sm_80, bulk copies on
   // sm_90+, wgmma on sm_90a): one kernel with every target's PTX. Its
   // launch values are the other modules' where the wgmma form's
-  // ("_wgmma_gpu", one target) differ: that target's go to altTarget.
+  // (KernelCode::wgmma, one target) differ: that target's go to altTarget.
   std::vector<deltac::EmittedKernel> merged;
   llvm::StringMap<size_t> byName;
   std::vector<bool> fromWgmma;
   for (auto [kernel, moduleName] : llvm::zip(kernels, moduleNames)) {
     auto binaryOp = module.lookupSymbol<gpu::BinaryOp>(moduleName);
-    bool wgmma = StringRef(moduleName).ends_with("_wgmma_gpu");
+    bool wgmma = kernel.code == delta::KernelCode::wgmma;
     auto [it, fresh] = byName.try_emplace(kernel.name, merged.size());
     if (fresh) {
       merged.push_back(kernel);
@@ -325,7 +328,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
   for (const std::string &spec : specs) {
     SmallVector<Row> rows;
     for (const EmittedKernel &k : kernels) {
-      if (k.spec != spec || k.entry != "decode")
+      if (k.spec != spec || k.role != delta::KernelRole::decode)
         continue;
       Row &row = rows.emplace_back();
       row.set("K", k.k);
@@ -371,35 +374,39 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
   // Prefill: one variant per (K, V), made of its three kernels.
   for (const std::string &spec : specs) {
     SmallVector<Row> rows;
+    // One variant per (K, V), in the order the lowering emitted them, made
+    // of the kernels of each role (#delta.kernel).
     for (const EmittedKernel &k : kernels) {
-      if (k.spec != spec || k.entry != "prefill" ||
-          !StringRef(k.name).ends_with("_prep"))
+      if (k.spec != spec || k.role != delta::KernelRole::prep)
         continue;
-      std::string base = StringRef(k.name).drop_back(5).str();
-      auto part = [&](StringRef suffix) -> const EmittedKernel * {
+      auto part = [&](delta::KernelRole role) -> const EmittedKernel * {
         for (const EmittedKernel &p : kernels)
-          if (p.name == base + suffix.str())
+          if (p.spec == spec && p.k == k.k && p.v == k.v && p.role == role)
             return &p;
         return nullptr;
       };
-      const EmittedKernel *chunks = part("_chunks");
-      const EmittedKernel *queue = part("_queue");
-      const EmittedKernel *chunksRaw = part("_chunks_raw");
-      const EmittedKernel *recurShared = part("_recur_shared");
+      const EmittedKernel *chunks = part(delta::KernelRole::chunks);
+      const EmittedKernel *queue = part(delta::KernelRole::queue);
+      const EmittedKernel *chunksRaw = part(delta::KernelRole::chunks_raw);
       if (!chunks)
         continue;
       // One table entry per recur kernel, in dispatch order.
       for (const EmittedKernel &recur : kernels) {
-        StringRef rest = recur.name;
-        if (!rest.consume_front(base + "_recur") ||
-            !(rest.empty() || rest.starts_with("_v")))
+        if (recur.spec != spec || recur.k != k.k || recur.v != k.v ||
+            recur.role != delta::KernelRole::recur)
           continue;
         // The overlapped launch (codegen/gpu/prefill/PrefillOverlap.cpp) and the raw q/k
         // form, each where this recur and chunks' form for it exist.
         bool overlaps = recur.overlapBlocksPerSM > 0 && queue;
         bool rawQK = recur.rawQK && chunksRaw;
         // The shared overlapped launch's recur, beside the variant that
-        // overlaps (its launch values are that recur's altTarget ones).
+        // overlaps, of its V tile (its launch values are that recur's
+        // altTarget ones).
+        const EmittedKernel *recurShared = nullptr;
+        for (const EmittedKernel &p : kernels)
+          if (p.spec == spec && p.k == k.k && p.v == k.v &&
+              p.role == delta::KernelRole::recur_shared && p.valueTile == recur.valueTile)
+            recurShared = &p;
         bool shared = overlaps && recurShared;
         Row &row = rows.emplace_back();
         row.set("K", k.k);

@@ -26,7 +26,12 @@ struct EmittedKernel {
   std::string name;  ///< the kernel symbol, e.g. gdn_k128_v128_decode
   std::string spec;  ///< the delta.spec it implements
   std::string entry; ///< "decode" or "prefill"
+  /// Its part of the entry point and the kind of target code of the module
+  /// it came from (#delta.kernel).
+  mlir::delta::KernelRole role = mlir::delta::KernelRole::decode;
+  mlir::delta::KernelCode code = mlir::delta::KernelCode::all;
   int64_t k = 0, v = 0, maxT = 0, threads = 0, gridX = 0;
+  int64_t valueTile = 0; ///< V columns one block covers
   int64_t chunk = 0; ///< prefill: chunk size
   int64_t smem = 0;  ///< dynamic shared memory bytes at launch
   int64_t smemStage = 0; ///< bytes of one more pipeline stage (0: none)

@@ -61,6 +61,29 @@ def Delta_EntryKind : I32EnumAttr<"EntryKind", "entry point", [
   let genSpecializedAttr = 0;
 }
 
+def Delta_KernelRole : I32EnumAttr<"KernelRole", "kernel role", [
+    I32EnumAttrCase<"decode", 0>,       // the recurrent step of a decode entry
+    I32EnumAttrCase<"prep", 1>,         // prefill: norms, gates, cumulative decays
+    I32EnumAttrCase<"chunks", 2>,       // prefill: every chunk's state-free products
+    I32EnumAttrCase<"queue", 3>,        // prefill: chunks from a queue (overlapped launch)
+    I32EnumAttrCase<"chunks_raw", 4>,   // prefill: chunks' form for recur's raw q/k reads
+    I32EnumAttrCase<"recur", 5>,        // prefill: the chunk-serial state chain
+    I32EnumAttrCase<"recur_shared", 6>  // prefill: recur beside one queue block per SM
+  ]> {
+  let cppNamespace = "::mlir::delta";
+  let genSpecializedAttr = 0;
+}
+
+def Delta_KernelCode : I32EnumAttr<"KernelCode", "kind of target code", [
+    I32EnumAttrCase<"all", 0>,          // one code for every target (decode, prep)
+    I32EnumAttrCase<"cp_async", 1>,     // sm_80: cp.async copies
+    I32EnumAttrCase<"bulk", 2>,         // sm_90+: bulk copies, dependent launch
+    I32EnumAttrCase<"wgmma", 3>         // sm_90a: warpgroup MMA forms
+  ]> {
+  let cppNamespace = "::mlir::delta";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -107,6 +130,41 @@ def Delta_RecurVariantAttr : Delta_Attr<"RecurVariant", "recur_variant"> {
   }];
   let parameters = (ins "int64_t":$value_tile, "int64_t":$min_blocks_per_sm,
                         "int64_t":$overlap_blocks_per_sm);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
+  let summary = "what the host must know to launch one generated kernel";
+  let description = [{
+    Set on every kernel (`gpu.func`) by the GPU lowerings as `delta.kernel`
+    and read by the library writer, which builds the variant tables from it
+    alone: the kernel's role in its entry point, the kind of target code its
+    module holds (several modules may define one kernel, one per kind), the
+    specialization (K, V), the V columns one block covers (`value_tile`),
+    the grid along V, the block size, the dynamic shared memory at launch
+    and what one more pipeline stage adds, the dispatch bound
+    (`min_blocks_per_sm`, in quarters of a block per SM; 0: always), the
+    overlapped launch's bound (`overlap_blocks_per_sm`; 0: none) and
+    whether recur has the form that reads raw q and k (`raw_qk`).
+
+    ```mlir
+    #delta.kernel<role = recur, code = wgmma, k = 128, v = 128,
+                  value_tile = 64, grid_x = 2, block_threads = 256,
+                  dynamic_smem = 135168, dynamic_smem_stage = 60416,
+                  overlap_blocks_per_sm = 1, raw_qk = true>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Delta_KernelRole>:$role,
+    EnumParameter<Delta_KernelCode>:$code,
+    "int64_t":$k, "int64_t":$v, "int64_t":$value_tile, "int64_t":$grid_x,
+    "int64_t":$block_threads,
+    DefaultValuedParameter<"int64_t", "0">:$dynamic_smem,
+    DefaultValuedParameter<"int64_t", "0">:$dynamic_smem_stage,
+    DefaultValuedParameter<"int64_t", "0">:$min_blocks_per_sm,
+    DefaultValuedParameter<"int64_t", "0">:$overlap_blocks_per_sm,
+    DefaultValuedParameter<"bool", "false">:$raw_qk);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

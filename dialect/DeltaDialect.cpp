@@ -43,6 +43,29 @@ LogicalResult RecurVariantAttr::verify(function_ref<InFlightDiagnostic()> emitEr
   return success();
 }
 
+LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 KernelRole, KernelCode, int64_t k, int64_t v,
+                                 int64_t valueTile, int64_t gridX, int64_t blockThreads,
+                                 int64_t dynamicSmem, int64_t dynamicSmemStage,
+                                 int64_t minBlocksPerSm, int64_t overlapBlocksPerSm,
+                                 bool) {
+  if (k < 1 || v < 1 || valueTile < 1 || gridX < 1)
+    return emitError() << "kernel: k, v, value_tile and grid_x must be positive, got "
+                       << k << ", " << v << ", " << valueTile << " and " << gridX;
+  if (blockThreads < 32 || blockThreads % 32 != 0)
+    return emitError() << "kernel: block_threads must be a positive multiple of 32, got "
+                       << blockThreads;
+  if (dynamicSmem < 0 || dynamicSmemStage < 0 || dynamicSmemStage > dynamicSmem)
+    return emitError() << "kernel: dynamic_smem and dynamic_smem_stage must not be "
+                          "negative, the stage at most the whole, got "
+                       << dynamicSmem << " and " << dynamicSmemStage;
+  if (minBlocksPerSm < 0 || overlapBlocksPerSm < 0)
+    return emitError() << "kernel: min_blocks_per_sm and overlap_blocks_per_sm must "
+                          "not be negative, got "
+                       << minBlocksPerSm << " and " << overlapBlocksPerSm;
+  return success();
+}
+
 ArrayRef<StringRef> mlir::delta::supportedTargets() {
   static const StringRef targets[] = {"sm_80", "sm_90a", "sm_100a"};
   return targets;
@@ -139,9 +162,10 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a non-empty array of #delta.recur_variant";
     return success();
   }
-  if (name == kRecurRawQKAttrName) {
-    if (!isa<UnitAttr>(value))
-      return op->emitError() << "'" << name << "' must be a unit attribute";
+  if (name == kKernelAttrName) {
+    // Its fields verified themselves when it was built (KernelAttr).
+    if (!isa<KernelAttr>(value))
+      return op->emitError() << "'" << name << "' must be a #delta.kernel";
     return success();
   }
   if (name == kEntryAttrName) {
@@ -150,20 +174,10 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be an entry point attribute";
     return success();
   }
-  if (name == kChunkSizeAttrName || name == kMaxTAttrName ||
-      name == kBlockThreadsAttrName || name == kRowsPerBlockAttrName ||
-      name == kGridXAttrName || name == kMinBlocksPerSMAttrName ||
-      name == kOverlapBlocksPerSMAttrName ||
-      name == kDynamicSmemAttrName || name == kDynamicSmemStageAttrName) {
-    bool zeroOk = name == kMinBlocksPerSMAttrName ||
-                  name == kOverlapBlocksPerSMAttrName ||
-                  name == kDynamicSmemAttrName ||
-                  name == kDynamicSmemStageAttrName;
+  if (name == kChunkSizeAttrName || name == kMaxTAttrName) {
     auto number = dyn_cast<IntegerAttr>(value);
-    if (!number || number.getInt() < (zeroOk ? 0 : 1))
-      return op->emitError() << "'" << name << "' must be a "
-                             << (zeroOk ? "non-negative" : "positive")
-                             << " integer";
+    if (!number || number.getInt() < 1)
+      return op->emitError() << "'" << name << "' must be a positive integer";
     if (name == kChunkSizeAttrName &&
         !isSupportedChunkSize(number.getInt()))
       return op->emitError() << "chunk size " << number.getInt()

@@ -42,32 +42,12 @@ def Delta_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kChunkSizeAttrName =
         "delta.chunk_size";
     static constexpr ::llvm::StringLiteral kMaxTAttrName = "delta.max_t";
-    /// Launch shape of a generated kernel (set by the GPU lowerings).
-    static constexpr ::llvm::StringLiteral kBlockThreadsAttrName =
-        "delta.block_threads";
-    static constexpr ::llvm::StringLiteral kRowsPerBlockAttrName =
-        "delta.rows_per_block";
-    static constexpr ::llvm::StringLiteral kGridXAttrName = "delta.grid_x";
-    static constexpr ::llvm::StringLiteral kMinBlocksPerSMAttrName =
-        "delta.min_blocks_per_sm";
-    /// Prefill recur: the overlapped launch beside chunks up to this many
-    /// quarters of a block per SM (codegen/gpu/prefill/PrefillOverlap.cpp).
-    static constexpr ::llvm::StringLiteral kOverlapBlocksPerSMAttrName =
-        "delta.overlap_blocks_per_sm";
-    /// Prefill recur: the transposed form that also reads raw q and k
-    /// (PrefillPlan::recurRawQK), taken per call by the host's qk_raw.
-    static constexpr ::llvm::StringLiteral kRecurRawQKAttrName =
-        "delta.recur_raw_qk";
+    /// Launch values of a generated kernel (#delta.kernel, set by the GPU
+    /// lowerings, read by the library writer).
+    static constexpr ::llvm::StringLiteral kKernelAttrName = "delta.kernel";
     /// Prefill recur kernels and their dispatch (delta-plan-prefill).
     static constexpr ::llvm::StringLiteral kRecurVariantsAttrName =
         "delta.recur_variants";
-    /// Bytes of dynamic shared memory a kernel launches with.
-    static constexpr ::llvm::StringLiteral kDynamicSmemAttrName =
-        "delta.dynamic_smem";
-    /// Bytes one more pipeline stage adds to a kernel's dynamic shared
-    /// memory; the host launches with it where the device has room.
-    static constexpr ::llvm::StringLiteral kDynamicSmemStageAttrName =
-        "delta.dynamic_smem_stage";
     /// Argument attribute naming each function argument for the host API.
     static constexpr ::llvm::StringLiteral kArgNameAttrName = "delta.name";
   }];

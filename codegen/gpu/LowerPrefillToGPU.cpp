@@ -163,7 +163,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     }
   }
   auto emit = [&](StringRef part, const PrefillPlan &plan, StringRef suffix,
-                  int64_t minBlocks, ArrayAttr moduleTargets,
+                  int64_t minBlocks, ArrayAttr moduleTargets, KernelCode code,
                   StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
     // A kernel whose buffers do not fit a block could only fail at launch.
     // recur runs with one stage where two do not fit (RecurSmem).
@@ -200,21 +200,19 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     std::string kernel = name + "_" + part.str() + suffix.str();
     auto module = gpu::GPUModuleOp::create(
         builder, func.getLoc(), kernel + moduleSuffix.str() + "_gpu", moduleTargets);
-    buildPrefillKernel(builder, func.getLoc(), module, name, part, spec, plan,
-                       suffix);
-    for (auto k : module.getOps<gpu::GPUFuncOp>()) {
-      for (StringRef attr : {DeltaDialect::kSpecAttrName,
-                             DeltaDialect::kEntryAttrName,
-                             DeltaDialect::kChunkSizeAttrName})
-        k->setAttr(attr, func->getAttr(attr));
-      k->setAttr(DeltaDialect::kMinBlocksPerSMAttrName,
-                 builder.getI64IntegerAttr(minBlocks));
-      if (overlap > 0)
-        k->setAttr(DeltaDialect::kOverlapBlocksPerSMAttrName,
-                   builder.getI64IntegerAttr(overlap));
-      if (part == "recur" && plan.recurRawQK)
-        k->setAttr(DeltaDialect::kRecurRawQKAttrName, builder.getUnitAttr());
-    }
+    gpu::GPUFuncOp k = buildPrefillKernel(builder, func.getLoc(), module, name, part,
+                                          spec, plan, suffix);
+    for (StringRef attr : {DeltaDialect::kSpecAttrName, DeltaDialect::kEntryAttrName,
+                           DeltaDialect::kChunkSizeAttrName})
+      k->setAttr(attr, func->getAttr(attr));
+    // The kind of code its module holds and when the host launches it.
+    auto own = k->getAttrOfType<KernelAttr>(DeltaDialect::kKernelAttrName);
+    k->setAttr(DeltaDialect::kKernelAttrName,
+               KernelAttr::get(builder.getContext(), own.getRole(), code, own.getK(),
+                               own.getV(), own.getValueTile(), own.getGridX(),
+                               own.getBlockThreads(), own.getDynamicSmem(),
+                               own.getDynamicSmemStage(), minBlocks, overlap,
+                               own.getRawQk()));
     return success();
   };
   // One block size for all kernels of the entry: the smallest any needs.
@@ -222,7 +220,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   for (const Recur &r : recurs)
     threads = std::min(threads, planPrefill(spec, r.tile).threads);
   PrefillPlan first = planPrefill(spec, recurs.front().tile, threads);
-  if (failed(emit("prep", first, "", 0, targets)))
+  if (failed(emit("prep", first, "", 0, targets, KernelCode::all)))
     return failure();
   // chunks and recur differ by kind of target: cp.async (sm_80), bulk
   // copies and a programmatic dependent launch (sm_90 and later), and on
@@ -249,6 +247,9 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       kinds.push_back(k);
     groups[k].push_back(t);
   }
+  auto codeOf = [&](Kind k) {
+    return k == cpAsync ? KernelCode::cp_async : k == bulk ? KernelCode::bulk : KernelCode::wgmma;
+  };
   auto moduleSuffix = [&](Kind k) -> std::string {
     if (kinds.size() == 1)
       return "";
@@ -262,10 +263,10 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     plan.gridDependency = k != cpAsync;
     if (k == wgmma)
       useWarpgroupRecur(plan, spec);
-    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
+    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), codeOf(k), moduleSuffix(k))))
       return failure();
     if (plan.warpgroupChunks && overlaps &&
-        failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
+        failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), codeOf(k), moduleSuffix(k))))
       return failure();
     // chunks' form for the recur that reads raw q and k: only where one of
     // the recur variants of this kind is that form (PrefillPlan::recurRawQK).
@@ -278,7 +279,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     };
     if (k == wgmma && plan.warpgroupChunks && llvm::any_of(recurs, readsRaw) &&
         failed(emit("chunks", rawPlan, "_raw", 0, builder.getArrayAttr(groups[k]),
-                    moduleSuffix(k))))
+                    codeOf(k), moduleSuffix(k))))
       return failure();
   }
   for (auto [i, r] : llvm::enumerate(recurs)) {
@@ -293,7 +294,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       int64_t overlap = plan.transposedRecur && plan.warpgroupChunks ? r.overlap : 0;
       plan.chunkFlags = overlap > 0; // recur waits for flags only where it may
       if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
-                      moduleSuffix(k), overlap)))
+                      codeOf(k), moduleSuffix(k), overlap)))
         return failure();
       // The shared overlapped launch's recur (PrefillPlan::sharedOverlap):
       // the same recurrence beside one queue block per SM.
@@ -302,7 +303,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         shared.recurRawQK = false;
         shared.sharedOverlap = true;
         if (failed(emit("recur", shared, "_shared", r.minBlocks,
-                        builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
+                        builder.getArrayAttr(groups[k]), codeOf(k), moduleSuffix(k), overlap)))
           return failure();
       }
     }

@@ -1234,14 +1234,13 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 builder.getUnitAttr());
-  func->setAttr(DeltaDialect::kBlockThreadsAttrName,
-                builder.getI64IntegerAttr(tiling.threads()));
-  func->setAttr(DeltaDialect::kRowsPerBlockAttrName,
-                builder.getI64IntegerAttr(tiling.valuesPerBlock()));
-  func->setAttr(DeltaDialect::kGridXAttrName,
-                builder.getI64IntegerAttr(spec.v / tiling.valuesPerBlock()));
-  func->setAttr(DeltaDialect::kMinBlocksPerSMAttrName,
-                builder.getI64IntegerAttr(tuning.minBlocksPerSM));
+  func->setAttr(DeltaDialect::kKernelAttrName,
+                KernelAttr::get(builder.getContext(), KernelRole::decode, KernelCode::all,
+                                spec.k, spec.v, tiling.valuesPerBlock(),
+                                spec.v / tiling.valuesPerBlock(), tiling.threads(),
+                                /*dynamicSmem=*/0, /*dynamicSmemStage=*/0,
+                                tuning.minBlocksPerSM, /*overlapBlocksPerSm=*/0,
+                                /*rawQk=*/false));
   // The buffers of one call never overlap (the host API documents it): let
   // loads move across stores and use the read-only path.
   for (auto [i, p] : llvm::enumerate(decodeKernelParams()))

@@ -17,7 +17,7 @@ ArrayRef<StringRef> mlir::delta::prefillKernelParts() {
   return parts;
 }
 
-void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
+gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module, StringRef name,
                                      StringRef part, const PrefillSpec &spec,
                                      const PrefillPlan &plan,
@@ -45,12 +45,18 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  func->setAttr(DeltaDialect::kBlockThreadsAttrName, builder.getI64IntegerAttr(own.threads));
-  func->setAttr(DeltaDialect::kDynamicSmemAttrName, builder.getI64IntegerAttr(smemBytes));
-  if (part == "recur")
-    func->setAttr(DeltaDialect::kDynamicSmemStageAttrName,
-                  builder.getI64IntegerAttr(plan.recurSmemStage));
-  func->setAttr(DeltaDialect::kGridXAttrName, builder.getI64IntegerAttr(spec.v / plan.valueTile));
+  KernelRole role = part == "prep"     ? KernelRole::prep
+                    : part == "queue"  ? KernelRole::queue
+                    : part == "chunks" ? (plan.chunksRawQK ? KernelRole::chunks_raw
+                                                           : KernelRole::chunks)
+                    : plan.sharedOverlap ? KernelRole::recur_shared
+                                         : KernelRole::recur;
+  bool recur = part == "recur";
+  func->setAttr(DeltaDialect::kKernelAttrName,
+                KernelAttr::get(ctx, role, KernelCode::all, spec.k, spec.v, plan.valueTile,
+                                spec.v / plan.valueTile, own.threads, smemBytes,
+                                recur ? plan.recurSmemStage : 0, /*minBlocksPerSm=*/0,
+                                /*overlapBlocksPerSm=*/0, recur && plan.recurRawQK));
   for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
     if (p.kind == ParamKind::Pointer)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
@@ -77,4 +83,5 @@ void mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
     emitter.emitRecur();
   b.setInsertionPointToEnd(&func.getBody().front());
   gpu::ReturnOp::create(b);
+  return func;
 }

@@ -49,10 +49,12 @@ namespace mlir::delta {
 /// The kernels of a prefill entry in launch order: "prep", "chunks", "recur".
 llvm::ArrayRef<llvm::StringRef> prefillKernelParts();
 
-/// Builds kernel `<name>_<part><suffix>` into `module`. The gpu.func
-/// carries `delta.block_threads`, `delta.dynamic_smem` and `delta.grid_x`
-/// (V tiles of the recur grid).
-void buildPrefillKernel(OpBuilder &builder, Location loc,
+/// Builds kernel `<name>_<part><suffix>` into `module` and returns it. The
+/// gpu.func carries its `delta.kernel` (#delta.kernel): the role (`part`,
+/// or chunks_raw / recur_shared by the plan's chunksRawQK / sharedOverlap),
+/// block size, dynamic shared memory and the recur grid's V tiles; the
+/// caller adds the kind of target code and the dispatch bounds.
+gpu::GPUFuncOp buildPrefillKernel(OpBuilder &builder, Location loc,
                         gpu::GPUModuleOp module, StringRef name,
                         StringRef part, const PrefillSpec &spec,
                         const PrefillPlan &plan, StringRef suffix = "");

@@ -55,23 +55,35 @@ func.func @f() attributes {delta.spec = "x"} { return }
 
 // -----
 
-// expected-error @+1 {{'delta.grid_x' must be a positive integer}}
-func.func @f() attributes {delta.grid_x = 0} { return }
+// A kernel's launch values are one typed attribute: loose ones are unknown.
+// expected-error @+1 {{unknown delta dialect attribute 'delta.grid_x'}}
+func.func @f() attributes {delta.grid_x = 2} { return }
 
 // -----
 
-// expected-error @+1 {{'delta.min_blocks_per_sm' must be a non-negative integer}}
-func.func @f() attributes {delta.min_blocks_per_sm = -1} { return }
+// expected-error @+1 {{'delta.kernel' must be a #delta.kernel}}
+func.func @f() attributes {delta.kernel = {grid_x = 2 : i64}} { return }
 
 // -----
 
-// expected-error @+1 {{'delta.dynamic_smem_stage' must be a non-negative integer}}
-func.func @f() attributes {delta.dynamic_smem_stage = -1} { return }
+// expected-error @+1 {{kernel: block_threads must be a positive multiple of 32, got 100}}
+func.func @f() attributes {delta.kernel = #delta.kernel<role = recur, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 100>} { return }
 
 // -----
 
-// expected-error @+1 {{'delta.recur_raw_qk' must be a unit attribute}}
-func.func @f() attributes {delta.recur_raw_qk = 1} { return }
+// expected-error @+1 {{kernel: dynamic_smem and dynamic_smem_stage must not be negative, the stage at most the whole, got 1024 and 2048}}
+func.func @f() attributes {delta.kernel = #delta.kernel<role = recur, code = bulk, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 1024, dynamic_smem_stage = 2048>} { return }
+
+// -----
+
+// expected-error @+1 {{kernel: min_blocks_per_sm and overlap_blocks_per_sm must not be negative, got -1 and 0}}
+func.func @f() attributes {delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, min_blocks_per_sm = -1>} { return }
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::delta::KernelRole to be one of: decode, prep, chunks, queue, chunks_raw, recur, recur_shared}}
+// expected-error @+1 {{failed to parse Delta_KernelAttr parameter 'role'}}
+func.func @f() attributes {delta.kernel = #delta.kernel<role = mixer, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128>} { return }
 
 // -----
 

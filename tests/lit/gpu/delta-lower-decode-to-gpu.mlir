@@ -12,12 +12,9 @@
 // CHECK-SAME: %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias},
 // CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64)
 // CHECK-SAME: kernel
-// CHECK-SAME: delta.block_threads = 128 : i64
 // CHECK-SAME: delta.entry = #delta<entry decode>
-// CHECK-SAME: delta.grid_x = 2 : i64
+// CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, min_blocks_per_sm = 4>
 // CHECK-SAME: delta.max_t = 4 : i64
-// CHECK-SAME: delta.min_blocks_per_sm = 4 : i64
-// CHECK-SAME: delta.rows_per_block = 64 : i64
 // CHECK-SAME: delta.spec = @gdn
 // Varlen rows: with cu_seqlens (the last parameter) row b is tokens
 // [cu[b], cu[b + 1]); the whole array is checked first (a loop over its
@@ -54,9 +51,7 @@
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
 // CHECK: gpu.module @gdn_k128_v128_decode_small_gpu
 // CHECK: gpu.func @gdn_k128_v128_decode_small(
-// CHECK-SAME: delta.grid_x = 4 : i64
-// CHECK-SAME: delta.min_blocks_per_sm = 0 : i64
-// CHECK-SAME: delta.rows_per_block = 32 : i64
+// CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 32, grid_x = 4, block_threads = 128>
 // CHECK-NOT: func.func @gdn_k128_v128_decode
 module attributes {delta.targets = ["sm_80", "sm_90a"]} {
   delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
@@ -72,7 +67,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // CHECK: gpu.module @kvs_k128_v64_decode_gpu
 // CHECK: llvm.mlir.global internal @kvs_k128_v64_decode_partials() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<{{[0-9]+}} x f32>
 // CHECK: gpu.func @kvs_k128_v64_decode(
-// CHECK-SAME: delta.grid_x = 2 : i64
+// CHECK-SAME: value_tile = 32, grid_x = 2
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK: scf.for
 // CHECK: gpu.barrier

@@ -18,13 +18,13 @@ module attributes {delta.targets = ["sm_90a"]} {
 }
 
 // CHECK: gpu.func @kimi_k64_v64_prefill_prep(
-// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.kernel = #delta.kernel<role = prep, code = all, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 256,
 // CHECK: gpu.func @kimi_k64_v64_prefill_chunks(
-// CHECK-SAME: delta.block_threads = 512
+// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 512,
 // CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK: gpu.func @kimi_k64_v64_prefill_recur(
 // CHECK: gpu.func @kimi_log_k64_v64_prefill_chunks(
-// CHECK-SAME: delta.block_threads = 512
+// CHECK-SAME: block_threads = 512,
 // Two copy groups, the decays' first: the cumsum waits for that one alone.
 // CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"

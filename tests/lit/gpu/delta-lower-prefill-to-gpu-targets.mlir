@@ -18,17 +18,22 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // CHECK: gpu.module @t_k64_v64_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">, #nvvm.target<O = 3, chip = "sm_100a">]
 // CHECK: gpu.module @t_k64_v64_prefill_chunks_gpu [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK: gpu.func @t_k64_v64_prefill_chunks(
+// CHECK-SAME: role = chunks, code = cp_async,
 // CHECK: gpu.module @t_k64_v64_prefill_chunks_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @t_k64_v64_prefill_chunks(
+// CHECK-SAME: role = chunks, code = wgmma,
 // CHECK: gpu.module @t_k64_v64_prefill_chunks_bulk_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // CHECK: gpu.func @t_k64_v64_prefill_chunks(
+// CHECK-SAME: role = chunks, code = bulk,
 // CHECK: gpu.module @t_k64_v64_prefill_recur_gpu [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK: gpu.func @t_k64_v64_prefill_recur(
+// CHECK-SAME: role = recur, code = cp_async,
 // CHECK: gpu.module @t_k64_v64_prefill_recur_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @t_k64_v64_prefill_recur(
-// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: role = recur, code = wgmma, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 256,
 // CHECK: gpu.module @t_k64_v64_prefill_recur_bulk_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // CHECK: gpu.func @t_k64_v64_prefill_recur(
+// CHECK-SAME: role = recur, code = bulk,
 
 // PTX: gpu.binary @t_k64_v64_prefill_chunks_gpu
 // PTX-NOT: griddepcontrol

@@ -27,41 +27,29 @@ module attributes {delta.targets = ["sm_90a"]} {
 
 // chunks: 256 threads, ChunksWarpgroupSmem's 69.5 KiB (three blocks per SM).
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
-// CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 71184
+// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 71184>
 // chunks' form for the overlapped launch (PrefillOverlap.cpp): the same
 // block, held to three blocks per SM.
 // CHECK: gpu.func @qwen_k128_v128_prefill_queue(
-// CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 71184
+// CHECK-SAME: delta.kernel = #delta.kernel<role = queue, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 71184>
 // CHECK-SAME: nvvm.minctasm = 3
 // chunks' form beside the recur that reads raw q and k: the same block.
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks_raw(
-// CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 71184
+// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks_raw, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 71184>
 
 // Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
 // (two stages, one more where the device has room; at V tile 64 without
 // the S^T and V'^T images).
 // Only the transposed recur (V tile 64) takes the overlapped launch.
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
-// CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = [[SMEM64:[0-9]+]]
-// CHECK-SAME: delta.dynamic_smem_stage = [[STAGE64:[0-9]+]]
-// CHECK-SAME: delta.overlap_blocks_per_sm = 1
-// CHECK-SAME: delta.recur_raw_qk
+// CHECK-SAME: delta.kernel = #delta.kernel<role = recur, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM64:[0-9]+]], dynamic_smem_stage = [[STAGE64:[0-9]+]], min_blocks_per_sm = 1, overlap_blocks_per_sm = 1, raw_qk = true>
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_shared(
-// CHECK-SAME: delta.dynamic_smem = [[SMEM64]]
-// CHECK-SAME: delta.overlap_blocks_per_sm = 1
+// CHECK-SAME: delta.kernel = #delta.kernel<role = recur_shared, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM64]], dynamic_smem_stage = [[STAGE64]], min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>
 // CHECK-SAME: nvvm.maxnreg = 168
 // (No tile 32: the plan drops it after a scalar gate's tile 64.)
 // CHECK-NOT: recur_v32
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
-// CHECK-NOT: delta.overlap_blocks_per_sm
-// CHECK-NOT: delta.recur_raw_qk
-// CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 135168
-// CHECK-SAME: delta.dynamic_smem_stage = 60416
+// CHECK-SAME: delta.kernel = #delta.kernel<role = recur, code = wgmma, k = 128, v = 128, value_tile = 16, grid_x = 8, block_threads = 256, dynamic_smem = 135168, dynamic_smem_stage = 60416>
 
 // chunks copies q, k, v into the swizzled images (the 16-byte group index
 // XORed with the row), takes the norms from the diagonals of Q Q^T / K K^T

@@ -15,11 +15,10 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK-NOT: func.func @qwen_k128_v128_prefill
 // CHECK: gpu.module @qwen_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // CHECK: gpu.func @qwen_k128_v128_prefill_prep(
-// CHECK-SAME: delta.block_threads = 256
+// CHECK-SAME: delta.kernel = #delta.kernel<role = prep, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 2064>
 // CHECK: gpu.module @qwen_k128_v128_prefill_chunks_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
-// CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.dynamic_smem = 72192
+// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = bulk, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 72192>
 // cu_seqlens is checked as a whole (each warp's lanes over the offsets they
 // read, one vote) before any bound derived from it is used.
 // CHECK: nvvm.vote.sync any
@@ -28,9 +27,7 @@ module attributes {delta.targets = ["sm_100a"]} {
 // V tile, then the output warps (as many, at least two).
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
-// CHECK-SAME: delta.block_threads = 256
-// CHECK-SAME: delta.grid_x = 2
-// CHECK-SAME: delta.min_blocks_per_sm = 1
+// CHECK-SAME: delta.kernel = #delta.kernel<role = recur, code = bulk, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = {{[0-9]+}}, dynamic_smem_stage = {{[0-9]+}}, min_blocks_per_sm = 1>
 // CHECK: nvvm.vote.sync any
 // Its block takes the sequence ranked at its grid position, longest first
 // (PrefillEmitter::longestFirst): each lane's rank from 32 shuffles of the
@@ -49,18 +46,12 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK-NOT: recur_v32
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_v16_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_v16(
-// CHECK-SAME: delta.block_threads = 96
-// CHECK-SAME: delta.dynamic_smem = 143104
-// CHECK-SAME: delta.dynamic_smem_stage = 64768
-// CHECK-SAME: delta.grid_x = 8
-// CHECK-SAME: delta.min_blocks_per_sm = 0
+// CHECK-SAME: delta.kernel = #delta.kernel<role = recur, code = bulk, k = 128, v = 128, value_tile = 16, grid_x = 8, block_threads = 96, dynamic_smem = 143104, dynamic_smem_stage = 64768>
 
 // Tile 32 where the plan keeps it (named here; by default for rule kda and
 // for K > 128): the first entry, so `_recur`, with 4 warps.
 // TILE32: gpu.func @qwen_k128_v128_prefill_recur(
-// TILE32-SAME: delta.block_threads = 128
-// TILE32-SAME: delta.grid_x = 4
-// TILE32-SAME: delta.min_blocks_per_sm = 2
+// TILE32-SAME: delta.kernel = #delta.kernel<role = recur, code = bulk, k = 128, v = 128, value_tile = 32, grid_x = 4, block_threads = 128, dynamic_smem = {{[0-9]+}}, dynamic_smem_stage = {{[0-9]+}}, min_blocks_per_sm = 2>
 // TILE32: gpu.func @qwen_k128_v128_prefill_recur_v16(
 
 // Operands reach the tensor cores through ldmatrix (.trans where the
