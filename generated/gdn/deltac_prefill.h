@@ -95,7 +95,7 @@ const PrefillVariant *choosePrefillVariant(const PrefillVariant *variants,
 /// The variant whose kernels may run overlapped for this call: the first
 /// of (K, V) with overlapBlocksPerSM > 0 whose recur grid (N * HV *
 /// valueTiles) has at most a quarter that many blocks per SM; `forced`
-/// (DELTAC_PREFILL_OVERLAP): 1 takes the first such variant whatever its
+/// (DELTAC_PREFILL_FORCE=overlap...): 1 takes the first such variant whatever its
 /// grid, -1 none. Null: the ordinary launch.
 const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
                                            int count, int64_t K, int64_t V,
@@ -114,7 +114,7 @@ constexpr int64_t kSharedMaxTokensPerSequence = 16384;
 /// queue and recurShared whose recur grid (N * HV * valueTiles) takes at
 /// most half the `sms` (a grid of a wave loses: 128 blocks, 3-6 % on the
 /// H100), for T / N tokens per sequence in the range above. `forced`
-/// (DELTAC_PREFILL_OVERLAP_SHARE): 1 takes the first such variant whatever
+/// (overlap_shared): 1 takes the first such variant whatever
 /// the call, -1 none. Null: not shared.
 const PrefillVariant *chooseSharedOverlapVariant(const PrefillVariant *variants,
                                                  int count, int64_t K, int64_t V,
@@ -133,8 +133,8 @@ bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced);
 /// `recurGrid` blocks is under a wave of the `sms` (where the raw form is
 /// not taken; H100, 2026-11-25, H16/HV32: T = 512 0.0342 -> 0.0313 ms,
 /// 2 x 4K 0.3325 -> 0.3135; H200, 2026-11-26: T = 512 0.0321 -> 0.0303).
-/// `forced` < 0 (DELTAC_PREFILL_RECUR_SHARED=0) never takes it, `forced`
-/// > 1 (=2, tests) takes it whatever the grid.
+/// `forced` < 0 (another form forced) never takes it, `forced` > 1
+/// (shared_recur forced) takes it whatever the grid.
 bool useSharedRecur(int64_t recurGrid, int sms, int forced = 0);
 
 /// The SMs an overlapped launch of `recurGrid` recur blocks leaves to
@@ -164,6 +164,44 @@ int recurStages(const PrefillVariant &v, int64_t perBlock, int forced);
 /// The dynamic shared memory recur launches with for `stages` stages (the
 /// kernel reads its depth back from its dynamic shared memory size).
 unsigned recurSharedBytes(const PrefillVariant &v, int stages);
+
+/// The forms of a prefill launch that DELTAC_PREFILL_FORCE can ask for
+/// (docs/host-api.md lists what each launches).
+enum class PrefillForm {
+  Dispatch,      ///< unset: the dispatch decides
+  Ordinary,      ///< chunks, then recur
+  SharedRecur,   ///< chunks, then the shared launch's recur (recurShared)
+  RawQK,         ///< chunks_raw (A_w), recur reading raw q/k, W = A_w K (qk_raw = 2)
+  RawQKW,        ///< chunks_raw (W), recur reading raw q/k (qk_raw = 1)
+  Overlap,       ///< the queue beside recur on SMs of its own
+  OverlapShared, ///< the queue beside recurShared, one queue block per recur SM
+};
+
+/// DELTAC_PREFILL_FORCE=<form>[,<key>=<n>]...: one form and its settings,
+/// for tuning and tests (the one switch of the prefill dispatch; read once
+/// per process). Forms: dispatch (settings only), ordinary, shared_recur,
+/// raw_qk, raw_qk_w, overlap, overlap_shared. Keys: tile (recur's V tile),
+/// stages (recur's ring depth, 1-3), tma (0 off, 1 required), sms (the
+/// overlapped launch's recur SMs). A call whose library or device cannot
+/// run what is asked is refused (DELTAC_UNSUPPORTED, the message starting
+/// with `DELTAC_PREFILL_FORCE=<text>:`), never run another way.
+struct PrefillForce {
+  PrefillForm form = PrefillForm::Dispatch;
+  int valueTile = 0;  ///< 0: the dispatch's
+  int stages = 0;     ///< 0: the dispatch's
+  int tma = -1;       ///< -1: where the maps can be encoded; 0 off; 1 required
+  int overlapSMs = 0; ///< 0: the dispatch's
+  std::string text;   ///< as given, for messages
+  bool overlapped() const {
+    return form == PrefillForm::Overlap || form == PrefillForm::OverlapShared;
+  }
+  bool rawQK() const { return form == PrefillForm::RawQK || form == PrefillForm::RawQKW; }
+};
+
+/// Parses a DELTAC_PREFILL_FORCE value (null or "": the dispatch). Returns
+/// "" or why the text is no valid request (an unknown form or key, a value
+/// out of range, a key the form does not take).
+std::string parsePrefillForce(const char *text, PrefillForce *force);
 
 /// Checks `args` (everything the host can see) and launches the three
 /// kernels on `stream`. Nothing is launched on a rejected call.

@@ -10,28 +10,19 @@
 
 namespace deltac_rt {
 namespace {
-// A tuning and test switch read from the environment: -1 for "0", 1 for
-// "1", 0 when unset or anything else (the dispatch decides).
-int envSwitch(const char *name) {
-  const char *e = std::getenv(name);
-  return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "1") == 0 ? 1 : 0;
-}
-
-// DELTAC_PREFILL_RECUR_SHARED: 0 never (-1), unset or 1 where
-// useSharedRecur's rule says (0), 2 wherever the library has it (2).
-int recurSharedSwitch() {
-  static const int mode = [] {
-    const char *e = std::getenv("DELTAC_PREFILL_RECUR_SHARED");
-    return !e ? 0 : std::strcmp(e, "0") == 0 ? -1 : std::strcmp(e, "2") == 0 ? 2 : 0;
+// DELTAC_PREFILL_FORCE as this process read it (once) and why it is no
+// valid request ("" where it is).
+struct ForceSetting {
+  PrefillForce force;
+  std::string error;
+};
+const ForceSetting &forceSetting() {
+  static const ForceSetting setting = [] {
+    ForceSetting s;
+    s.error = parsePrefillForce(std::getenv("DELTAC_PREFILL_FORCE"), &s.force);
+    return s;
   }();
-  return mode;
-}
-
-// A tuning and test number read from the environment (`unset` when it is
-// not set; strtol's value, 0 for text that is no number, otherwise).
-long envNumber(const char *name, long unset) {
-  const char *e = std::getenv(name);
-  return e ? std::strtol(e, nullptr, 10) : unset;
+  return setting;
 }
 
 int64_t maxChunks(const PrefillVariant &v, int64_t T, int64_t N) {
@@ -214,6 +205,76 @@ const PrefillVariant *chooseSharedOverlapVariant(const PrefillVariant *variants,
   return nullptr;
 }
 
+std::string parsePrefillForce(const char *text, PrefillForce *force) {
+  *force = PrefillForce{};
+  if (!text || !*text)
+    return "";
+  force->text = text;
+  static const struct {
+    const char *name;
+    PrefillForm form;
+  } forms[] = {{"dispatch", PrefillForm::Dispatch},
+               {"ordinary", PrefillForm::Ordinary},
+               {"shared_recur", PrefillForm::SharedRecur},
+               {"raw_qk", PrefillForm::RawQK},
+               {"raw_qk_w", PrefillForm::RawQKW},
+               {"overlap", PrefillForm::Overlap},
+               {"overlap_shared", PrefillForm::OverlapShared}};
+  std::string all(text);
+  size_t comma = all.find(',');
+  std::string name = all.substr(0, comma);
+  bool known = false;
+  for (const auto &f : forms)
+    if (name == f.name) {
+      force->form = f.form;
+      known = true;
+    }
+  if (!known)
+    return "unknown form '" + name +
+           "' (forms: dispatch, ordinary, shared_recur, raw_qk, raw_qk_w, overlap, "
+           "overlap_shared)";
+  std::string seen;
+  while (comma != std::string::npos) {
+    size_t next = all.find(',', comma + 1);
+    std::string item = all.substr(comma + 1, next == std::string::npos ? std::string::npos
+                                                                       : next - comma - 1);
+    comma = next;
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key != "tile" && key != "stages" && key != "tma" && key != "sms")
+      return "unknown setting '" + key + "' (settings: tile, stages, tma, sms)";
+    if (seen.find("," + key + ",") != std::string::npos)
+      return "'" + key + "' given twice";
+    seen += "," + key + ",";
+    bool digits = !value.empty() && value.size() <= 6 &&
+                  value.find_first_not_of("0123456789") == std::string::npos;
+    long n = digits ? std::strtol(value.c_str(), nullptr, 10) : -1;
+    if (key == "tile") {
+      if (n < 8 || n > 256 || n % 8 != 0)
+        return "tile=" + value + ": a V tile is a multiple of 8 from 8 to 256";
+      force->valueTile = int(n);
+    } else if (key == "stages") {
+      if (n < 1 || n > 3)
+        return "stages=" + value + ": recur's ring has 1, 2 or 3 stages";
+      force->stages = int(n);
+    } else if (key == "tma") {
+      if (n != 0 && n != 1)
+        return "tma=" + value + ": 0 (off) or 1 (required)";
+      if (force->overlapped())
+        return "tma: the overlapped launch's queue copies by cp.async, never by tensor maps";
+      force->tma = int(n);
+    } else {
+      if (n < 1)
+        return "sms=" + value + ": a positive number of SMs";
+      if (!force->overlapped())
+        return "sms: only the overlap forms leave SMs to recur";
+      force->overlapSMs = int(n);
+    }
+  }
+  return "";
+}
+
 bool useRawQK(const PrefillVariant &v, int64_t recurGrid, int sms, int forced) {
   if (!v.chunksRaw || forced < 0)
     return false;
@@ -385,6 +446,18 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       return s;
   if (a.T == 0 && !a.final_state)
     return {}; // nothing to compute or write
+  // DELTAC_PREFILL_FORCE (docs/host-api.md): a request that is no valid
+  // one, or that this library or device cannot run, refuses the call
+  // before anything is launched.
+  const PrefillForce &force = forceSetting().force;
+  if (!forceSetting().error.empty())
+    return invalid("DELTAC_PREFILL_FORCE=" + force.text + ": " + forceSetting().error);
+  auto refuse = [&](const std::string &why) {
+    return deltac::Status{DELTAC_UNSUPPORTED, "DELTAC_PREFILL_FORCE=" + force.text + ": " + why +
+                                                  " for K = " + std::to_string(a.K) +
+                                                  ", V = " + std::to_string(a.V)};
+  };
+  bool dispatch = force.form == PrefillForm::Dispatch;
   // The dispatch table: the SM count only matters when a predicate asks
   // (the table's, or the overlapped launch's where the library has it).
   int sms = 0;
@@ -400,87 +473,89 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // recur's grid for a variant: a block per (sequence, value head, V tile).
   auto recurGrid = [&](const PrefillVariant &c) { return a.N * a.HV * int64_t(c.valueTiles); };
   // The overlapped launch (chooseOverlapVariant), where the device runs the
-  // code that has it and programmatic launches are on. Tuning and tests:
-  // DELTAC_PREFILL_OVERLAP=0 never, =1 wherever the code has it.
-  static const int forcedOverlap = envSwitch("DELTAC_PREFILL_OVERLAP");
+  // code that has it and programmatic launches are on; forced by the
+  // overlap forms, never taken under the others.
+  int forcedOverlap = force.overlapped() ? 1 : dispatch ? 0 : -1;
   // The shared overlapped launch (PrefillVariant::recurShared,
   // chooseSharedOverlapVariant) where the other is not taken: each recur
   // block shares an SM with one queue block, R = recur's grid SMs (at most
   // all, and kMaxSharedSMs), `overlap` = -R, two ring stages.
-  // DELTAC_PREFILL_OVERLAP_SHARE=0 never; =1 wherever an overlapped launch
-  // is taken (with DELTAC_PREFILL_OVERLAP=1, wherever the code has it).
-  static const int shareOverlap = envSwitch("DELTAC_PREFILL_OVERLAP_SHARE");
+  bool forcedShare = force.form == PrefillForm::OverlapShared;
+  // A forced V tile holds for the overlapped launch too.
+  auto tileFits = [&](const PrefillVariant *c) {
+    return c && (force.valueTile == 0 || int64_t(c->valueTiles) * force.valueTile == a.V);
+  };
   bool sharedOverlap = false;
   int64_t overlapSMs = 0;
   if (programmaticLaunches()) {
-    const PrefillVariant *o =
-        chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV, sms, forcedOverlap);
-    bool share = o && shareOverlap > 0 && o->recurShared;
-    if (!o) {
-      o = chooseSharedOverlapVariant(variants, count, a.K, a.V, a.N, a.HV, a.T, sms,
-                                     forcedOverlap < 0 || shareOverlap < 0 ? -1 : 0);
-      share = o != nullptr;
-    }
+    const PrefillVariant *o = force.form == PrefillForm::OverlapShared
+                                  ? nullptr
+                                  : chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
+                                                         sms, forcedOverlap);
+    bool share = false;
+    if (!o)
+      share = (o = chooseSharedOverlapVariant(
+                   variants, count, a.K, a.V, a.N, a.HV, a.T, sms,
+                   forcedShare ? 1 : forcedOverlap < 0 || force.form == PrefillForm::Overlap
+                                     ? -1
+                                     : 0)) != nullptr;
+    if (!tileFits(o))
+      o = nullptr;
     if (o) {
       // The queue kernel has only the code of altTarget (sm_90a): load it
       // only where recur (and chunks) run that code.
       if (!o->chunks->load(&error) || !o->recur->load(&error))
         return {DELTAC_CUDA_ERROR, error};
-      if (share && !o->recurShared->load(&error))
+      // The shared recur, too, only where chunks and recur run that code
+      // (it has no image for another target: an A100 must not try it).
+      bool altCode = o->altTarget && o->chunks->imageTarget() == o->altTarget &&
+                     o->recur->imageTarget() == o->altTarget;
+      if (altCode && share && !o->recurShared->load(&error))
         return {DELTAC_CUDA_ERROR, error};
-      if (o->altTarget && o->chunks->imageTarget() == o->altTarget &&
-          o->recur->imageTarget() == o->altTarget &&
-          (!share || o->recurShared->imageTarget() == o->altTarget)) {
+      if (altCode && (!share || o->recurShared->imageTarget() == o->altTarget)) {
         if (!o->queue->load(&error))
           return {DELTAC_CUDA_ERROR, error};
         chosen = o;
         sharedOverlap = share;
         overlapSMs = share ? overlapSharedSMs(recurGrid(*o), sms)
                            : overlapReservedSMs(recurGrid(*o), sms);
-        // Tuning aid: DELTAC_PREFILL_OVERLAP_SMS=n leaves n SMs to recur.
-        static const long forcedSMs = envNumber("DELTAC_PREFILL_OVERLAP_SMS", 0);
-        if (forcedSMs > 0)
-          overlapSMs = sharedOverlap ? overlapSharedSMs(forcedSMs, sms)
-                                     : std::min<int64_t>(forcedSMs, sms - 1);
+        // Tuning aid: sms=n leaves n SMs to recur.
+        if (force.overlapSMs > 0)
+          overlapSMs = sharedOverlap ? overlapSharedSMs(force.overlapSMs, sms)
+                                     : std::min<int64_t>(force.overlapSMs, sms - 1);
       }
     }
   }
-  // =1 where no overlapped launch can run (the code loaded for this GPU has
-  // no queue form for the call, or programmatic launches are off): refused,
-  // as a forced form that cannot run, not run as the ordinary launch.
-  if (forcedOverlap > 0 && overlapSMs == 0)
-    return {DELTAC_UNSUPPORTED,
-            "DELTAC_PREFILL_OVERLAP=1: no overlapped launch for K = " + std::to_string(a.K) +
-                ", V = " + std::to_string(a.V) +
-                " (the code loaded for this GPU has no queue form, or DELTAC_PDL=0)"};
-  // Tuning aid: DELTAC_PREFILL_VALUE_TILE=16 (say) launches that recur
-  // variant whatever the table says, when the library has it.
-  // A forced tile the library lacks is refused, never silently ignored.
-  static const long forcedTile = envNumber("DELTAC_PREFILL_VALUE_TILE", 0);
-  if (forcedTile > 0 && overlapSMs == 0) {
+  // A forced overlap form where no such launch can run (the code loaded
+  // for this GPU has no queue form or shared recur for the call, none of
+  // the forced tile, or programmatic launches are off): refused, not run
+  // as the ordinary launch.
+  if (force.overlapped() && (overlapSMs == 0 || sharedOverlap != forcedShare))
+    return refuse(std::string("no ") + (forcedShare ? "shared " : "") +
+                  "overlapped launch (the code loaded for this GPU has no queue form" +
+                  (forcedShare ? " or shared recur" : "") +
+                  (force.valueTile ? " of that V tile" : "") + ", or DELTAC_PDL=0)");
+  // A forced V tile: that recur variant whatever the table says; one the
+  // library lacks is refused, never silently ignored.
+  if (force.valueTile > 0 && overlapSMs == 0) {
     const PrefillVariant *tiled = nullptr;
     for (int i = 0; i < count; ++i)
-      if (variants[i].K == a.K && variants[i].V == a.V &&
-          variants[i].valueTiles * forcedTile == a.V)
+      if (variants[i].K == a.K && variants[i].V == a.V && tileFits(&variants[i]))
         tiled = &variants[i];
     if (!tiled)
-      return {DELTAC_UNSUPPORTED, "DELTAC_PREFILL_VALUE_TILE=" + std::to_string(forcedTile) +
-                                      ": the library has no recur of that V tile for K = " +
-                                      std::to_string(a.K) + ", V = " + std::to_string(a.V)};
+      return refuse("the library has no recur of V tile " + std::to_string(force.valueTile));
     chosen = tiled;
   }
 
-  // Test aid: DELTAC_PREFILL_RECUR_SHARED=2 takes the variant that has the
-  // shared recur (below), so that every call runs it.
-  for (int i = 0; i < count && recurSharedSwitch() > 1 && overlapSMs == 0; ++i)
-    if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurShared) {
+  // shared_recur takes the variant (of the forced tile) that has the
+  // shared recur, so that every call runs it.
+  for (int i = 0; i < count && force.form == PrefillForm::SharedRecur; ++i)
+    if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurShared &&
+        tileFits(&variants[i])) {
       chosen = &variants[i];
       break;
     }
 
-  // The recur ring's depth (recurStages). DELTAC_PREFILL_RECUR_STAGES=1/2/3
-  // forces one, so every depth can be tested (and timed) on one GPU.
-  static const int forcedStages = int(envNumber("DELTAC_PREFILL_RECUR_STAGES", 0));
   // chunks' and recur's block sizes and shared memory are those of the
   // code loaded: one target's may differ from the table's (the wgmma forms
   // on sm_90a). recur must read the workspace in the layout chunks wrote:
@@ -502,11 +577,10 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // it fits an SM beside one chunks block, so its blocks start while
   // chunks' last blocks run (T = 512: 8.5 % faster on an H100, 5.6 % on
   // an H200).
-  // DELTAC_PREFILL_RECUR_SHARED=0 never takes it (A/B, tests). A forced raw
-  // form (DELTAC_PREFILL_QK_RAW=1) comes first.
-  // =2 takes it wherever the library has it (the variant chosen above).
-  static const int recurSharedAlone = recurSharedSwitch();
-  static const int forcedRaw = envSwitch("DELTAC_PREFILL_QK_RAW");
+  // Forced: shared_recur takes it wherever the library has it (the variant
+  // chosen above), the other forms never.
+  int recurSharedAlone = force.form == PrefillForm::SharedRecur ? 2 : dispatch ? 0 : -1;
+  int forcedRaw = force.rawQK() ? 1 : dispatch ? 0 : -1;
   bool sharedRecur = sharedOverlap;
   if (overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&
       chosen->altTarget && chosen->recur->imageTarget() == chosen->altTarget &&
@@ -515,16 +589,21 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       return {DELTAC_CUDA_ERROR, error};
     sharedRecur = chosen->recurShared->imageTarget() == chosen->altTarget;
   }
-  // =2 where the code loaded for this GPU has no shared recur for the call
-  // (another target's code, or a spec without the sm_90a forms): a forced
-  // form that cannot run is refused, not replaced by the ordinary recur.
-  if (recurSharedAlone > 1 && overlapSMs == 0 && forcedRaw <= 0 && !sharedRecur)
-    return {DELTAC_UNSUPPORTED,
-            "DELTAC_PREFILL_RECUR_SHARED=2: the code loaded for this GPU has no shared-launch "
-            "recur for K = " + std::to_string(a.K) + ", V = " + std::to_string(a.V)};
-  // Beside a queue block the shared launch's recur has room for two stages.
-  int stages = recurStages(launched, perBlock, forcedStages);
-  unsigned recurSmem = recurSharedBytes(launched, sharedRecur ? std::min(stages, 2) : stages);
+  // shared_recur where the code loaded for this GPU has no shared recur
+  // for the call (another target's code, or a spec without the sm_90a
+  // forms): refused, not replaced by the ordinary recur.
+  if (force.form == PrefillForm::SharedRecur && !sharedRecur)
+    return refuse("the code loaded for this GPU has no shared-launch recur");
+  // The recur ring's depth (recurStages; `stages` forces one, so every
+  // depth can be tested and timed on one GPU). Beside a queue block the
+  // shared launch's recur has room for two stages.
+  int stages = recurStages(launched, perBlock, force.stages);
+  if (sharedRecur)
+    stages = std::min(stages, 2);
+  if (force.stages > 0 && stages != force.stages)
+    return refuse("recur's ring has room for " + std::to_string(stages) + " stage(s) here, not " +
+                  std::to_string(force.stages));
+  unsigned recurSmem = recurSharedBytes(launched, stages);
 
   // The order of prefillKernelParams() (codegen/gpu/prefill/PrefillPlan.cpp).
   const void *q = a.q, *k = a.k, *vv = a.v, *g = a.g, *beta = a.beta,
@@ -542,8 +621,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   int32_t overlap = (int32_t)(sharedOverlap ? -overlapSMs : overlapSMs);
   // recur reads raw q and k, after chunks' `_chunks_raw` form (factors
   // instead of Qg and Kd), where its grid fills a wave and both kernels
-  // run altTarget's code; never overlapped. DELTAC_PREFILL_QK_RAW=0|1 turns
-  // it off or on wherever it can be (tests).
+  // run altTarget's code; never overlapped. Forced by raw_qk / raw_qk_w,
+  // never taken under the other forms.
   int32_t qkRaw = 0;
   if (overlapSMs == 0 && !sharedRecur && chosen->altTarget &&
       chosen->recur->imageTarget() == chosen->altTarget &&
@@ -555,22 +634,23 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     // recur computes W = A_w K from the raw k rows it copies anyway: 8 KiB
     // less written and read per (chunk, value head) at K = 128 (varlen
     // 16K on an H100, session 22: with TMA copies 0.4979 -> 0.4905 ms).
-    // DELTAC_PREFILL_RECUR_W=0 turns it off (tests, A/B).
-    static const int recurW = envSwitch("DELTAC_PREFILL_RECUR_W");
-    if (qkRaw && recurW != -1)
+    // raw_qk_w keeps chunks_raw's W (tests, A/B).
+    if (qkRaw && force.form != PrefillForm::RawQKW)
       qkRaw = 2;
   }
+  if (force.rawQK() && qkRaw == 0)
+    return refuse("the code loaded for this GPU has no raw q/k recur");
   // sm_90a's warpgroup chunks and the raw form's recur take the q, k and v
   // rows by TMA tensor copies where the host can describe them (tensor
   // maps: boxes of 64 columns, 1 head and a chunk of tokens) instead of 16
   // cp.async per thread and image (an H100, session 22: varlen 16K 3.3 %,
   // T = 4K 2.3 % faster). On wherever the maps can be encoded (the driver
   // has cuTensorMapEncodeTiled; base and token strides 16-byte aligned:
-  // tensorMapUsable). DELTAC_PREFILL_TMA=0 turns it off, =2 also refuses a
-  // call whose maps cannot be encoded (tests: a silent fallback would
-  // leave the TMA path untested). Only altTarget's code reads the maps,
-  // and not in the overlapped launch (the queue form copies by cp.async).
-  static const long tmaMode = envNumber("DELTAC_PREFILL_TMA", 1);
+  // tensorMapUsable). tma=0 turns it off, tma=1 refuses a call whose maps
+  // are not passed (tests: a silent fallback would leave the TMA path
+  // untested). Only altTarget's code reads the maps, and not in the
+  // overlapped launch (the queue form copies by cp.async).
+  int tmaMode = force.tma < 0 ? 1 : force.tma == 0 ? 0 : 2;
   TensorMap qMap{}, kMap{}, vMap{};
   int32_t tma = 0;
   if (tmaMode > 0 && overlapSMs == 0 && chosen->altTarget && v.K % 64 == 0 &&
@@ -583,11 +663,10 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                   encodeRowsMap(&vMap, a.v, bf16, a.T, a.HV, v.V, vs, 64, rows)
               ? 1
               : 0;
-    if (!tma && tmaMode == 2 && a.T > 0) // T = 0: no chunk to copy
-      return {DELTAC_UNSUPPORTED,
-              "prefill: DELTAC_PREFILL_TMA=2, but the tensor maps of q, k and v could not be "
-              "encoded"};
   }
+  if (!tma && tmaMode == 2 && a.T > 0) // T = 0: no chunk to copy
+    return refuse("the tensor maps of q, k and v could not be encoded or the code loaded "
+                  "reads none");
   const PrefillParams values{q,  k,     vv,    o,  g,      beta,   aLog, dt,    s0,
                              sf, inIdx, outIdx, cu, work,  flag,   cuI64, T,    N,
                              H,  HV,    chunks, qs, ks,    vs,     os,    slots, scale,

@@ -170,7 +170,7 @@ def main():
                     help="time deltac alone (e.g. under ncu, or a variant); the accuracy "
                          "part then checks deltac's error only")
     ap.add_argument("--accuracy-only", action="store_true",
-                    help="time nothing: only the accuracy case (with DELTAC_PREFILL_* "
+                    help="time nothing: only the accuracy case (with DELTAC_PREFILL_FORCE "
                          "set, a smoke check of the form they force)")
     ap.add_argument("--no-max-seqlen", action="store_true",
                     help="leave max_seqlen unknown (0): the dispatch counts all N sequences")

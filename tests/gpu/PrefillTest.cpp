@@ -416,36 +416,57 @@ bool sm90FormsRun(const Spec &s) {
   return prop.major == 9 && !std::getenv("DELTAC_FORCE_TARGET") && s.sm90Forms;
 }
 
+/// DELTAC_PREFILL_FORCE as this process has it: the form ("" unset) and
+/// the V tile asked for (0: none).
+struct Forced {
+  std::string form;
+  int tile = 0;
+};
+Forced forced() {
+  Forced f;
+  const char *e = std::getenv("DELTAC_PREFILL_FORCE");
+  if (!e)
+    return f;
+  std::string text(e);
+  f.form = text.substr(0, text.find(','));
+  size_t at = text.find(",tile=");
+  if (at != std::string::npos)
+    f.tile = std::atoi(text.c_str() + at + 6);
+  return f;
+}
+
 std::string forcedFormMissing(const Spec &s, const std::string &launches) {
-  auto env = [](const char *name) {
-    const char *v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-  };
-  cudaDeviceProp prop;
-  check(cudaGetDeviceProperties(&prop, 0), "device properties");
-  bool sm90 = prop.major == 9 && env("DELTAC_FORCE_TARGET").empty();
   std::string missing;
   auto want = [&](bool cond, const char *suffix, bool present) {
     if (cond && launched(launches, suffix) != present)
       missing += std::string(present ? " no " : " unexpected ") + suffix;
   };
-  bool overlap = env("DELTAC_PREFILL_OVERLAP") == "1";
-  want(sm90 && s.sm90Forms && overlap, "_queue", true);
-  want(env("DELTAC_PREFILL_OVERLAP") == "0", "_queue", false);
-  want(sm90 && s.sm90Forms && overlap && env("DELTAC_PREFILL_OVERLAP_SHARE") == "1",
-       "_recur_shared", true);
-  want(sm90 && s.sm90Forms && !overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "2",
-       "_recur_shared", true);
-  want(!overlap && env("DELTAC_PREFILL_RECUR_SHARED") == "0", "_recur_shared", false);
-  want(sm90 && s.sm90Forms && env("DELTAC_PREFILL_QK_RAW") == "1", "_chunks_raw", true);
-  // DELTAC_PREFILL_VALUE_TILE=64: the tile-64 recur (`_recur` or the shared
-  // one), never the 16- or 32-wide variants, wherever the call is not
-  // overlapped (the overlapped launch keeps its own recur).
-  if (env("DELTAC_PREFILL_VALUE_TILE") == "64" && !launched(launches, "_queue"))
+  Forced f = forced();
+  bool has = sm90FormsRun(s);
+  bool overlap = f.form == "overlap" || f.form == "overlap_shared";
+  // Each forced form launches its kernels where the code run has them
+  // (a call that cannot run it is refused: runCase's caller checks that).
+  want(has && overlap, "_queue", true);
+  want(has && f.form == "overlap_shared", "_recur_shared", true);
+  want(f.form == "overlap", "_recur_shared", false);
+  want(has && f.form == "shared_recur", "_recur_shared", true);
+  want(has && (f.form == "raw_qk" || f.form == "raw_qk_w"), "_chunks_raw", true);
+  // The non-overlapped forms never launch the queue, and each only its own
+  // chunks and recur.
+  bool other = f.form == "ordinary" || f.form == "shared_recur" || f.form == "raw_qk" ||
+               f.form == "raw_qk_w";
+  want(other, "_queue", false);
+  want(f.form == "ordinary" || f.form == "raw_qk" || f.form == "raw_qk_w", "_recur_shared",
+       false);
+  want(f.form == "ordinary" || f.form == "shared_recur", "_chunks_raw", false);
+  // tile=64: the tile-64 recur (`_recur` or the shared one), never the 16-
+  // or 32-wide variants.
+  if (f.tile == 64)
     for (const char *narrow : {"_recur_v16", "_recur_v32"})
       want(true, narrow, false);
   // sm_80's code has none of the sm_90a forms.
-  bool sm80 = env("DELTAC_FORCE_TARGET") == "sm_80";
+  const char *target = std::getenv("DELTAC_FORCE_TARGET");
+  bool sm80 = target && std::string(target) == "sm_80";
   for (const char *form : {"_queue", "_chunks_raw", "_recur_shared"})
     want(sm80, form, false);
   return missing;
@@ -467,7 +488,7 @@ int mismatchTest() {
   check(cudaGetDeviceProperties(&prop, 0), "device properties");
   // Not overlapped (read once, at the first call): its probe would load
   // the V tile 64 recur from sm_80 as well.
-  setenv("DELTAC_PREFILL_OVERLAP", "0", 1);
+  setenv("DELTAC_PREFILL_FORCE", "ordinary", 1);
   setenv("DELTAC_FORCE_TARGET", "sm_80", 1);
   Run first = runCase({"mismatch: chunks from sm_80", gkv, {100}, 1, 2, true, false, false});
   results.add("sm_80 chunks and recur (1 head)", first.status == DELTAC_OK && first.oErr < 1e-2,
@@ -571,19 +592,12 @@ int main(int argc, char **argv) {
   }
   for (const Case &c : cases) {
     Run r = runCase(c);
-    // A forced form the library lacks is refused with a message naming the
-    // switch: the right outcome under that switch.
-    if (r.status == DELTAC_UNSUPPORTED && std::getenv("DELTAC_PREFILL_VALUE_TILE") &&
-        r.error.find("DELTAC_PREFILL_VALUE_TILE=") == 0) {
-      results.add(c.name, true, "forced form refused: " + r.error);
-      continue;
-    }
-    // DELTAC_PREFILL_RECUR_SHARED=2 and DELTAC_PREFILL_OVERLAP=1 are
-    // refused exactly where the code run has no such form (no sm_90a forms
-    // here), and run everywhere else.
-    if (r.status == DELTAC_UNSUPPORTED && (r.error.find("DELTAC_PREFILL_RECUR_SHARED=2") == 0 ||
-                                           r.error.find("DELTAC_PREFILL_OVERLAP=1") == 0)) {
-      bool has = sm90FormsRun(*c.spec);
+    // A forced form (DELTAC_PREFILL_FORCE) is refused with a message naming
+    // the request exactly where the library has no recur of the forced
+    // tile, or the code run has no sm_90a forms; everywhere else it runs.
+    if (r.status == DELTAC_UNSUPPORTED && r.error.find("DELTAC_PREFILL_FORCE=") == 0) {
+      bool lacksTile = r.error.find("has no recur of V tile") != std::string::npos;
+      bool has = sm90FormsRun(*c.spec) && !lacksTile;
       results.add(c.name, !has,
                   (has ? "REFUSED though the library has the form: " : "forced form refused: ") +
                       r.error);

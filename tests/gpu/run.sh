@@ -33,12 +33,12 @@ build() {
   echo "build: ok"
 }
 
-# The transposed recur's raw q/k form, forced (not overlapped: that launch
-# never takes it); run_tests sanitizes it and run_forced_tests runs it.
-RAW_QK_FORM="DELTAC_PREFILL_QK_RAW=1 DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_OVERLAP=0"
+# Forced forms: DELTAC_PREFILL_FORCE=<form>[,key=value...] (docs/host-api.md).
+# force FORM TEST ARGS...: TEST under that request.
+force() { DELTAC_PREFILL_FORCE="$1" "${@:2}"; }
 
 run_tests() {
-  local status=0 raw=$RAW_QK_FORM
+  local status=0
   "$BUILD/decode_test" > "$OUT/decode_test.log" 2>&1 || status=1
   tail -n 30 "$OUT/decode_test.log" | grep -E "^(FAIL|==|  FAILED)" || true
   "$BUILD/prefill_test" > "$OUT/prefill_test.log" 2>&1 || status=1
@@ -66,29 +66,23 @@ run_tests() {
     sanitize synccheck prefill_test synccheck_prefill
     # The overlapped launch's flags and queue (the tool may serialise the
     # two kernels: the launch must then still finish, in order).
-    sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_OVERLAP=1
+    sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_FORCE=overlap
     # The same with the shared launch (recur beside a queue block per SM).
-    sanitize memcheck prefill_test memcheck_prefill_shared DELTAC_PREFILL_OVERLAP=1 \
-      DELTAC_PREFILL_OVERLAP_SHARE=1
+    sanitize memcheck prefill_test memcheck_prefill_shared DELTAC_PREFILL_FORCE=overlap_shared
     # And its recur in the ordinary launch (racecheck: its warp roles at
     # 168 registers hand over shared memory as the other recur's do).
-    sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
-      DELTAC_PREFILL_OVERLAP=0
-    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_RECUR_SHARED=2 \
-      DELTAC_PREFILL_OVERLAP=0
-    # The raw q/k form (not overlapped, which would never take it) as
-    # dispatched: its TMA copies and the W form (W's stores over A_w; the
-    # chain's wait for it).
+    sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
+    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
+    # The raw q/k form (never overlapped) as dispatched: its TMA copies and
+    # the W form (W's stores over A_w; the chain's wait for it).
     local tool
     for tool in racecheck synccheck; do
-      # shellcheck disable=SC2086 # $raw is a list of NAME=VALUE words
-      sanitize $tool prefill_test ${tool}_prefill_raw $raw DELTAC_PREFILL_TMA=2
+      sanitize $tool prefill_test ${tool}_prefill_raw DELTAC_PREFILL_FORCE=raw_qk,tile=64,tma=1
     done
     # And by cp.async, without W: those threads' arrivals on the ring's
     # mbarriers.
-    # shellcheck disable=SC2086
-    sanitize racecheck prefill_test racecheck_prefill_raw_cp_async $raw DELTAC_PREFILL_TMA=0 \
-      DELTAC_PREFILL_RECUR_W=0
+    sanitize racecheck prefill_test racecheck_prefill_raw_cp_async \
+      DELTAC_PREFILL_FORCE=raw_qk_w,tile=64,tma=0
   else
     echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
@@ -110,33 +104,33 @@ run_forced_tests() {
   "$BUILD/prefill_test" --mismatch > "$OUT/prefill_test_mismatch.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_mismatch.log"
   # The recur ring with two stages (A100's shared memory), forced here.
-  DELTAC_PREFILL_RECUR_STAGES=2 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_2stage.log" 2>&1 || status=1
+  force dispatch,stages=2 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_2stage.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_2stage.log" | sed 's/^/recur 2 stages: /'
   # And one (where two do not fit a block: V tile 64 on an A100).
-  DELTAC_PREFILL_RECUR_STAGES=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_1stage.log" 2>&1 || status=1
+  force dispatch,stages=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_1stage.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_1stage.log" | sed 's/^/recur 1 stage: /'
-  # Every case through the V tile 64 recur (the transposed form on sm_90a)
-  # where the call is not overlapped; a library without that tile (k256)
-  # refuses the call, and prefill_test asserts which recur ran.
-  DELTAC_PREFILL_VALUE_TILE=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_v64.log" 2>&1 || status=1
+  # Every case through the V tile 64 recur (the transposed form on sm_90a);
+  # a library without that tile (k256) refuses the call, and prefill_test
+  # asserts which recur ran.
+  force dispatch,tile=64 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_v64.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_v64.log" | sed 's/^/V tile 64: /'
   # Every case through the overlapped launch where the code has it (sm_90a:
   # chunks' queue form beside recur, PrefillOverlap.cpp).
-  DELTAC_PREFILL_OVERLAP=1 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
+  force overlap "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
   # The shared launch's recur in the ordinary launch (beside chunks; the
   # default where recur's grid is under a wave, useSharedRecur), forced
-  # (=2: every case whose library has it, whatever the grid; prefill_test
-  # asserts from last_launches that it ran), not overlapped, and at 1
-  # stage; and the other recur in its place (DELTAC_PREFILL_RECUR_SHARED=0).
-  DELTAC_PREFILL_RECUR_SHARED=2 DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" \
+  # (every case whose library has it, whatever the grid; prefill_test
+  # asserts from last_launches that it ran), and at 1 stage; and the
+  # ordinary launch with the other recur (`ordinary`).
+  force shared_recur "$BUILD/prefill_test" \
     > "$OUT/prefill_test_shared_recur.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur.log" | sed 's/^/shared recur, ordinary launch: /'
-  DELTAC_PREFILL_RECUR_SHARED=2 DELTAC_PREFILL_OVERLAP=0 DELTAC_PREFILL_RECUR_STAGES=1 \
+  force shared_recur,stages=1 \
     "$BUILD/prefill_test" --quick > "$OUT/prefill_test_shared_recur_1.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_recur_1.log" |
     sed 's/^/shared recur, ordinary launch, 1 stage: /'
-  DELTAC_PREFILL_RECUR_SHARED=0 "$BUILD/prefill_test" --quick \
+  force ordinary "$BUILD/prefill_test" --quick \
     > "$OUT/prefill_test_no_shared_recur.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_no_shared_recur.log" |
     sed 's/^/ordinary recur, ordinary launch: /'
@@ -145,39 +139,34 @@ run_forced_tests() {
   # says), wherever the code has the overlapped launch, at 2 and 1 ring
   # stages.
   for st in 2 1; do
-    DELTAC_PREFILL_OVERLAP=1 DELTAC_PREFILL_OVERLAP_SHARE=1 DELTAC_PREFILL_RECUR_STAGES=$st \
+    force overlap_shared,stages=$st \
       "$BUILD/prefill_test" --quick > "$OUT/prefill_test_shared_$st.log" 2>&1 || status=1
     grep -E "^(FAIL|==)" "$OUT/prefill_test_shared_$st.log" | sed "s/^/shared overlap, $st stage(s): /"
   done
   # Every case through the transposed recur that reads raw q and k (chunks
   # writes no Qg and Kd; sm_90a, taken where recur's grid fills a wave),
-  # with 3, 2 and 1 ring stages, not overlapped (small grids would be, and
-  # that launch never takes the raw form): as dispatched (q, k and v by TMA
-  # tensor copies, forced by DELTAC_PREFILL_TMA=2 so that a call whose maps
-  # cannot be encoded fails instead of falling back; W computed by recur
-  # from A_w), and with either or both of those turned off.
+  # with 3, 2 and 1 ring stages: as dispatched (q, k and v by TMA tensor
+  # copies, required by tma=1 so that a call whose maps cannot be encoded
+  # is refused instead of falling back; W computed by recur from A_w), and
+  # with either or both of those turned off (tma=0; raw_qk_w: chunks
+  # writes W).
   local form st log
-  local raw=$RAW_QK_FORM
-  for form in "DELTAC_PREFILL_TMA=2" "DELTAC_PREFILL_TMA=0" \
-              "DELTAC_PREFILL_TMA=2 DELTAC_PREFILL_RECUR_W=0" \
-              "DELTAC_PREFILL_TMA=0 DELTAC_PREFILL_RECUR_W=0"; do
+  for form in raw_qk,tile=64,tma=1 raw_qk,tile=64,tma=0 raw_qk_w,tile=64,tma=1 \
+              raw_qk_w,tile=64,tma=0; do
     for st in 3 2 1; do
       # Two depths per option (the ring's deepest and shallowest).
-      [ "$form" != "DELTAC_PREFILL_TMA=2" ] && [ "$st" = 2 ] && continue
+      [ "$form" != raw_qk,tile=64,tma=1 ] && [ "$st" = 2 ] && continue
       log="$OUT/prefill_test_raw_$(echo "$form" | tr -c 'A-Za-z0-9\n' _)_$st.log"
-      # shellcheck disable=SC2086 # $form and $raw are lists of NAME=VALUE words
-      env $form $raw DELTAC_PREFILL_RECUR_STAGES=$st "$BUILD/prefill_test" --quick > "$log" 2>&1 ||
-        status=1
-      grep -E "^(FAIL|==)" "$log" | sed "s/^/raw q, k, $form, $st stage(s): /"
+      force "$form,stages=$st" "$BUILD/prefill_test" --quick > "$log" 2>&1 || status=1
+      grep -E "^(FAIL|==)" "$log" | sed "s/^/$form, $st stage(s): /"
     done
   done
-  # The warpgroup chunks (every dispatched form but the overlapped one) with
-  # q, k and v by TMA tensor copies (forced) and by cp.async.
-  for form in 2 0; do
+  # The warpgroup chunks (the ordinary launch) with q, k and v by TMA
+  # tensor copies (required) and by cp.async.
+  for form in 1 0; do
     log="$OUT/prefill_test_tma$form.log"
-    DELTAC_PREFILL_TMA=$form DELTAC_PREFILL_OVERLAP=0 "$BUILD/prefill_test" --quick > "$log" 2>&1 ||
-      status=1
-    grep -E "^(FAIL|==)" "$log" | sed "s/^/DELTAC_PREFILL_TMA=$form, not overlapped: /"
+    force ordinary,tma=$form "$BUILD/prefill_test" --quick > "$log" 2>&1 || status=1
+    grep -E "^(FAIL|==)" "$log" | sed "s/^/ordinary,tma=$form: /"
   done
   # recur launched after chunks as usual (not as a programmatic dependent).
   DELTAC_PDL=0 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_nopdl.log" 2>&1 || status=1
@@ -264,7 +253,7 @@ run_variants() {
 # --profile (extra arguments go to it, e.g. `--rule kda --shapes t32k_h16`):
 # one line per kernel and call, and deltac's error on the accuracy case
 # (as dispatched, then through the tile-64 recur in both forms).
-# VARIANT_ENVS (`;`-separated, e.g. "X=0;DELTAC_PREFILL_QK_RAW=1") times
+# VARIANT_ENVS (`;`-separated, e.g. "X=0;DELTAC_PREFILL_FORCE=raw_qk") times
 # each library once per environment setting (a forced dispatch).
 run_prefill_variants() {
   local dir=${VARIANTS:-$PWD/.variants} v e names envs
@@ -293,8 +282,10 @@ run_prefill_variants() {
     # there.
     for e in "${envs[@]}"; do
       for raw in 0 1; do
-        bench_variant "$v" "$e DELTAC_PREFILL_VALUE_TILE=64 DELTAC_PREFILL_QK_RAW=$raw DELTAC_PREFILL_OVERLAP=0" \
-          --accuracy-only "$@" | grep -E "deltac_rel_err|Error" | sed "s/^/$v,$e,tile 64 qk_raw=$raw,/"
+        local f=ordinary,tile=64
+        [ "$raw" = 1 ] && f=raw_qk,tile=64
+        bench_variant "$v" "$e DELTAC_PREFILL_FORCE=$f" \
+          --accuracy-only "$@" | grep -E "deltac_rel_err|Error" | sed "s/^/$v,$e,$f,/"
       done
     done
   done | tee "$OUT/prefill_variants.txt"

@@ -677,3 +677,42 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
   EXPECT_EQ(deltac_rt::forImages(v, "sm_90a", "sm_90a").recurThreads, 96u);
   EXPECT_EQ(deltac_rt::forImages(v, "sm_90a", "sm_90a").smemChunks, 74240u);
 }
+
+// DELTAC_PREFILL_FORCE's grammar: one form, then settings; anything else
+// is an error that says what is wrong (the call is then refused).
+TEST(PrefillForce, Grammar) {
+  deltac_rt::PrefillForce f;
+  EXPECT_EQ(deltac_rt::parsePrefillForce(nullptr, &f), "");
+  EXPECT_EQ(f.form, deltac_rt::PrefillForm::Dispatch);
+  EXPECT_EQ(deltac_rt::parsePrefillForce("", &f), "");
+  EXPECT_EQ(f.form, deltac_rt::PrefillForm::Dispatch);
+  EXPECT_EQ(deltac_rt::parsePrefillForce("raw_qk_w,tile=64,stages=1,tma=0", &f), "");
+  EXPECT_EQ(f.form, deltac_rt::PrefillForm::RawQKW);
+  EXPECT_TRUE(f.rawQK());
+  EXPECT_EQ(f.valueTile, 64);
+  EXPECT_EQ(f.stages, 1);
+  EXPECT_EQ(f.tma, 0);
+  EXPECT_EQ(f.text, "raw_qk_w,tile=64,stages=1,tma=0");
+  EXPECT_EQ(deltac_rt::parsePrefillForce("overlap_shared,sms=40,stages=2", &f), "");
+  EXPECT_TRUE(f.overlapped());
+  EXPECT_EQ(f.overlapSMs, 40);
+  EXPECT_EQ(deltac_rt::parsePrefillForce("dispatch,tile=16", &f), "");
+  EXPECT_EQ(f.form, deltac_rt::PrefillForm::Dispatch);
+  EXPECT_EQ(f.valueTile, 16);
+  for (const char *form : {"ordinary", "shared_recur", "raw_qk", "overlap"})
+    EXPECT_EQ(deltac_rt::parsePrefillForce(form, &f), "") << form;
+
+  auto error = [&](const char *text) { return deltac_rt::parsePrefillForce(text, &f); };
+  EXPECT_NE(error("fast").find("unknown form 'fast'"), std::string::npos);
+  EXPECT_NE(error("1").find("unknown form '1'"), std::string::npos);
+  EXPECT_NE(error("ordinary,width=2").find("unknown setting 'width'"), std::string::npos);
+  EXPECT_NE(error("ordinary,tile=12").find("tile=12"), std::string::npos);
+  EXPECT_NE(error("ordinary,tile=").find("tile="), std::string::npos);
+  EXPECT_NE(error("ordinary,tile=64x").find("tile=64x"), std::string::npos);
+  EXPECT_NE(error("ordinary,stages=4").find("1, 2 or 3 stages"), std::string::npos);
+  EXPECT_NE(error("ordinary,tma=2").find("tma=2"), std::string::npos);
+  EXPECT_NE(error("overlap,tma=1").find("cp.async"), std::string::npos);
+  EXPECT_NE(error("ordinary,sms=8").find("only the overlap forms"), std::string::npos);
+  EXPECT_NE(error("overlap,sms=0").find("positive"), std::string::npos);
+  EXPECT_NE(error("ordinary,stages=1,stages=2").find("given twice"), std::string::npos);
+}

@@ -124,7 +124,7 @@ struct ChunksSmem {
 /// dynamic shared memory size: 2 (total), 3 where the host could add
 /// `stage` bytes (Hopper: up to 227 KiB per block), or 1 (total - stage)
 /// where two do not fit (V tile 64 on an A100) or where forced
-/// (DELTAC_PREFILL_RECUR_STAGES=1: two blocks fit an SM).
+/// (DELTAC_PREFILL_FORCE=...,stages=1: two blocks fit an SM).
 struct RecurSmem {
   int64_t mbar, st, vn, wb, kd, ub, gl, qgb, pb, stage, total;
   RecurSmem(const PrefillSpec &s, int64_t bv, bool transposed) {
