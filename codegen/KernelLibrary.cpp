@@ -4,16 +4,11 @@
 #include "codegen/Templates.h"
 
 #include "codegen/gpu/decode/DecodeKernel.h"
-#include "codegen/gpu/Passes.h"
+#include "codegen/gpu/GpuPipelines.h"
 
-#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -95,16 +90,7 @@ deltac::lowerToPtx(ModuleOp module) {
     return kernels;
 
   PassManager pm(module->getName());
-  OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
-  gpuPm.addPass(createSCFToControlFlowPass());
-  gpuPm.addPass(createConvertGpuOpsToNVVMOps());
-  gpuPm.addPass(delta::createDeltaTensorMapParams());
-  gpuPm.addPass(createCanonicalizerPass());
-  gpuPm.addPass(createCSEPass());
-  gpuPm.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = "isa";
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  delta::buildGpuToPtxPipeline(pm);
   if (failed(pm.run(module)))
     return failure();
 

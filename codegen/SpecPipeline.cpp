@@ -4,6 +4,7 @@
 
 #include "dialect/DeltaOps.h"
 #include "codegen/gpu/NvidiaTarget.h"
+#include "codegen/gpu/GpuPipelines.h"
 #include "codegen/gpu/Passes.h"
 #include "passes/Passes.h"
 
@@ -100,23 +101,14 @@ LogicalResult deltac::expandSpecs(ModuleOp module,
   pm.addPass(delta::createDeltaAttachTargets(
       delta::DeltaAttachTargetsOptions{llvm::to_vector(targets)}));
   pm.addPass(delta::createDeltaExpandSpec());
-  // Decode fuses the options into its kernel, so it lowers first, from the
-  // recurrence as the spec wrote it.
   std::unique_ptr<Pass> decode = delta::createDeltaLowerDecodeToGPU();
   if (failed(initializeOptions(*decode, "--decode-tuning", decodeTuning,
                                module)))
     return failure();
-  pm.addPass(std::move(decode));
-  pm.addPass(delta::createDeltaNormalizeOptions());
-  pm.addNestedPass<func::FuncOp>(delta::createDeltaPrepareChunking());
-  // Prefill: the chunk-level IR, then its GPU kernels.
-  pm.addNestedPass<func::FuncOp>(delta::createDeltaChunk());
-  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   std::unique_ptr<Pass> plan = delta::createDeltaPlanPrefill();
   if (failed(initializeOptions(*plan, "--prefill-plan", prefillPlan, module)))
     return failure();
-  pm.addNestedPass<func::FuncOp>(std::move(plan));
-  pm.addPass(delta::createDeltaLowerPrefillToGPU());
+  delta::buildGpuKernelsPipeline(pm, std::move(decode), std::move(plan));
   return pm.run(module);
 }
 

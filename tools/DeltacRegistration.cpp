@@ -4,6 +4,7 @@
 
 #include "dialect/DeltaOps.h"
 #include "codegen/gpu/NvidiaTarget.h"
+#include "codegen/gpu/GpuPipelines.h"
 #include "codegen/gpu/Passes.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
@@ -71,4 +72,5 @@ void deltac::registerPasses() {
   mlir::registerLinalgPasses();
   mlir::memref::registerMemRefPasses();
   mlir::delta::registerDeltacPipelines();
+  mlir::delta::registerDeltacGpuPipelines();
 }

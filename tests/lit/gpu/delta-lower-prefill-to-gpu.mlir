@@ -1,6 +1,6 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
 // RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=32,16}),delta-lower-prefill-to-gpu)' | FileCheck %s --check-prefix=TILE32
-// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --pass-pipeline='builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})' | FileCheck %s --check-prefix=PTX
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --delta-gpu-to-ptx | FileCheck %s --check-prefix=PTX
 
 // The chunk IR of a Qwen3-Next-style prefill becomes one gpu.module per
 // kernel: prep (chunk offsets), chunks (parallel per chunk), and one recur

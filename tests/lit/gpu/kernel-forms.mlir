@@ -1,0 +1,177 @@
+// RUN: deltac-opt %s --delta-expand-spec --delta-gpu-kernels | FileCheck %s --check-prefixes=CHECK,FORM
+// RUN: deltac-opt %s --delta-expand-spec --delta-gpu-kernels | FileCheck %s --check-prefixes=CHECK,NOT
+
+// One GPU-IR check per kernel form (codegen/gpu): every kernel's
+// #delta.kernel (its role and the kind of code of its module), the
+// instructions that make it that form (FORM) and those it must not have
+// (NOT). The library targets sm_80, sm_90a and sm_100a, so chunks and recur
+// are built once per kind of code (cp_async, wgmma, bulk) under one kernel
+// name; prep and decode have one code for all. Each CHECK-LABEL is a
+// gpu.module, so the checks below it see that module only.
+module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
+  delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
+      layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+      entries = [prefill, decode] max_t = 4
+  delta.spec @kda rule = kda dims = [128x128] io = bf16 state = f32
+      layout = kv gate = channel_log beta = given l2norm chunk = 64
+      entries = [prefill]
+}
+
+
+// prep: norms, gates and the cumulative decays, one code for every target.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_prep_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = prep, code = all
+
+// chunks on sm_80: cp.async copies, mma.sync products, no dependent launch.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = chunks, code = cp_async
+// FORM-DAG: llvm.nvvm.cp.async.cg.shared.global.16
+// FORM-DAG: mma.sync.aligned.m16n8k16
+// NOT-NOT: griddepcontrol
+// NOT-NOT: wgmma
+
+// chunks on sm_90a: two wgmma warpgroups, q/k/v by TMA tensor copies.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = chunks, code = wgmma
+// FORM-DAG: griddepcontrol.launch_dependents
+// FORM-DAG: cp.async.bulk.tensor.3d
+// FORM-DAG: wgmma.mma_async
+// NOT-NOT: mma.sync
+
+// the overlapped launch's chunks: items from a queue (an atomic counter), a ready flag each, rows by cp.async.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_queue_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = queue, code = wgmma
+// FORM-DAG: atom.relaxed.gpu.global.add.u32
+// FORM-DAG: st.relaxed.gpu.global.u32
+// FORM-DAG: wgmma.mma_async
+// FORM-DAG: nvvm.minctasm = 3
+// NOT-NOT: cp.async.bulk.tensor
+
+// chunks beside recur's raw q/k form: factors instead of Qg and Kd.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_raw_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = chunks_raw, code = wgmma
+// FORM-DAG: wgmma.mma_async
+// NOT-NOT: mma.sync
+
+// chunks on sm_100a: mma.sync, a programmatic dependent launch.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_bulk_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = chunks, code = bulk
+// FORM-DAG: griddepcontrol.launch_dependents
+// FORM-DAG: mma.sync.aligned.m16n8k16
+// NOT-NOT: wgmma
+
+// recur on sm_80: the mma.sync warp roles, its ring by cp.async.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
+// FORM-DAG: llvm.nvvm.cp.async.cg.shared.global.16
+// FORM-DAG: mma.sync.aligned.m16n8k16
+// NOT-NOT: cp.async.bulk
+// NOT-NOT: griddepcontrol
+// NOT-NOT: wgmma
+
+// recur on sm_90a at tile 64: the transposed wgmma form, raw q/k by TMA where the host asks (raw_qk).
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = wgmma
+// FORM-DAG: griddepcontrol.wait
+// FORM-DAG: cp.async.bulk.tensor.3d
+// FORM-DAG: wgmma.mma_async
+// FORM-DAG: raw_qk = true
+// NOT-NOT: setmaxnreg
+
+// recur beside one queue or chunks block per SM: 168 registers, rebalanced by setmaxnreg.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_shared_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur_shared, code = wgmma
+// FORM-DAG: setmaxnreg.dec.sync.aligned.u32
+// FORM-DAG: setmaxnreg.inc.sync.aligned.u32
+// FORM-DAG: wgmma.mma_async
+// FORM-DAG: nvvm.maxnreg = 168
+// NOT-NOT: cp.async.bulk.tensor
+
+// recur on sm_100a: mma.sync, its ring by bulk copies on mbarriers.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_bulk_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
+// FORM-DAG: griddepcontrol.wait
+// FORM-DAG: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+// FORM-DAG: mma.sync.aligned.m16n8k16
+// NOT-NOT: wgmma
+
+// the narrow tile's recur, one module per kind of code as well.
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_v16_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
+// FORM-DAG: mma.sync.aligned.m16n8k16
+// NOT-NOT: cp.async.bulk
+// NOT-NOT: wgmma
+
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_v16_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = wgmma
+// FORM-DAG: wgmma.mma_async
+// NOT-NOT: mma.sync
+
+// CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_v16_bulk_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
+// FORM-DAG: cp.async.bulk.shared::cluster
+// FORM-DAG: mma.sync.aligned.m16n8k16
+// NOT-NOT: wgmma
+
+// decode: one code for every target, 64 values a block from 4 blocks per SM, else 32 (_small).
+// CHECK-LABEL: gpu.module @gdn_k128_v128_decode_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = decode, code = all
+// FORM-DAG: value_tile = 64
+// FORM-DAG: min_blocks_per_sm = 4
+// FORM-DAG: nvvm.vote.sync
+// NOT-NOT: mma.sync
+// NOT-NOT: wgmma
+
+// CHECK-LABEL: gpu.module @gdn_k128_v128_decode_small_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = decode, code = all
+// FORM-DAG: value_tile = 32
+// FORM-DAG: nvvm.vote.sync
+// NOT-NOT: mma.sync
+// NOT-NOT: wgmma
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_prep_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = prep, code = all
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_chunks_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = chunks, code = cp_async
+
+// kda: per-channel decays keep chunks on mma.sync in sm_90a's module too (16 warps) ...
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_chunks_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = chunks, code = wgmma
+// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: block_threads = 512
+// NOT-NOT: wgmma.mma_async
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_chunks_bulk_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = chunks, code = bulk
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
+
+// ... while recur is the wgmma warpgroup form (not transposed, no raw q/k form).
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = wgmma
+// FORM-DAG: wgmma.mma_async
+// NOT-NOT: cp.async.bulk.tensor
+// NOT-NOT: raw_qk
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_bulk_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_v32_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_v32_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = wgmma
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_v32_bulk_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_v16_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_v16_wgmma_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = wgmma
+
+// CHECK-LABEL: gpu.module @kda_k128_v128_prefill_recur_v16_bulk_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
