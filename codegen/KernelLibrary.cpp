@@ -78,8 +78,8 @@ deltac::lowerToPtx(ModuleOp module) {
     for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
       if (!func->hasAttr(delta::DeltaDialect::kKernelAttrName) ||
           !func->hasAttr(delta::DeltaDialect::kSpecAttrName)) {
-        func.emitError() << "kernel has no '" << delta::DeltaDialect::kKernelAttrName
-                         << "' and '" << delta::DeltaDialect::kSpecAttrName
+        func.emitError() << "kernel lacks '" << delta::DeltaDialect::kKernelAttrName
+                         << "' or '" << delta::DeltaDialect::kSpecAttrName
                          << "': only the GPU lowerings' kernels go into a library";
         return failure();
       }
