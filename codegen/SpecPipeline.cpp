@@ -129,32 +129,35 @@ SmallVector<deltac::PlannedKernel> deltac::planKernels(ModuleOp module) {
         delta::DeltaDialect::kEntryAttrName);
     if (!spec || !entry)
       return;
-    auto specOp = module.lookupSymbol<delta::SpecOp>(spec.getValue());
     StringRef name = cast<SymbolOpInterface>(op).getName();
-    for (auto [k, v] : specOp.getDimPairs()) {
-      std::string expected = (specOp.getSymName() + "_k" + Twine(k) + "_v" +
-                              Twine(v) + "_" +
-                              delta::stringifyEntryKind(entry.getValue()))
-                                 .str();
-      if (!name.starts_with(expected))
-        continue;
-      // A kernel's targets: its gpu.module's (a kernel may be built in one
-      // module per kind of target), else the module's list.
-      SmallVector<std::string> chips;
-      auto gpuModule = op->getParentOfType<gpu::GPUModuleOp>();
-      if (ArrayAttr own = gpuModule ? gpuModule.getTargetsAttr() : ArrayAttr()) {
-        for (Attribute t : own)
-          if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
-            chips.push_back(nvvm.getChip().str());
-      } else {
-        for (Attribute target : targets)
-          chips.push_back(cast<StringAttr>(target).getValue().str());
-      }
-      for (const std::string &chip : chips)
-        kernels.push_back({spec.getValue().str(), name.str(),
-                           delta::stringifyEntryKind(entry.getValue()).str(),
-                           k, v, chip, isa<gpu::GPUFuncOp>(op)});
+    // The specialization: a kernel's #delta.kernel, else the function's
+    // delta.dims (delta-expand-spec), never parsed from the name.
+    int64_t k = 0, v = 0;
+    if (auto kernel = op->getAttrOfType<delta::KernelAttr>(delta::DeltaDialect::kKernelAttrName)) {
+      k = kernel.getK();
+      v = kernel.getV();
+    } else if (auto dims = op->getAttrOfType<delta::DimsAttr>(delta::DeltaDialect::kDimsAttrName)) {
+      k = dims.getK();
+      v = dims.getV();
+    } else {
+      return;
     }
+    // A kernel's targets: its gpu.module's (a kernel may be built in one
+    // module per kind of target), else the module's list.
+    SmallVector<std::string> chips;
+    auto gpuModule = op->getParentOfType<gpu::GPUModuleOp>();
+    if (ArrayAttr own = gpuModule ? gpuModule.getTargetsAttr() : ArrayAttr()) {
+      for (Attribute t : own)
+        if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
+          chips.push_back(nvvm.getChip().str());
+    } else {
+      for (Attribute target : targets)
+        chips.push_back(cast<StringAttr>(target).getValue().str());
+    }
+    for (const std::string &chip : chips)
+      kernels.push_back({spec.getValue().str(), name.str(),
+                         delta::stringifyEntryKind(entry.getValue()).str(),
+                         k, v, chip, isa<gpu::GPUFuncOp>(op)});
   });
   return kernels;
 }

@@ -162,6 +162,11 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a non-empty array of #delta.recur_variant";
     return success();
   }
+  if (name == kDimsAttrName) {
+    if (!isa<DimsAttr>(value))
+      return op->emitError() << "'" << name << "' must be a #delta.dims";
+    return success();
+  }
   if (name == kKernelAttrName) {
     // Its fields verified themselves when it was built (KernelAttr).
     if (!isa<KernelAttr>(value))

@@ -39,6 +39,7 @@ def Delta_Dialect : Dialect {
     /// Function attributes set by delta-expand-spec.
     static constexpr ::llvm::StringLiteral kSpecAttrName = "delta.spec";
     static constexpr ::llvm::StringLiteral kEntryAttrName = "delta.entry";
+    static constexpr ::llvm::StringLiteral kDimsAttrName = "delta.dims";
     static constexpr ::llvm::StringLiteral kChunkSizeAttrName =
         "delta.chunk_size";
     static constexpr ::llvm::StringLiteral kMaxTAttrName = "delta.max_t";

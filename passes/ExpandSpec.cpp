@@ -82,6 +82,8 @@ public:
                   FlatSymbolRefAttr::get(spec.getSymNameAttr()));
     func->setAttr(DeltaDialect::kEntryAttrName,
                   EntryKindAttr::get(ctx, entry));
+    // The specialization, typed: later stages read it, never the name.
+    func->setAttr(DeltaDialect::kDimsAttrName, DimsAttr::get(ctx, k, v));
     if (prefill)
       func->setAttr(DeltaDialect::kChunkSizeAttrName,
                     spec.getChunkSizeAttr());

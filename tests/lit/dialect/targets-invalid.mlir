@@ -100,3 +100,9 @@ func.func @f() attributes {delta.recur_variants = [#delta.recur_variant<value_ti
 
 // expected-error @+1 {{recur variant: min_blocks_per_sm and overlap_blocks_per_sm must not be negative, got 1 and -1}}
 func.func @f() attributes {delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = -1>]} { return }
+
+// -----
+
+// A function's specialization is a #delta.dims, not a loose pair.
+// expected-error @+1 {{'delta.dims' must be a #delta.dims}}
+func.func @f() attributes {delta.dims = [128, 128]} { return }

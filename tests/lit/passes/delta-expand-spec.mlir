@@ -21,7 +21,7 @@ delta.spec @gdn rule = gated dims = [128x128, 64x32] io = bf16 state = f32
 // CHECK-SAME: %{{.*}}: tensor<?xi64> {delta.name = "cu_seqlens"}
 // CHECK-SAME: %{{.*}}: f32 {delta.name = "scale"})
 // CHECK-SAME: -> (tensor<1x?x?x128xbf16>, tensor<?x?x128x128xf32>)
-// CHECK-SAME: attributes {delta.chunk_size = 64 : i64, delta.entry = #delta<entry prefill>, delta.spec = @gdn}
+// CHECK-SAME: attributes {delta.chunk_size = 64 : i64, delta.dims = #delta.dims<k = 128, v = 128>, delta.entry = #delta<entry prefill>, delta.spec = @gdn}
 // CHECK: delta.recurrence gated layout = vk gate = raw beta = sigmoid l2norm
 // CHECK-SAME: cu_seqlens(
 // CHECK: return
@@ -29,7 +29,7 @@ delta.spec @gdn rule = gated dims = [128x128, 64x32] io = bf16 state = f32
 // CHECK: func.func @gdn_k128_v128_decode(
 // CHECK-SAME: tensor<?x?x?x128xbf16> {delta.name = "q"}
 // CHECK-NOT: cu_seqlens
-// CHECK-SAME: attributes {delta.entry = #delta<entry decode>, delta.max_t = 4 : i64, delta.spec = @gdn}
+// CHECK-SAME: attributes {delta.dims = #delta.dims<k = 128, v = 128>, delta.entry = #delta<entry decode>, delta.max_t = 4 : i64, delta.spec = @gdn}
 // CHECK: delta.recurrence gated layout = vk gate = raw beta = sigmoid l2norm
 
 // K != V: the vk state is [N, HV, V, K].
