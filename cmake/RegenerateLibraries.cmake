@@ -2,14 +2,16 @@
 #
 #   cmake -DDELTAC=<deltac> -DSOURCE=<repo> -DDEST=<dir> [-DCHECK=ON] -P ...
 #
-# Runs deltac for every library of generated/LIBRARIES.txt into DEST. With
-# CHECK=ON, DEST is a scratch folder and the result is compared with the
-# checked-in generated/: any difference fails, and when the LLVM/MLIR version
-# in the headers differs the message says to regenerate rather than showing
-# a bare diff.
+# Runs deltac for every library of generated/LIBRARIES.txt into DEST, all of
+# them sharing one copy of the runtime in DEST/runtime (--runtime-dir), so
+# the repository holds the runtime once. With CHECK=ON, DEST is a scratch
+# folder and the result is compared with the checked-in generated/: any
+# difference fails, and when the LLVM/MLIR version in the headers differs
+# the message says to regenerate rather than showing a bare diff.
 #===--------------------------------------------------------------------===#
 file(STRINGS ${SOURCE}/generated/LIBRARIES.txt lines REGEX "^[^#]")
 set(failed "")
+file(REMOVE_RECURSE ${DEST}/runtime)
 foreach(line IN LISTS lines)
   separate_arguments(fields UNIX_COMMAND "${line}")
   list(GET fields 0 name)
@@ -18,7 +20,7 @@ foreach(line IN LISTS lines)
   file(REMOVE_RECURSE ${DEST}/${name})
   execute_process(
     COMMAND ${DELTAC} ${SOURCE}/${spec} --target=${targets} -o ${DEST}/${name}
-            --name=${name}
+            --name=${name} --runtime-dir=../runtime
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "deltac failed on ${spec}:\n${out}${err}")
@@ -41,6 +43,15 @@ foreach(line IN LISTS lines)
     endif()
   endif()
 endforeach()
+if(CHECK)
+  execute_process(
+    COMMAND diff -r ${SOURCE}/generated/runtime ${DEST}/runtime
+    RESULT_VARIABLE rc OUTPUT_VARIABLE diff)
+  if(NOT rc EQUAL 0)
+    string(SUBSTRING "${diff}" 0 4000 diff)
+    string(APPEND failed "generated/runtime is not templates/runtime of this tree; regenerate it with `cmake --build build --target regenerate`:\n${diff}\n")
+  endif()
+endif()
 if(failed)
   message(FATAL_ERROR "${failed}")
 endif()

@@ -262,10 +262,23 @@ std::string deltac::checkLibraryName(StringRef libName) {
 
 std::string deltac::writeLibrary(StringRef dir, StringRef libName,
                                  StringRef specFile,
-                                 const std::vector<EmittedKernel> &kernels) {
+                                 const std::vector<EmittedKernel> &kernels,
+                                 StringRef runtimeDir) {
   std::string error = checkLibraryName(libName);
   if (!error.empty())
     return error;
+  // A relative path in '/' form: it is written into the CMakeLists and the
+  // Python module, which must work wherever the folders are moved together.
+  if (llvm::sys::path::is_absolute(runtimeDir) || runtimeDir.contains('\\') ||
+      runtimeDir.contains('"') || runtimeDir.contains('$') ||
+      runtimeDir.contains(' '))
+    return "the runtime folder '" + runtimeDir.str() +
+           "' must be a relative path from the library's folder, with '/' "
+           "and without spaces, quotes or '$'";
+  SmallString<256> runtimePath(dir);
+  llvm::sys::path::append(runtimePath, runtimeDir);
+  if (std::error_code ec = llvm::sys::fs::create_directories(runtimePath))
+    return "cannot create '" + runtimePath.str().str() + "': " + ec.message();
   SmallString<256> kernelDir(dir);
   llvm::sys::path::append(kernelDir, "kernels");
   if (std::error_code ec = llvm::sys::fs::create_directories(kernelDir))
@@ -281,7 +294,9 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
     StringRef name(file.name);
     if (!name.consume_front("runtime/"))
       continue; // library.*.in, python.py.in: rendered below
-    if (!writeText(path(name), file.text, error))
+    SmallString<256> target(runtimePath);
+    llvm::sys::path::append(target, name);
+    if (!writeText(target, file.text, error))
       return error;
   }
 
@@ -535,6 +550,22 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
   values["TARGET_LIST"] = targetList;
   values["SPECS"] = pySpecs;
   values["LIB_UPPER"] = StringRef(libName).upper();
+  if (runtimeDir.empty() || runtimeDir == ".") {
+    values["RUNTIME_PATH"] = "${_dir}";
+    values["RUNTIME_IMPORT"] = "";
+  } else {
+    values["RUNTIME_PATH"] = "${_dir}/" + runtimeDir.str();
+    values["RUNTIME_IMPORT"] =
+        "import os as _os\nimport sys as _sys\n\n"
+        "# deltac_torch.py is in the shared runtime folder (deltac "
+        "--runtime-dir).\n"
+        "_RUNTIME = _os.path.normpath(_os.path.join(\n"
+        "    _os.path.dirname(_os.path.abspath(__file__)), \"" +
+        runtimeDir.str() +
+        "\"))\n"
+        "if _RUNTIME not in _sys.path:\n"
+        "    _sys.path.insert(0, _RUNTIME)\n";
+  }
   if (!writeText(path((libName + ".h").str()),
                  substitute(getTemplate("library.h.in"), values), error) ||
       !writeText(path((libName + ".cpp").str()),

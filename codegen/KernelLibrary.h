@@ -73,9 +73,15 @@ std::string checkLibraryName(llvm::StringRef libName);
 /// its inputs (no timestamps, no absolute paths), so checked-in output can
 /// be compared with a fresh run. Returns an error message or "" (a name
 /// checkLibraryName refuses: its message, before anything is written).
+///
+/// The runtime files (templates/runtime/) go to `runtimeDir`, a relative
+/// path from `dir` ("" keeps them in `dir`: the library is self-contained);
+/// the library's CMakeLists and Python module find them there. Libraries
+/// that share one copy (generated/ keeps a single runtime/) point at it.
 std::string writeLibrary(llvm::StringRef dir, llvm::StringRef libName,
                          llvm::StringRef specFile,
-                         const std::vector<EmittedKernel> &kernels);
+                         const std::vector<EmittedKernel> &kernels,
+                         llvm::StringRef runtimeDir = "");
 
 /// Writes <lib>_images.cpp into `dir`: every kernel's PTX embedded as a
 /// null-terminated byte array with its deltac_rt::KernelImages, so the

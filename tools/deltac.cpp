@@ -66,6 +66,12 @@ cl::opt<bool> embedImages(
              "library builds from a fixed list of sources (used by "
              "deltac_generate_kernels)"),
     cl::cat(category));
+cl::opt<std::string> runtimeDir(
+    "runtime-dir",
+    cl::desc("write the runtime files to this folder, relative to -o "
+             "(default: the library's own folder, self-contained); libraries "
+             "generated side by side can share one copy, as generated/ does"),
+    cl::value_desc("relative dir"), cl::cat(category));
 cl::opt<bool> printIR("print-ir",
                       cl::desc("print the IR after the deltac passes (before "
                                "PTX emission) to standard output"),
@@ -164,14 +170,17 @@ int main(int argc, char **argv) {
   if (!outputDir.empty()) {
     std::string error =
         deltac::writeLibrary(outputDir, lib, sys::path::filename(inputFile),
-                             *kernels);
+                             *kernels, runtimeDir);
     if (error.empty() && embedImages)
       error = deltac::writeEmbeddedImages(outputDir, lib, *kernels);
     if (!error.empty())
       return fail(error);
     outs() << "deltac: wrote library '" << lib << "' to " << outputDir
            << " (" << lib << ".h, " << lib << ".cpp, kernels/*.ptx, "
-           << "CMakeLists.txt)\n";
+           << "CMakeLists.txt; runtime in "
+           << (runtimeDir.empty() ? std::string("the same folder")
+                                  : outputDir + "/" + runtimeDir)
+           << ")\n";
   }
   return 0;
 }

@@ -10,6 +10,14 @@ Torch front end of the deltac_test_prefill kernel library (see deltac_torch.py):
     o, ht = deltac_test_prefill.fused_recurrent_delta_rule(q, k, v, beta, ...)    # DeltaNet specs
     o, ht = deltac_test_prefill.chunk_delta_rule(q, k, v, beta, ...)
 """
+import os as _os
+import sys as _sys
+
+# deltac_torch.py is in the shared runtime folder (deltac --runtime-dir).
+_RUNTIME = _os.path.normpath(_os.path.join(
+    _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
+if _RUNTIME not in _sys.path:
+    _sys.path.insert(0, _RUNTIME)
 from deltac_torch import Library
 
 SPECS = [

@@ -32,7 +32,7 @@ import torch
 import timing as H
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_prefill"))
+sys.path.insert(0, os.path.join(ROOT, "generated", "runtime"))  # the one deltac_torch.py
 # deltac_prefill_args as the generated Python module declares it.
 from deltac_torch import _PrefillArgs as PrefillArgs  # noqa: E402
 

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ["DELTAC_GDN_LIB"] = os.path.join(BUILD, "gdn", "libgdn.so")
 import timing as H  # noqa: E402
 import gdn  # noqa: E402
-import deltac_torch as dt  # noqa: E402  (the copy beside gdn.py)
+import deltac_torch as dt  # noqa: E402  (generated/runtime, which gdn.py puts on the path)
 import python_api_checks  # noqa: E402
 
 FLA = H.import_fla()

@@ -16,6 +16,19 @@
 // RUN: not deltac %t/spaced.mlir --target=sm_90a -o %t/out 2>&1 | FileCheck %s --check-prefix=SPACED
 // RUN: not deltac %t/keyword.mlir --target=sm_90a -o %t/out 2>&1 | FileCheck %s --check-prefix=SPECKEYWORD
 // RUN: not ls %t/out
+// --runtime-dir is a relative path the CMakeLists and the Python module can
+// hold: anything else is refused before anything is written.
+// RUN: not deltac %t/ok.mlir --target=sm_90a -o %t/out --runtime-dir=/abs/runtime 2>&1 | FileCheck %s --check-prefix=RTABS
+// RUN: not deltac %t/ok.mlir --target=sm_90a -o %t/out --runtime-dir='../my runtime' 2>&1 | FileCheck %s --check-prefix=RTSPACE
+// RUN: not ls %t/out
+// Two libraries sharing one runtime folder (as generated/ does): neither
+// holds a copy, and each finds it through its CMakeLists and Python module.
+// RUN: deltac %t/ok.mlir --target=sm_80 -o %t/shared/a --name=a --runtime-dir=../runtime | FileCheck %s --check-prefix=SHARED
+// RUN: deltac %t/ok.mlir --target=sm_80 -o %t/shared/b --name=b --runtime-dir=../runtime
+// RUN: ls %t/shared/runtime/deltac_runtime.cpp %t/shared/runtime/deltac_torch.py
+// RUN: not ls %t/shared/a/deltac_runtime.cpp
+// RUN: FileCheck %s --check-prefix=SHAREDCMAKE < %t/shared/b/CMakeLists.txt
+// RUN: FileCheck %s --check-prefix=SHAREDPY < %t/shared/b/b.py
 // The runtime's own library names stay valid names (tests/gpu builds them).
 // RUN: deltac %t/ok.mlir --target=sm_80 -o %t/lib --name=deltac_test_decode | FileCheck %s --check-prefix=OK
 
@@ -30,6 +43,13 @@
 // SPACED: spaced.mlir:1:1: error: 'delta.spec' op name 'a b-c' holds ' '; it must be a C identifier ([A-Za-z_][A-Za-z0-9_]*)
 // SPECKEYWORD: keyword.mlir:1:1: error: 'delta.spec' op name 'class' is a C or C++ keyword
 // OK: deltac: wrote library 'deltac_test_decode'
+// RTABS: deltac: error: the runtime folder '/abs/runtime' must be a relative path from the library's folder
+// RTSPACE: deltac: error: the runtime folder '../my runtime' must be a relative path
+// SHARED: deltac: wrote library 'a' to {{.*}}shared/a ({{.*}}runtime in {{.*}}shared/a/../runtime)
+// SHAREDCMAKE: set(b_RUNTIME_DIR ${_dir}/../runtime)
+// SHAREDCMAKE: target_include_directories(${lib} PUBLIC ${_dir} ${_runtime})
+// SHAREDPY: "../runtime"))
+// SHAREDPY: from deltac_torch import Library
 
 //--- ok.mlir
 delta.spec @ok rule = gated dims = [64x64] io = bf16 state = f32
