@@ -163,7 +163,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     }
   }
   auto emit = [&](StringRef part, const PrefillPlan &plan, StringRef suffix,
-                  int64_t minBlocks, ArrayAttr moduleTargets, KernelCode code,
+                  int64_t minBlocks, ArrayAttr moduleTargets,
                   StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
     // A kernel whose buffers do not fit a block could only fail at launch.
     // recur runs with one stage where two do not fit (RecurSmem).
@@ -190,10 +190,11 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     int64_t outWarps = recur ? plan.outputWarps : plan.threads / 32;
     int64_t rowWarps = recur ? plan.stateWarps : plan.threads / 32;
     int64_t tooFew = !even(spec.chunk, plan.valueTile, outWarps) ? outWarps
-                     : !plan.registerState && !even(spec.k, plan.valueTile, rowWarps)
+                     : !recurStateInRegisters(spec, plan.valueTile) &&
+                               !even(spec.k, plan.valueTile, rowWarps)
                          ? rowWarps
                          : 0;
-    if (tooFew && !(recur && plan.warpgroupRecur)) // wgmma takes the whole V tile
+    if (tooFew && !(recur && plan.warpgroupRecur())) // wgmma takes the whole V tile
       return func.emitError() << "V tile " << plan.valueTile
                               << " is too narrow for " << tooFew
                               << " warps with chunk " << spec.chunk;
@@ -205,10 +206,10 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     for (StringRef attr : {DeltaDialect::kSpecAttrName, DeltaDialect::kEntryAttrName,
                            DeltaDialect::kChunkSizeAttrName})
       k->setAttr(attr, func->getAttr(attr));
-    // The kind of code its module holds and when the host launches it.
+    // When the host launches it.
     auto own = k->getAttrOfType<KernelAttr>(DeltaDialect::kKernelAttrName);
     k->setAttr(DeltaDialect::kKernelAttrName,
-               KernelAttr::get(builder.getContext(), own.getRole(), code, own.getK(),
+               KernelAttr::get(builder.getContext(), own.getRole(), own.getCode(), own.getK(),
                                own.getV(), own.getValueTile(), own.getGridX(),
                                own.getBlockThreads(), own.getDynamicSmem(),
                                own.getDynamicSmemStage(), minBlocks, overlap,
@@ -220,12 +221,12 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   for (const Recur &r : recurs)
     threads = std::min(threads, planPrefill(spec, r.tile).threads);
   PrefillPlan first = planPrefill(spec, recurs.front().tile, threads);
-  if (failed(emit("prep", first, "", 0, targets, KernelCode::all)))
+  if (failed(emit("prep", first, "", 0, targets)))
     return failure();
   // chunks and recur differ by kind of target: cp.async (sm_80), bulk
   // copies and a programmatic dependent launch (sm_90 and later), and on
   // sm_90a also the wgmma warpgroup recur with chunks' swizzled workspace
-  // (PrefillPlan::warpgroupRecur), where the spec fits it: one module
+  // (RecurForm::Warpgroup), where the spec fits it: one module
   // (same kernel names) per kind.
   SmallVector<int64_t> tiles;
   for (const Recur &r : recurs)
@@ -260,50 +261,51 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   bool overlaps = llvm::any_of(recurs, [](const Recur &r) { return r.overlap > 0; });
   for (Kind k : kinds) {
     PrefillPlan plan = first;
-    plan.gridDependency = k != cpAsync;
+    plan.code = codeOf(k);
     if (k == wgmma)
       useWarpgroupRecur(plan, spec);
-    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), codeOf(k), moduleSuffix(k))))
+    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
-    if (plan.warpgroupChunks && overlaps &&
-        failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), codeOf(k), moduleSuffix(k))))
+    if (plan.warpgroupChunks() && overlaps &&
+        failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
       return failure();
     // chunks' form for the recur that reads raw q and k: only where one of
-    // the recur variants of this kind is that form (PrefillPlan::recurRawQK).
+    // the recur variants of this kind is that form (RecurForm::TransposedRawQK).
     PrefillPlan rawPlan = plan;
-    rawPlan.chunksRawQK = true;
+    rawPlan.chunks = ChunksForm::WarpgroupRawQK;
     auto readsRaw = [&](const Recur &r) {
       PrefillPlan recur = planPrefill(spec, r.tile, threads);
       useWarpgroupRecur(recur, spec);
-      return recur.recurRawQK;
+      return recur.recurRawQK();
     };
-    if (k == wgmma && plan.warpgroupChunks && llvm::any_of(recurs, readsRaw) &&
+    if (k == wgmma && plan.warpgroupChunks() && llvm::any_of(recurs, readsRaw) &&
         failed(emit("chunks", rawPlan, "_raw", 0, builder.getArrayAttr(groups[k]),
-                    codeOf(k), moduleSuffix(k))))
+                    moduleSuffix(k))))
       return failure();
   }
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.tile);
     for (Kind k : kinds) {
       PrefillPlan plan = planPrefill(spec, r.tile, threads);
-      plan.bulkCopies = plan.gridDependency = k != cpAsync;
+      plan.code = codeOf(k);
       if (k == wgmma)
         useWarpgroupRecur(plan, spec);
-      // Only sm_90a's transposed recur, beside the warpgroup chunks, is
-      // fast enough per chunk to keep pace on a quarter of the SMs.
-      int64_t overlap = plan.transposedRecur && plan.warpgroupChunks ? r.overlap : 0;
-      plan.chunkFlags = overlap > 0; // recur waits for flags only where it may
+      // Only sm_90a's transposed recur, beside the warpgroup chunks (its raw
+      // q/k form), is fast enough per chunk to keep pace on a quarter of the
+      // SMs; recur waits for flags only where it may.
+      int64_t overlap = plan.recur == RecurForm::TransposedRawQK ? r.overlap : 0;
+      if (overlap > 0)
+        plan.recur = RecurForm::TransposedOverlap;
       if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
-                      codeOf(k), moduleSuffix(k), overlap)))
+                      moduleSuffix(k), overlap)))
         return failure();
-      // The shared overlapped launch's recur (PrefillPlan::sharedOverlap):
+      // The shared overlapped launch's recur (RecurForm::TransposedShared):
       // the same recurrence beside one queue block per SM.
       if (overlap > 0) {
         PrefillPlan shared = plan;
-        shared.recurRawQK = false;
-        shared.sharedOverlap = true;
+        shared.recur = RecurForm::TransposedShared;
         if (failed(emit("recur", shared, "_shared", r.minBlocks,
-                        builder.getArrayAttr(groups[k]), codeOf(k), moduleSuffix(k), overlap)))
+                        builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
           return failure();
       }
     }

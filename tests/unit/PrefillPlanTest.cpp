@@ -538,7 +538,7 @@ TEST(PrefillHost, PerChannelGatesMustBe16ByteAligned) {
   EXPECT_EQ(s.message.find("g must"), std::string::npos) << s.message;
 }
 
-// sm_90a's warpgroup recur (PrefillPlan::warpgroupRecur): which specs take
+// sm_90a's warpgroup recur (RecurForm::Warpgroup and the transposed forms): which specs take
 // it, its launch shape, and the host picking its launch values where the
 // device runs the sm_90a image.
 TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
@@ -566,9 +566,15 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
   for (auto [tile, stages] : {std::pair<int64_t, int>{16, 3}, {32, 3}, {64, 3}}) {
     mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(spec, tile);
     mlir::delta::useWarpgroupRecur(plan, spec);
-    EXPECT_TRUE(plan.warpgroupRecur);
-    // The transposed recur (S^T as wgmma's register operand) at V tile 64.
-    EXPECT_EQ(plan.transposedRecur, tile == 64) << "V tile " << tile;
+    EXPECT_EQ(plan.code, mlir::delta::KernelCode::wgmma);
+    EXPECT_TRUE(plan.warpgroupRecur());
+    // The transposed recur (S^T as wgmma's register operand) at V tile 64,
+    // in its raw q/k form beside the warpgroup chunks.
+    EXPECT_EQ(plan.transposedRecur(), tile == 64) << "V tile " << tile;
+    EXPECT_EQ(plan.recur, tile == 64 ? mlir::delta::RecurForm::TransposedRawQK
+                                     : mlir::delta::RecurForm::Warpgroup)
+        << "V tile " << tile;
+    EXPECT_TRUE(plan.swizzledWorkspace());
     EXPECT_EQ(plan.recurThreads, 256);
     deltac_rt::PrefillVariant v = variant(128, 128, unsigned(128 / tile), 0);
     v.smemRecur = unsigned(plan.recurSmem);
@@ -576,7 +582,8 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
     EXPECT_EQ(deltac_rt::recurStages(v, 227 * 1024, 0), stages) << "V tile " << tile;
     EXPECT_LE(plan.recurSmem - plan.recurSmemStage, 163 * 1024) << "V tile " << tile;
     // chunks too, for scalar gates: two warpgroups, three blocks per SM.
-    EXPECT_TRUE(plan.warpgroupChunks);
+    EXPECT_TRUE(plan.warpgroupChunks());
+    EXPECT_EQ(plan.chunks, mlir::delta::ChunksForm::Warpgroup);
     EXPECT_EQ(plan.chunksThreads, 256);
     EXPECT_LE(3 * (plan.chunksSmem + 1024), 228 * 1024);
   }
@@ -587,7 +594,25 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
     s.rule = rule, s.k = k, s.v = v;
     mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(s, 32);
     mlir::delta::useWarpgroupRecur(plan, s);
-    EXPECT_FALSE(plan.warpgroupChunks) << k << "x" << v;
+    EXPECT_FALSE(plan.warpgroupChunks()) << k << "x" << v;
+    // ... writing the warpgroup recur's images.
+    EXPECT_EQ(plan.chunks, mlir::delta::ChunksForm::RowsForWarpgroupRecur) << k << "x" << v;
+  }
+  // The mma.sync recur: the state in the state warps' registers where
+  // K <= 128 and the V tile is of 16s, else shared by rows; chunks writes
+  // recur's padded rows; no form of sm_90 code.
+  {
+    mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(spec, 32);
+    EXPECT_EQ(plan.recur, mlir::delta::RecurForm::RegisterState);
+    EXPECT_EQ(plan.chunks, mlir::delta::ChunksForm::Rows);
+    EXPECT_FALSE(plan.swizzledWorkspace());
+    EXPECT_FALSE(plan.bulkCopies());
+    plan.code = mlir::delta::KernelCode::bulk;
+    EXPECT_TRUE(plan.bulkCopies() && plan.gridDependency());
+    mlir::delta::PrefillSpec wide = spec;
+    wide.k = 256;
+    EXPECT_EQ(mlir::delta::planPrefill(wide, 32).recur, mlir::delta::RecurForm::SharedRows);
+    EXPECT_EQ(mlir::delta::planPrefill(spec, 8).recur, mlir::delta::RecurForm::SharedRows);
   }
   // Per-channel decays keep the warpgroup recur at V tile 64 too.
   {
@@ -595,8 +620,9 @@ TEST(PrefillPlan, WarpgroupRecurOnSm90aOnly) {
     s.rule = mlir::delta::Rule::kda;
     mlir::delta::PrefillPlan plan = mlir::delta::planPrefill(s, 64);
     mlir::delta::useWarpgroupRecur(plan, s);
-    EXPECT_TRUE(plan.warpgroupRecur);
-    EXPECT_FALSE(plan.transposedRecur);
+    EXPECT_TRUE(plan.warpgroupRecur());
+    EXPECT_FALSE(plan.transposedRecur());
+    EXPECT_EQ(plan.recur, mlir::delta::RecurForm::Warpgroup);
   }
   // The warpgroup chunks' images start on 1024-byte bounds; L, then the
   // two WY factors, fit q's region.

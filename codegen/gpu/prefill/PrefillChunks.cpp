@@ -16,7 +16,7 @@ void PrefillEmitter::emitChunks() {
   // recur may launch once every chunks block has started (it waits for
   // chunks' results itself): its blocks then take SMs as chunks' last
   // blocks leave them, instead of after the whole grid and a launch.
-  if (plan.gridDependency)
+  if (plan.gridDependency())
     ptx("griddepcontrol.launch_dependents;", "", {});
   // One-dimensional grid, head-fastest: the value heads sharing a q/k head
   // run side by side, so the second reads q and k from L2, not DRAM.
@@ -72,7 +72,7 @@ void PrefillEmitter::chunkItem(Value flat) {
   Value t0 = add(bos, mul(toI64(j), cI64(C)));
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
   Value h = keyHead(hv);
-  if (plan.warpgroupChunks)
+  if (plan.warpgroupChunks())
     return chunksWarpgroup(ChunkSite{c, hv, h, t0, rows});
   Value kb = region(L.kb), qb = region(L.qb), lf = region(L.lf), af = region(L.af),
         vb = region(L.vb), gam = region(L.gam), gr = region(L.gr), betaS = region(L.beta),
@@ -532,7 +532,7 @@ void PrefillEmitter::chunkItem(Value flat) {
   // The warpgroup recur receives it with P (the 16 bytes after P's image),
   // so that its loop reads nothing from global memory: a load in flight
   // would hold up its every proxy fence.
-  if (plan.warpgroupRecur) {
+  if (plan.swizzledWorkspace()) {
     int64_t pElems = prefillChunkRegionBytes(s)[5] / 2;
     store(gLast, gep(gep(workRegion(6), opType, mul(ch, cI64(pElems))), opType, cI64(C * C)),
           cI32(0), 4);

@@ -1,6 +1,6 @@
 //===- PrefillChunksWarpgroup.cpp - chunks as wgmma warpgroups ---*- C++ -*-===//
 //
-// chunks on sm_90a for scalar gates (PrefillPlan::warpgroupChunks): the
+// chunks on sm_90a for scalar gates (ChunksForm::Warpgroup): the
 // same steps as PrefillChunks.cpp, with every product a wgmma whose
 // operands are shared-memory images (wgmma reads each operand once per
 // warpgroup; mma.sync's 2 x 4 warp grid read Q 4 times and K twice through
@@ -20,7 +20,7 @@
 // A_w = A diag(beta e^G / |k|)), so the second products run while the
 // threads write Qg and Kd (the `_chunks_raw` form only their per-row
 // factors: the transposed recur scales raw q and k itself,
-// PrefillPlan::recurRawQK). P leaves through a staging image and a bulk
+// RecurForm::TransposedRawQK). P leaves through a staging image and a bulk
 // copy (the `_chunks_raw` form writes only the per-token terms recur
 // computes P from: rawPInputBytes), W and U through the images of k and
 // v, which their products free block by block.
@@ -40,6 +40,7 @@ enum ChunksBarrier : int64_t { kWarpgroup = 1 };
 
 void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   int64_t C = s.chunk, K = s.k, V = s.v;
+  assert(C == kWarpgroupChunk && "prefillWarpgroupFits holds this form to its chunk");
   ChunksWarpgroupSmem L(s);
   bool gated = s.rule == Rule::gated;
   Type i8 = b.getI8Type();
@@ -127,10 +128,10 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   // the rows (loads, squares, a butterfly per row) was a third of the
   // kernel's instructions. Then each row's scale, fq = scale e^G / |q| and
   // fk = e^(G_last - G) / |k| (0 on padding rows), for Qg = fq q and
-  // Kd = fk k, or, in the `_chunks_raw` form (PrefillPlan::chunksRawQK:
+  // Kd = fk k, or, in the `_chunks_raw` form (ChunksForm::WarpgroupRawQK:
   // recur scales raw q and k itself), straight to the workspace after P and
   // G_last in region 6.
-  bool raw = plan.chunksRawQK;
+  bool raw = plan.chunksRawQK();
   Value kDesc = smemDesc(addrAt(L.ks), wgmmaKMajor);
   Value aDesc = sel(first, smemDesc(addrAt(L.qs), wgmmaKMajor), kDesc);
   SmallVector<Value> acc(C / 2, cF32(0.0)); // m64n64: 32 per thread
@@ -199,7 +200,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       ifThen(holds, [&] { storeRowScale(row, rsqrt(fadd(d, cF32(1e-6)))); });
     }
   } else {
-    Value row = remu(tid, cI32(128)); // C = 64: a thread per row of its warpgroup's
+    Value row = remu(tid, cI32(128)); // C = kWarpgroupChunk: a thread per row of its warpgroup's
     ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] { storeRowScale(row, cF32(1.0)); });
   }
 

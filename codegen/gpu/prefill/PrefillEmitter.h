@@ -164,7 +164,7 @@ public:
   void emitRecur();
 
 private:
-  /// chunks on sm_90a (PrefillPlan::warpgroupChunks,
+  /// chunks on sm_90a (ChunksForm::Warpgroup,
   /// PrefillChunksWarpgroup.cpp).
   void chunksWarpgroup(const ChunkSite &site);
   /// One (chunk, value head) item of chunks: flat = chunk * HV + head.
@@ -176,7 +176,7 @@ private:
   bool queued = false;
   /// recur: whether this call is overlapped (the `overlap` parameter).
   Value overlapped() { return cmp(arith::CmpIPredicate::ne, param(pOverlap), cI32(0)); }
-  /// The call's transposed recur reads raw q and k (PrefillPlan::recurRawQK
+  /// The call's transposed recur reads raw q and k (RecurForm::TransposedRawQK
   /// and the host's `qk_raw`): chunks ran as `_chunks_raw`, without Qg, Kd.
   Value qkRaw() { return cmp(arith::CmpIPredicate::ne, param(pQkRaw), cI32(0)); }
   /// Whether the host passed the q and k tensor maps (`tma`).
@@ -190,7 +190,7 @@ private:
   /// recur as chunks' programmatic dependent: waits for the chunks grid
   /// (griddepcontrol.wait), unless the call is overlapped (awaitChunk).
   void waitForChunks() {
-    if (!plan.chunkFlags)
+    if (!plan.chunkFlags())
       return ptx("griddepcontrol.wait;", "", {});
     ifThen(notI(overlapped()), [&] { ptx("griddepcontrol.wait;", "", {}); });
   }
@@ -221,7 +221,7 @@ private:
       v = LLVM::InsertElementOp::create(b, v, x[i], cI32(i));
     return v;
   }
-  /// recur's state warps (PrefillPlan::registerState or not).
+  /// recur's state warps (RecurForm::RegisterState or not).
   void recurStateShared(const RecurFrame &f);
   void recurStateRegisters(const RecurFrame &f);
   /// The state warps' end of chunk c: the next chunk's S (the state after
@@ -229,7 +229,7 @@ private:
   /// c - 1's, and is announced (sReady).
   void handOverNextS(const RecurFrame &f, Value c, Value other,
                      function_ref<void(Value)> storeS);
-  /// recur as wgmma warpgroups (PrefillPlan::warpgroupRecur,
+  /// recur as wgmma warpgroups (RecurForm::Warpgroup,
   /// PrefillRecurWarpgroup.cpp).
   void recurWarpgroup(const RecurSequence &q);
   /// The warpgroup forms' ring: chunk c's operands into its stage (at
@@ -256,7 +256,7 @@ private:
   /// each waited for, so every round the other side signals completes.
   void syncLastRounds(int64_t id, Value c0, Value c1, int64_t threads);
   /// recur with S^T and V'^T as wgmma's register A operand
-  /// (PrefillPlan::transposedRecur, PrefillRecurTransposed.cpp).
+  /// (RecurForm::Transposed, PrefillRecurTransposed.cpp).
   void recurTransposed(const RecurSequence &q);
   /// The `count` initial-state elements that `load` pushes (each state
   /// form's own order), read where `readOk`, else zeros.
@@ -446,14 +446,14 @@ private:
   /// Where element (row, col) of a chunk's [C][cols] 16-bit result lives
   /// in its tile of workspace region `which` (2 W, 3 U, 4 Qg, 5 Kd, 6 P):
   /// recur's padded shared-memory rows (U: [C][V]), or, for the warpgroup
-  /// recur (PrefillPlan::warpgroupRecur), wgmma's 128-byte-swizzled images
+  /// recur (PrefillPlan::swizzledWorkspace), wgmma's 128-byte-swizzled images
   /// (W, Qg, Kd, P: a [C][64] block per 64 columns, 16-byte group j of
   /// row r at j ^ (r % 8)) and U in 16-column tiles ([V / 16][C][16], so
   /// that a V tile is one contiguous block). `col` is a multiple of the
   /// vector that is stored there (at most 8 elements).
   Value workTileAt(int64_t which, Value row, Value col) {
     int64_t C = s.chunk;
-    if (!plan.warpgroupRecur) {
+    if (!plan.swizzledWorkspace()) {
       int64_t ld = which == 3 ? s.v : which == 6 ? C + kRowPad : s.k + kRowPad;
       return toI64(add(mul(row, cI32(ld)), col));
     }

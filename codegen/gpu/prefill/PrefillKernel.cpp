@@ -47,16 +47,16 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
   KernelRole role = part == "prep"     ? KernelRole::prep
                     : part == "queue"  ? KernelRole::queue
-                    : part == "chunks" ? (plan.chunksRawQK ? KernelRole::chunks_raw
+                    : part == "chunks" ? (plan.chunksRawQK() ? KernelRole::chunks_raw
                                                            : KernelRole::chunks)
-                    : plan.sharedOverlap ? KernelRole::recur_shared
+                    : plan.sharedOverlap() ? KernelRole::recur_shared
                                          : KernelRole::recur;
   bool recur = part == "recur";
   func->setAttr(DeltaDialect::kKernelAttrName,
-                KernelAttr::get(ctx, role, KernelCode::all, spec.k, spec.v, plan.valueTile,
+                KernelAttr::get(ctx, role, plan.code, spec.k, spec.v, plan.valueTile,
                                 spec.v / plan.valueTile, own.threads, smemBytes,
                                 recur ? plan.recurSmemStage : 0, /*minBlocksPerSm=*/0,
-                                /*overlapBlocksPerSm=*/0, recur && plan.recurRawQK));
+                                /*overlapBlocksPerSm=*/0, recur && plan.recurRawQK()));
   for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
     if (p.kind == ParamKind::Pointer)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
@@ -67,7 +67,7 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   if (part == "queue")
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
   // setmaxnreg needs the launch's registers per thread fixed (.maxnreg).
-  if (part == "recur" && plan.sharedOverlap)
+  if (part == "recur" && plan.sharedOverlap())
     func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(kSharedRecurRegisters));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());

@@ -28,8 +28,8 @@
 //           size of its own (PrefillPlan::recurThreads).
 //
 // The products are mma.sync m16n8k16 (16-bit operands from ldmatrix, fp32
-// accumulation), on sm_90a wgmma (PrefillPlan::warpgroupRecur and
-// warpgroupChunks); the triangular solve is fp32 in shared memory. recur keeps
+// accumulation), on sm_90a wgmma (the warpgroup forms of RecurForm and
+// ChunksForm); the triangular solve is fp32 in shared memory. recur keeps
 // the next one or two chunks' operands in flight (a 2- or 3-stage ring sized
 // by the shared memory the host grants; on sm_90 and later one thread fills
 // it with bulk copies, on sm_80 every output thread with cp.async). The grids are
@@ -49,11 +49,12 @@ namespace mlir::delta {
 /// The kernels of a prefill entry in launch order: "prep", "chunks", "recur".
 llvm::ArrayRef<llvm::StringRef> prefillKernelParts();
 
-/// Builds kernel `<name>_<part><suffix>` into `module` and returns it. The
+/// Builds kernel `<name>_<part><suffix>` into `module` and returns it, its
+/// body the plan's form of that part (PrefillPlan::chunks, ::recur). The
 /// gpu.func carries its `delta.kernel` (#delta.kernel): the role (`part`,
-/// or chunks_raw / recur_shared by the plan's chunksRawQK / sharedOverlap),
-/// block size, dynamic shared memory and the recur grid's V tiles; the
-/// caller adds the kind of target code and the dispatch bounds.
+/// or chunks_raw / recur_shared by the plan's forms), the kind of target
+/// code (PrefillPlan::code), block size, dynamic shared memory and the
+/// recur grid's V tiles; the caller adds the dispatch bounds.
 gpu::GPUFuncOp buildPrefillKernel(OpBuilder &builder, Location loc,
                         gpu::GPUModuleOp module, StringRef name,
                         StringRef part, const PrefillSpec &spec,

@@ -117,7 +117,7 @@ struct ChunksSmem {
 /// the other: the state warps can run one chunk ahead of the output
 /// warps), row-major 16-bit operands of the products, as [K][V tile] and
 /// [C][V tile], or transposed ([V tile][K], [V tile][C]) with the
-/// register-resident state (PrefillPlan::registerState), then `stages`
+/// register-resident state (RecurForm::RegisterState), then `stages`
 /// copies of a chunk's operands (W, Kd, the U tile, G_last, Qg, P), `stage`
 /// bytes apart, filled by cp.async or bulk copies up to `stages` chunks
 /// ahead. The kernel reads the stage count from its
@@ -145,7 +145,7 @@ struct RecurSmem {
   }
 };
 
-/// Shared memory of the warpgroup recur (PrefillPlan::warpgroupRecur),
+/// Shared memory of the warpgroup recur (RecurForm::Warpgroup),
 /// offsets from the first 1024-byte boundary of the dynamic shared memory
 /// (wgmma's 128-byte swizzle repeats every 1024 bytes, and an image must
 /// start on one; `total` has room for the alignment): the mbarriers, two
@@ -155,7 +155,7 @@ struct RecurSmem {
 /// warpgroup), then `stages` copies of a chunk's operands: W, Kd, Qg
 /// (swizzled [C][64] images per 64 columns), P (one such image, then
 /// G_last: 16 bytes), the U tile ([V tile / 16][C][16]) and, rule kda,
-/// e^G_last per channel. The transposed form (PrefillPlan::transposedRecur)
+/// e^G_last per channel. The transposed form (RecurForm::Transposed)
 /// has no S^T or V'^T images: `st` holds its two O^T staging buffers
 /// ([C][V tile] rows of oRow bytes) and `vn` is empty, which leaves room
 /// for a third stage at V tile 64.
@@ -190,7 +190,7 @@ struct RecurWarpgroupSmem {
   }
 };
 
-/// Shared memory of the warpgroup chunks (PrefillPlan::warpgroupChunks),
+/// Shared memory of the warpgroup chunks (ChunksForm::Warpgroup),
 /// offsets from the first 1024-byte boundary (`total` has room for the
 /// alignment). q, k and v land as 128-byte-swizzled images ([cols / 64][C]
 /// [64]; wgmma reads them, q and k K-major for Q K^T and K K^T, k and v

@@ -1,6 +1,6 @@
 //===- PrefillOverlap.cpp - chunks and recur side by side --------*- C++ -*-===//
 //
-// The overlapped launch (the queue kernel and PrefillPlan::chunkFlags; the host's
+// The overlapped launch (the queue kernel and RecurForm::TransposedOverlap; the host's
 // prefillOverlap decides per call). Where recur's grid needs only a few SMs
 // (one long sequence at V tile 64: N * HV * V / 64 blocks, 32 at H = 16 on
 // 132 SMs), its chains need not wait for the whole chunks grid, and chunks

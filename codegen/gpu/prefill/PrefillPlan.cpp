@@ -51,8 +51,9 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   // compute each chunk's C x V-tile output while the state warps run ahead
   // (at V tile 64, two output warps would each issue more mma.sync per
   // chunk than a state warp).
-  p.registerState = spec.k <= 128 && p.valueTile % 16 == 0;
-  if (p.registerState) {
+  p.recur = recurStateInRegisters(spec, p.valueTile) ? RecurForm::RegisterState
+                                                     : RecurForm::SharedRows;
+  if (p.registerState()) {
     p.stateWarps = p.valueTile / 16;
     p.outputWarps = std::max<int64_t>(2, p.stateWarps);
   } else {
@@ -66,35 +67,43 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
                         ? 512
                         : p.threads;
   p.chunksSmem = ChunksSmem(spec).total;
-  RecurSmem recur(spec, p.valueTile, p.registerState);
+  RecurSmem recur(spec, p.valueTile, p.registerState());
   p.recurSmem = recur.total;
   p.recurSmemStage = recur.stage;
   p.prepSmem = 2 * p.threads * 4 + 16; // the scan's two buffers, the verdict
   return p;
 }
 
+bool mlir::delta::recurStateInRegisters(const PrefillSpec &spec, int64_t valueTile) {
+  return spec.k <= 128 && valueTile % 16 == 0;
+}
+
 bool mlir::delta::prefillWarpgroupFits(const PrefillSpec &spec, ArrayRef<int64_t> tiles) {
   // wgmma's M is 64 rows: the chunk's rows in V' = U - W S and the output,
   // 64 K rows per product in the state step.
-  if (spec.chunk != 64 || spec.k % 64 != 0 || spec.k > 128 || spec.v % 16 != 0)
+  if (spec.chunk != kWarpgroupChunk || spec.k % 64 != 0 || spec.k > 128 || spec.v % 16 != 0)
     return false;
   return llvm::all_of(tiles, [](int64_t t) { return t % 16 == 0 && t <= 64; });
 }
 
 void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) {
-  plan.transposedRecur = spec.rule != Rule::kda && plan.valueTile == 64;
-  RecurWarpgroupSmem L(spec, plan.valueTile, plan.transposedRecur);
-  plan.warpgroupRecur = true;
+  plan.code = KernelCode::wgmma;
+  bool transposed = spec.rule != Rule::kda && plan.valueTile == 64;
+  RecurWarpgroupSmem L(spec, plan.valueTile, transposed);
   plan.recurThreads = 256; // the state warpgroup, then the output warpgroup
   plan.recurSmem = L.total;
   plan.recurSmemStage = L.stage;
   auto wide = [](int64_t n) { return n == 64 || n == 128; };
+  plan.chunks = ChunksForm::RowsForWarpgroupRecur;
   if (spec.rule != Rule::kda && wide(spec.k) && wide(spec.v)) {
-    plan.warpgroupChunks = true;
+    plan.chunks = ChunksForm::Warpgroup;
     plan.chunksThreads = 256; // the Q K^T / W warpgroup, the K K^T / U warpgroup
     plan.chunksSmem = ChunksWarpgroupSmem(spec).total;
   }
-  plan.recurRawQK = plan.transposedRecur && plan.warpgroupChunks;
+  // Beside the warpgroup chunks the transposed recur has the raw q/k form.
+  plan.recur = !transposed                   ? RecurForm::Warpgroup
+               : plan.warpgroupChunks()      ? RecurForm::TransposedRawQK
+                                             : RecurForm::Transposed;
 }
 
 std::array<int64_t, 6> mlir::delta::prefillChunkRegionBytes(const PrefillSpec &s) {

@@ -34,12 +34,12 @@ static RecurProducts recurProducts(int64_t stateRegs) {
 
 void PrefillEmitter::emitRecur() {
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
-  RecurSmem L(s, BV, plan.registerState);
+  RecurSmem L(s, BV, plan.registerState());
   // Registers of the state tile per state thread where the state warps
   // share it (with the register-resident state, the output warps hold no
   // state: the full budget).
   RecurProducts products = recurProducts(
-      plan.registerState ? 0 : K * BV / (plan.stateWarps * 32));
+      plan.registerState() ? 0 : K * BV / (plan.stateWarps * 32));
   // One-dimensional grid, sequence-major: the blocks of the grid's first
   // sequence (all heads and V tiles) are dispatched first. With the inline
   // map that is the longest sequence, and so on down (longestFirst): a long
@@ -107,12 +107,12 @@ void PrefillEmitter::emitRecur() {
   // A skipped sequence runs no chunk; this block zeroes its share of o.
   ifThen(skipped, [&] { zeroSequence(bos, eos, hv, v0, BV); });
   c1 = arith::SelectOp::create(b, skipped, c0, c1);
-  if (plan.transposedRecur) {
+  if (plan.transposedRecur()) {
     recurTransposed(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
                                   stateIndex});
     return;
   }
-  if (plan.warpgroupRecur) {
+  if (plan.warpgroupRecur()) {
     recurWarpgroup(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
                                  stateIndex});
     return;
@@ -134,7 +134,7 @@ void PrefillEmitter::emitRecur() {
     return gep(region(at), b.getI8Type(), mul(slotOfChunk(c), cI32(L.stage)));
   };
   // Bulk copies: stage s completes on mbarrier s (ringPhase).
-  bool bulk = plan.bulkCopies;
+  bool bulk = plan.bulkCopies();
   auto barOf = [&](Value c) { return gep(region(L.mbar), i64, slotOfChunk(c)); };
   auto phaseOf = [&](Value c) { return ringPhase(ring, c); };
   int64_t kTile = C * (K + kRowPad), pTile = C * (C + kRowPad); // padded rows
@@ -184,8 +184,8 @@ void PrefillEmitter::emitRecur() {
   // Qg S and P V' (and of W S and Kd^T V' where the state warps share the
   // state), transposed with the register-resident state. Copy `which` (0
   // or 1) of each.
-  int64_t sBytes = (plan.registerState ? BV * (K + kRowPad) : K * (BV + kRowPad)) * 2,
-          vBytes = (plan.registerState ? BV * (C + kRowPad) : C * (BV + kRowPad)) * 2;
+  int64_t sBytes = (plan.registerState() ? BV * (K + kRowPad) : K * (BV + kRowPad)) * 2,
+          vBytes = (plan.registerState() ? BV * (C + kRowPad) : C * (BV + kRowPad)) * 2;
   auto sCopy = [&](Value which) { return gep(st, b.getI8Type(), mul(which, cI32(sBytes))); };
   auto vCopy = [&](Value which) { return gep(vn, b.getI8Type(), mul(which, cI32(vBytes))); };
 
@@ -213,7 +213,7 @@ void PrefillEmitter::emitRecur() {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
     WarpRole role(*this, 0, plan.stateWarps);
-    if (plan.registerState)
+    if (plan.registerState())
       recurStateRegisters(frame);
     else
       recurStateShared(frame);
@@ -239,7 +239,7 @@ void PrefillEmitter::emitRecur() {
     // visibility) before the first copy of them. The state warps need not:
     // they read only what these copies bring, and load the initial state
     // meanwhile.
-    if (plan.gridDependency)
+    if (plan.gridDependency())
       ptx("griddepcontrol.wait;", "", {});
     // Prologue: every stage filled (chunks c0 .. c0 + stages - 1).
     for (int64_t i = 0; i < 3; ++i)
@@ -279,7 +279,7 @@ void PrefillEmitter::emitRecur() {
     SmallVector<Frag> acc = zeroFrags(C, BV);
     namedSync(barrierId(kSReady, parity), all);
     // S and V' as B operands: [K][V tile] and [C][V tile], or transposed.
-    bool tr = plan.registerState;
+    bool tr = plan.registerState();
     mma(Operand{stageAt(c, L.qgb), K + kRowPad},
         Operand{sCopy(parity), tr ? K + kRowPad : BV + kRowPad, /*kRows=*/!tr}, C, BV, K, acc,
         products.accumulators, products.prefetchRegs);

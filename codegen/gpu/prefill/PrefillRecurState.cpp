@@ -1,7 +1,7 @@
 //===- PrefillRecurState.cpp - recur's register-resident state ---*- C++ -*-===//
 //
 // recur's state warps when each owns 16 columns of the V tile for all K
-// rows (PrefillPlan::registerState). The warp keeps its slice of the state
+// rows (RecurForm::RegisterState). The warp keeps its slice of the state
 // transposed, S^T [16 x K], as mma accumulators, and computes
 //
 //   V'^T = U^T - S^T W^T          (A = S^T from its own accumulators)

@@ -1,7 +1,7 @@
 //===- PrefillRecurTransposed.cpp - recur with S^T as a register operand -===//
 //
 // recur on sm_90a at a V tile of 64 with a scalar gate
-// (PrefillPlan::transposedRecur): the recurrence transposed, so that the
+// (RecurForm::Transposed): the recurrence transposed, so that the
 // state and V' are wgmma's A operand, which wgmma reads from registers:
 //
 //   V'^T = U^T - S^T W^T        M = V tile, A = S^T (registers), B = W
@@ -24,7 +24,7 @@
 // c transposed (stmatrix.trans) into buffer c % 2, the output warpgroup
 // writes the chunk's rows to `o` and refills the stage chunk c read.
 //
-// Beside the warpgroup chunks (PrefillPlan::recurRawQK) the kernel has a
+// Beside the warpgroup chunks (RecurForm::TransposedRawQK) the kernel has a
 // second form of both loops, taken per call by `qk_raw`: Qg and Kd are q
 // and k scaled per row, so the output warpgroup copies the raw rows into
 // their images and the chain scales in registers,
@@ -95,7 +95,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   // sequence's tokens into its padding rows, and a non-finite one there
   // would cross into this sequence through the products that remove
   // padding rows by zero factors.
-  bool hasRaw = plan.recurRawQK;
+  bool hasRaw = plan.recurRawQK();
   Value rawOn = hasRaw ? qkRaw() : Value(), tmaOn = hasRaw ? tmaMaps() : Value();
   auto tmaFor = [&](Value c) { // TMA copies chunk c (a whole chunk)
     Value rows = chunkTokens(c, c0, q.bos, q.eos).second;
@@ -253,7 +253,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
-    if (plan.sharedOverlap) // the chain takes the registers the output gives up
+    if (plan.sharedOverlap()) // the chain takes the registers the output gives up
       ptx("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kSharedChainRegisters) + ";", "",
           {});
     int64_t nT = 8, sRegs = kBlocks * nT * 4;
@@ -264,7 +264,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
             vals.push_back(loadInitialState(
                 q.stateIndex(q.inSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e))));
     });
-    if (plan.gridDependency) // chunks' results are read from here on
+    if (plan.gridDependency()) // chunks' results are read from here on
       waitForChunks();
     if (hasRaw) // else the output warpgroup fills the ring
       ifThen(notI(rawOn), [&] { fillRing(ring, c1, copies); });
@@ -433,10 +433,10 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
-    if (plan.sharedOverlap)
+    if (plan.sharedOverlap())
       ptx("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kSharedOutputRegisters) + ";", "",
           {});
-    if (plan.gridDependency) // its refills read chunks' results
+    if (plan.gridDependency()) // its refills read chunks' results
       waitForChunks();
     Value u = sub(tid, cI32(128));
     forms({}, [&](bool raw, bool w) -> SmallVector<Value> {

@@ -1,6 +1,6 @@
 //===- PrefillRecurWarpgroup.cpp - recur as wgmma warpgroups -----*- C++ -*-===//
 //
-// recur on sm_90a (PrefillPlan::warpgroupRecur): two warpgroups per block
+// recur on sm_90a (RecurForm::Warpgroup): two warpgroups per block
 // over the whole V tile (N = V tile), every product a wgmma with its
 // operands in shared memory:
 //
@@ -63,7 +63,7 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
           pBytes = rawQK ? pGLastBytes(C) - pOff + rawFactorBytes(C) : pGLastBytes(C),
           pInBytes = rawQK ? rawPInputBytes(C) : 0, uBytes = C * BV * 2;
   Value bar = gep(base, i64, ringSlot(ring, c));
-  if (plan.chunkFlags)
+  if (plan.chunkFlags())
     awaitChunk(ch); // overlapped: chunks may still be computing this chunk
   int64_t wBytes = rawW ? C * C * 2 : kBytes; // A_w's image instead of W's
   Value bytes = cI32(wBytes + (rawQK ? 0 : 2 * kBytes) + pBytes + pInBytes + uBytes +
@@ -197,7 +197,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
                 q.stateIndex(q.inSlot, add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e))));
     });
     // A programmatic dependent of chunks: its results are read from here on.
-    if (plan.gridDependency)
+    if (plan.gridDependency())
       waitForChunks();
     fillRing(ring, c1, copies);
     ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
@@ -302,7 +302,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
-    if (plan.gridDependency) // its refills read chunks' results
+    if (plan.gridDependency()) // its refills read chunks' results
       waitForChunks();
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1));
     OpBuilder::InsertionGuard g2(b);
