@@ -11,6 +11,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,6 +41,9 @@ void mlir::delta::buildGpuToNvvmPipeline(OpPassManager &pm) {
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
   gpuPm.addPass(createSCFToControlFlowPass());
   gpuPm.addPass(createConvertGpuOpsToNVVMOps());
+  // The kernels' NVVM ops that have no intrinsic form (a predicate, a
+  // spin loop) become inline PTX here; the others translate to intrinsics.
+  gpuPm.addPass(createConvertNVVMToLLVMPass());
   gpuPm.addPass(createDeltaTensorMapParams());
   gpuPm.addPass(createCanonicalizerPass());
   gpuPm.addPass(createCSEPass());

@@ -17,7 +17,7 @@ void PrefillEmitter::emitChunks() {
   // chunks' results itself): its blocks then take SMs as chunks' last
   // blocks leave them, instead of after the whole grid and a launch.
   if (plan.gridDependency())
-    ptx("griddepcontrol.launch_dependents;", "", {});
+    launchDependents();
   // One-dimensional grid, head-fastest: the value heads sharing a q/k head
   // run side by side, so the second reads q and k from L2, not DRAM.
   chunkItem(blockId(gpu::Dimension::x));
@@ -93,8 +93,7 @@ void PrefillEmitter::chunkItem(Value flat) {
       Value from = gep(src, s.ioType,
                        add(add(mul(tok, stride), headOffset), toI64(mul(piece, cI32(perPiece)))));
       Value to = gep(dst, opType, add(mul(r, cI32(width + kRowPad)), mul(piece, cI32(perPiece))));
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                    ValueRange{to, from});
+      cpAsync16(to, from);
     }, /*unroll=*/true);
   };
   bool kda = s.rule == Rule::kda;
@@ -117,8 +116,7 @@ void PrefillEmitter::chunkItem(Value flat) {
       Value from = gep(param(pG), f32,
                        add(add(mul(tok, rowStride), mul(toI64(hv), cI64(K))),
                            toI64(mul(piece, cI32(4)))));
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                    ValueRange{gep(gk, f32, gAt(r, mul(piece, cI32(4)))), from});
+      cpAsync16(gep(gk, f32, gAt(r, mul(piece, cI32(4)))), from);
     }, /*unroll=*/true);
     commitCopies();
   }

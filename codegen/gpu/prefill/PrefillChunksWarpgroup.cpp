@@ -58,10 +58,9 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   auto tileOf = [&](int64_t which) {
     return gep(workRegion(which), i8, mul(ch, cI64(perChunk[which - 1])));
   };
-  auto bulkStore = [&](Value dst, int64_t from, int64_t bytes) {
-    ptx("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;", "l,r,r",
-        {dst, addrAt(from), cI32(bytes)});
-    ptx("cp.async.bulk.commit_group;", "", {});
+  auto storeTile = [&](Value dst, int64_t from, int64_t bytes) {
+    bulkStore(dst, addrAt(from), cI32(bytes));
+    bulkCommit();
   };
   // fq [C], then fk [C] (f32) after P's image and G_last's 16 bytes, in
   // the padding of region 6's slot.
@@ -327,8 +326,8 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
   if (!raw) {
     // P leaves; its copy has read af before the solve stores A there.
     ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-      bulkStore(tileOf(6), L.af, pGLastBytes(C));
-      ptx("cp.async.bulk.wait_group.read 0;", "", {});
+      storeTile(tileOf(6), L.af, pGLastBytes(C));
+      bulkWait(/*read=*/true);
     });
     barrier();
   }
@@ -404,10 +403,10 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       if (split) // a 64-column block is C * 128 bytes in either layout
         for (int64_t nb = 0; nb < width / 64; ++nb)
           ifThen(mine(nb), [&] {
-            bulkStore(gep(tileOf(which), i8, cI64(nb * C * 128)), bOff + nb * C * 128, C * 128);
+            storeTile(gep(tileOf(which), i8, cI64(nb * C * 128)), bOff + nb * C * 128, C * 128);
           });
       else
-        bulkStore(tileOf(which), bOff, C * width * 2);
+        storeTile(tileOf(which), bOff, C * width * 2);
       // The block's shared memory is the source: read before it exits.
       // The writes themselves complete with the grid, which is all recur
       // waits for (griddepcontrol.wait, or the stream), so a block leaves
@@ -415,10 +414,10 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
       // (PrefillOverlap.cpp) needs them complete and visible beyond the
       // async proxy first.
       if (queued) {
-        ptx("cp.async.bulk.wait_group 0;", "", {});
-        ptx("fence.proxy.async.global;", "", {});
+        bulkWait(/*read=*/false);
+        fenceProxyAsyncGlobal();
       } else {
-        ptx("cp.async.bulk.wait_group.read 0;", "", {});
+        bulkWait(/*read=*/true);
       }
     });
   };
@@ -440,7 +439,7 @@ void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(form.thenBlock());
     ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
-           [&] { bulkStore(tileOf(2), L.ab1, C * C * 2); });
+           [&] { storeTile(tileOf(2), L.ab1, C * C * 2); });
     wy(L.ab2, L.vs, V, 3, /*split=*/true);
     b.setInsertionPointToStart(form.elseBlock());
     wAndU();

@@ -191,8 +191,8 @@ private:
   /// (griddepcontrol.wait), unless the call is overlapped (awaitChunk).
   void waitForChunks() {
     if (!plan.chunkFlags())
-      return ptx("griddepcontrol.wait;", "", {});
-    ifThen(notI(overlapped()), [&] { ptx("griddepcontrol.wait;", "", {}); });
+      return waitForPrerequisiteGrid();
+    ifThen(notI(overlapped()), [&] { waitForPrerequisiteGrid(); });
   }
   /// The gate and beta of the chunk's rows (0 on padding rows), a thread
   /// per row.
@@ -620,8 +620,7 @@ private:
       Value r = divu(i, cI32(vecs)), c = mul(arith::RemUIOp::create(b, i, cI32(vecs)), cI32(8));
       Value from = gep(src, opType, add(srcBase, toI64(add(mul(r, cI32(srcStride)), c))));
       Value to = gep(dst, opType, toI64(add(mul(r, cI32(cols + kRowPad)), c)));
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                    ValueRange{to, from});
+      cpAsync16(to, from);
     }, /*unroll=*/true);
   }
   /// Starts copying `count` 16-bit elements (count % 8 == 0) that are laid
@@ -631,8 +630,7 @@ private:
     Value from = gep(src, opType, srcBase);
     threadLoop(count / 8, [&](Value i) {
       Value at = toI64(mul(i, cI32(8)));
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                    ValueRange{gep(dst, opType, at), gep(from, opType, at)});
+      cpAsync16(gep(dst, opType, at), gep(from, opType, at));
     }, /*unroll=*/true);
   }
   /// Starts copying a chunk's rows (token t0 on, `rows` of them real) of
@@ -657,9 +655,7 @@ private:
       Value to = gep(dst, opType, swizzledAt(r0, col, C));
       for (int64_t k = 0; k < C * pieces / n; ++k) {
         Value valid = cmp(arith::CmpIPredicate::slt, add(r0, cI32(k * step)), rows);
-        LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                      ValueRange{gep(to, opType, cI32(k * step * 64)),
-                                                 sel(valid, from, firstTok)});
+        cpAsync16(gep(to, opType, cI32(k * step * 64)), sel(valid, from, firstTok));
         from = gep(from, s.ioType, mul(stride, cI64(step)));
       }
       return;
@@ -668,15 +664,65 @@ private:
       Value r = divu(i, cI32(pieces)), col = mul(remu(i, cI32(pieces)), cI32(8));
       Value tok = add(t0, toI64(sel(cmp(arith::CmpIPredicate::slt, r, rows), r, cI32(0))));
       Value from = gep(src, s.ioType, add(add(mul(tok, stride), headOffset), toI64(col)));
-      LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16"),
-                                    ValueRange{gep(dst, opType, swizzledAt(r, col, C)), from});
+      cpAsync16(gep(dst, opType, swizzledAt(r, col, C)), from);
     }, /*unroll=*/true);
   }
-  void commitCopies() {
-    LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.commit.group"), ValueRange{});
+  // The GPU primitives the prefill kernels use, in one place: NVVM ops
+  // where MLIR 22 has one (translated to the NVVM intrinsics), inline PTX
+  // where it has none or cannot say what the kernel does, each with why.
+  /// A 16-byte cp.async (L2 only) of global `src` to shared `dst`.
+  void cpAsync16(Value dst, Value src) {
+    NVVM::CpAsyncOp::create(b, dst, src, 16, NVVM::LoadCacheModifierKind::CG, Value());
   }
+  /// A 4-byte cp.async (cp.async.cg moves 16 bytes only).
+  void cpAsync4(Value dst, Value src) {
+    NVVM::CpAsyncOp::create(b, dst, src, 4, NVVM::LoadCacheModifierKind::CA, Value());
+  }
+  void commitCopies() { NVVM::CpAsyncCommitGroupOp::create(b); }
+  /// Waits for all of this thread's cp.async, committed or not. (The
+  /// intrinsic by name: NVVM has cp.async.wait.group only, which leaves the
+  /// uncommitted copies in flight.)
   void waitCopies() {
     LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.wait.all"), ValueRange{});
+  }
+  /// Programmatic dependent launch (sm_90+): let the dependent grid start /
+  /// wait for the grid this one depends on.
+  void launchDependents() {
+    NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
+  }
+  void waitForPrerequisiteGrid() { NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait); }
+  /// setmaxnreg: this warpgroup's registers per thread up or down to `n`.
+  void setMaxRegisters(int64_t n, bool increase) {
+    NVVM::SetMaxRegisterOp::create(b, uint32_t(n),
+                                   increase ? NVVM::SetMaxRegisterAction::increase
+                                            : NVVM::SetMaxRegisterAction::decrease);
+  }
+  /// Bulk stores (sm_90+): `bytes` of shared memory at 32-bit shared
+  /// address `from` to global `dst`, in this thread's bulk group; the
+  /// group committed, and waited for (`read`: until the source may be
+  /// overwritten; else until the writes are done).
+  void bulkStore(Value dst, Value from, Value bytes) {
+    NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(b, dst, sharedPtr(from), bytes, Value(), Value());
+  }
+  void bulkCommit() { NVVM::CpAsyncBulkCommitGroupOp::create(b); }
+  void bulkWait(bool read) {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, 0, read ? b.getUnitAttr() : UnitAttr());
+  }
+  /// Global writes of the async proxy (bulk stores) made visible to the
+  /// generic proxy, and the reverse before bulk copies read global memory.
+  void fenceProxyAsyncGlobal() { NVVM::FenceProxyOp::create(b, NVVM::ProxyKind::async_global, {}); }
+  /// stmatrix .x4 (.trans): four 8x8 16-bit matrices of this warp, the
+  /// registers `regs` (two elements each), to the rows at 32-bit shared
+  /// address `addr`.
+  void stmatrix(Value addr, ArrayRef<Value> regs, bool trans) {
+    NVVM::StMatrixOp::create(b, sharedPtr(addr), regs,
+                             trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+                             NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+                             NVVM::LdStMatrixEltType::B16);
+  }
+  /// A 32-bit shared address as the shared-memory pointer the NVVM ops take.
+  Value sharedPtr(Value addr) {
+    return LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 3), addr);
   }
   /// Waits until at most `pending` of this thread's newest copy groups are
   /// still in flight.
@@ -749,17 +795,25 @@ private:
   /// A shared-memory pointer as the 32-bit address PTX's [reg] takes.
   Value sharedAddr(Value p) { return LLVM::PtrToIntOp::create(b, i32, p); }
   void mbarInit(Value bar, int64_t count) { mbarInit(bar, cI32(count)); }
-  void mbarInit(Value bar, Value count) {
-    ptx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {sharedAddr(bar), count});
-  }
+  void mbarInit(Value bar, Value count) { NVVM::MBarrierInitOp::create(b, bar, count, Value()); }
   /// Makes the initialised mbarriers visible to the bulk-copy unit.
-  void mbarInitFence() { ptx("fence.mbarrier_init.release.cluster;", "", {}); }
+  void mbarInitFence() { NVVM::FenceMbarrierInitOp::create(b); }
   /// This thread's arrival, announcing `bytes` of copies to complete.
   void mbarArriveExpect(Value bar, int64_t bytes) { mbarArriveExpect(bar, cI32(bytes)); }
   void mbarArriveExpect(Value bar, Value bytes) {
-    ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
-        {sharedAddr(bar), bytes});
+    NVVM::MBarrierArriveExpectTxOp::create(b, Type(), bar, bytes, NVVM::MemScopeKind::CTA,
+                                           /*relaxed=*/false, Value());
   }
+  /// This thread's arrival (its state token unused).
+  void mbarArrive(Value bar) {
+    NVVM::MBarrierArriveOp::create(b, b.getI64Type(), bar, Value(), NVVM::MemScopeKind::CTA);
+  }
+  /// An arrival when this thread's cp.async so far complete, not counted in
+  /// the expected arrivals (.noinc).
+  void mbarArriveOnCopies(Value bar) { NVVM::CpAsyncMBarrierArriveOp::create(b, bar, true); }
+  // Bulk copies into shared memory stay inline PTX: the NVVM ops take a
+  // shared::cluster (address space 7) destination and barrier, and these
+  // kernels address the CTA's own window (shared::cta) and run no cluster.
   void bulkCopy(Value dst, Value src, int64_t bytes, Value bar) {
     ptx("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
         "r,l,r,r", {sharedAddr(dst), src, cI32(bytes), sharedAddr(bar)});
@@ -783,6 +837,8 @@ private:
                    head, t0, bar);
   }
   /// Waits until the mbarrier's phase of parity `parity` has completed.
+  /// (Inline PTX: the spin loop around try_wait stays in one asm block, so
+  /// no compiler code runs between the tries.)
   void mbarWait(Value bar, Value parity) {
     ptx("{\n.reg .pred done;\nwait:\n"
         "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
@@ -810,7 +866,7 @@ private:
   void wgWait(int64_t pending, SmallVector<Value> &acc) {
     throughAsm("wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", {}, "", acc);
   }
-  void wgCommit() { ptx("wgmma.commit_group.sync.aligned;", "", {}); }
+  void wgCommit() { NVVM::WgmmaGroupSyncAlignedOp::create(b); }
   /// The descriptor of the image at shared address `addr`.
   Value smemDesc(Value addr, uint64_t high) {
     Value lo = arith::ExtUIOp::create(b, i64, arith::ShRUIOp::create(b, andI(addr, cI32(0x3FFFF)), cI32(4)));
@@ -838,7 +894,11 @@ private:
   /// Generic-proxy writes of shared memory (st.shared, stmatrix, cp.async)
   /// made visible to the async proxy (wgmma, bulk copies) of the threads
   /// that synchronise with this one.
-  void fenceProxyAsync() { ptx("fence.proxy.async.shared::cta;", "", {}); }
+  void fenceProxyAsync() {
+    NVVM::FenceProxyOp::create(
+        b, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+  }
   /// Stores this warpgroup's m64n64 accumulator block (rounded to 16 bits)
   /// with stmatrix: the 16-byte row piece of `row`, columns 8 j .. 8 j + 7,
   /// at shared address addrOf(row, j) (wl: the warp in its warpgroup).

@@ -53,13 +53,16 @@ constexpr int64_t kAwaitTimeout = 4'000'000'000;
 void PrefillEmitter::emitQueue() {
   queued = true;
   // recur launches as soon as every queue block has started.
-  ptx("griddepcontrol.launch_dependents;", "", {});
+  launchDependents();
   ChunksWarpgroupSmem L(s);
   Type i8 = b.getI8Type();
   Value base = alignedSmem().first;
   Value slot = gep(base, i8, cI32(L.queue));
   Value region = workRegion(7);
   Value items = mul(param(pMaxChunks), param(pHV));
+  // The queue's counters: inline PTX for a relaxed gpu-scope atomic add
+  // whose result is used (an LLVM atomicrmw would do; kept so the queue's
+  // code stays as measured, see docs/performance-journal.md).
   auto next = [&] {
     return ptxValue(i32, "atom.relaxed.gpu.global.add.u32 $0, [$1], 1;", "=r,l",
                     {gep(region, i32, cI32(kQueueCounter))});
@@ -69,7 +72,7 @@ void PrefillEmitter::emitQueue() {
   // each of the R SMs stays, beside the recur block that takes the room the
   // others leave (a counter per SM in region 7).
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-    Value smid = ptxValue(i32, "mov.u32 $0, %smid;", "=r", {});
+    Value smid = NVVM::SmIdOp::create(b, i32);
     Value overlap = param(pOverlap);
     Value shared = cmp(arith::CmpIPredicate::slt, overlap, cI32(0));
     Value sms = sel(shared, sub(cI32(0), overlap), overlap);
@@ -137,6 +140,9 @@ void PrefillEmitter::emitQueue() {
   // thread has read `slot`: publish, then take the next item.
   barrier();
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    // Inline PTX: the flag's release is a fence and a relaxed store at gpu
+    // scope, which NVVM has no op for (its ld.acquire partner is in the
+    // timed poll of awaitChunk).
     ptx("fence.acq_rel.gpu;", "", {});
     ptx("st.relaxed.gpu.global.u32 [$0], 1;", "l",
         {gep(gep(region, i8, cI64(kFlagsAt)), i32, flat)});
@@ -167,6 +173,6 @@ void PrefillEmitter::awaitChunk(Value ch) {
                         "=r,l", {flag});
     ifThen(cmp(arith::CmpIPredicate::eq, up, cI32(0)), [&] { raiseError(); });
     // The bulk copies that follow read the chunk through the async proxy.
-    ptx("fence.proxy.async.global;", "", {});
+    fenceProxyAsyncGlobal();
   });
 }

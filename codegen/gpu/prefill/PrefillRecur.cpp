@@ -162,8 +162,7 @@ void PrefillEmitter::emitRecur() {
       copyBlock(stageAt(c, L.gl), gep(workRegion(1), f32, mul(ch, cI64(K))), cI64(0), 2 * K);
     else
       ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
-        LLVM::CallIntrinsicOp::create(b, b.getStringAttr("llvm.nvvm.cp.async.ca.shared.global.4"),
-                                      ValueRange{stageAt(c, L.gl), gep(workRegion(1), f32, ch)});
+        cpAsync4(stageAt(c, L.gl), gep(workRegion(1), f32, ch));
       });
   };
   // Chunk c's bulk copies have landed (the cp.async ones are waited for by
@@ -240,7 +239,7 @@ void PrefillEmitter::emitRecur() {
     // they read only what these copies bring, and load the initial state
     // meanwhile.
     if (plan.gridDependency())
-      ptx("griddepcontrol.wait;", "", {});
+      waitForPrerequisiteGrid();
     // Prologue: every stage filled (chunks c0 .. c0 + stages - 1).
     for (int64_t i = 0; i < 3; ++i)
       ifThen(cmp(arith::CmpIPredicate::slt, cI32(i), stages), [&] {

@@ -112,7 +112,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     auto copied = scf::IfOp::create(b, tmaHere, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(copied.thenBlock());
-    ptx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {sharedAddr(barOf(c))});
+    mbarArrive(barOf(c));
     b.setInsertionPointToStart(copied.elseBlock());
     {
       Value t0, rows;
@@ -127,7 +127,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         copySwizzledRows(stagePtr(c, L.kd), param(pK), param(pKStride), qkOffset, K, t0, rows,
                          /*stepped=*/true);
       }
-      ptx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r", {sharedAddr(barOf(c))});
+      mbarArriveOnCopies(barOf(c));
     }
   };
   // Chunk c's q and k came by cp.async (not by TMA): generic-proxy writes
@@ -254,8 +254,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
     if (plan.sharedOverlap()) // the chain takes the registers the output gives up
-      ptx("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kSharedChainRegisters) + ";", "",
-          {});
+      setMaxRegisters(kSharedChainRegisters, /*increase=*/true);
     int64_t nT = 8, sRegs = kBlocks * nT * 4;
     SmallVector<Value> S = initialStateOrZero(q.readOk, sRegs, [&](auto &vals) {
       for (int64_t kb = 0; kb < kBlocks; ++kb)
@@ -408,8 +407,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
               int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
               ops.push_back(packI32(oacc[at], oacc[at + 1]));
             }
-            ptx("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
-                "r,r,r,r,r", ops);
+            stmatrix(ops[0], ArrayRef<Value>(ops).drop_front(), /*trans=*/true);
           }
         }
         namedArrive(add(cI32(kTrOReady), parity), both);
@@ -434,8 +432,7 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.elseBlock());
     if (plan.sharedOverlap())
-      ptx("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kSharedOutputRegisters) + ";", "",
-          {});
+      setMaxRegisters(kSharedOutputRegisters, /*increase=*/false);
     if (plan.gridDependency()) // its refills read chunks' results
       waitForChunks();
     Value u = sub(tid, cI32(128));

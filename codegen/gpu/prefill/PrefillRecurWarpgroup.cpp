@@ -172,8 +172,7 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
           int64_t at = mb * nT * 4 + 4 * (j0 + i / 2) + 2 * (i % 2);
           ops.push_back(packI32(acc[at], acc[at + 1]));
         }
-        ptx("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};",
-            "r,r,r,r,r", ops);
+        stmatrix(ops[0], ArrayRef<Value>(ops).drop_front(), /*trans=*/true);
       }
   };
   auto sImage = [&](Value which) { return add(aligned, add(cI32(L.st), mul(which, cI32(L.sBytes)))); };

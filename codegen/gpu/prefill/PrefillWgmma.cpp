@@ -95,6 +95,6 @@ void PrefillEmitter::stmatrixBlock(Value wl, ArrayRef<Value> x,
       int64_t at = 4 * (j0 + i / 2) + 2 * (i % 2);
       ops.push_back(packI32(x[at], x[at + 1]));
     }
-    ptx("stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};", "r,r,r,r,r", ops);
+    stmatrix(ops[0], ArrayRef<Value>(ops).drop_front(), /*trans=*/false);
   }
 }

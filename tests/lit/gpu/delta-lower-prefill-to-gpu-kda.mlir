@@ -26,10 +26,10 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: gpu.func @kimi_log_k64_v64_prefill_chunks(
 // CHECK-SAME: block_threads = 512,
 // Two copy groups, the decays' first: the cumsum waits for that one alone.
-// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16"
-// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
-// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16"
-// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
+// CHECK: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: "cp.async.wait_group 1;"
 
 // PTX: gpu.binary @kimi_k64_v64_prefill_chunks_gpu

@@ -65,11 +65,11 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-COUNT-16: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-SAME: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
-// PTX-SAME: cp.async.bulk.wait_group.read 0
+// PTX-SAME: cp.async.bulk.wait_group.read {{(\\09)?}}0
 // PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 1;
 // PTX-SAME: cp.async.bulk.global.shared::cta.bulk_group
-// PTX-NOT: cp.async.bulk.wait_group 0;
-// PTX-SAME: cp.async.bulk.wait_group.read 0
+// PTX-NOT: cp.async.bulk.wait_group {{(\\09)?}}0;
+// PTX-SAME: cp.async.bulk.wait_group.read {{(\\09)?}}0
 // PTX-NOT: fence.acq_rel.gpu
 // The queue: the block's SM (those below `overlap` leave it to recur),
 // items from the queue, and per item, once its results are complete
@@ -80,11 +80,11 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: griddepcontrol.launch_dependents
 // PTX-SAME: mov.u32 {{[^;]*}}, %smid;
 // PTX-SAME: atom.relaxed.gpu.global.add.u32
-// PTX-SAME: wgmma.mma_async
+// PTX-SAME: cp.async.bulk.wait_group {{(\\09)?}}0;
+// PTX-SAME: fence.proxy.async.global;
 // PTX-SAME: fence.acq_rel.gpu;
 // PTX-SAME: st.relaxed.gpu.global.u32
-// PTX-SAME: cp.async.bulk.wait_group 0;
-// PTX-SAME: fence.proxy.async.global;
+// PTX-SAME: wgmma.mma_async
 // At V tile 64, recur is the transposed form (PrefillRecurTransposed.cpp):
 // S^T and V'^T are wgmma's A operand from registers ({4 registers}, one
 // immediate: imm-trans-b), U^T comes by ldmatrix.trans, and only O^T goes
@@ -116,14 +116,14 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-SAME: fence.proxy.async.shared::cta
 // PTX-SAME: bar.arrive
 // PTX-SAME: st.global.v4.b32
-// The shared overlapped launch's recur (PrefillPlan::sharedOverlap): the
+// The shared overlapped launch's recur (RecurForm::TransposedShared): the
 // same loops without the raw q/k form, 168 registers at launch so that it
 // fits an SM beside one queue block, the chain's warpgroup raised to 232
 // and the output warpgroup lowered to 104 by setmaxnreg.
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_shared_gpu
 // PTX-SAME: .maxnreg 168
-// PTX-SAME: setmaxnreg.inc.sync.aligned.u32 232;
-// PTX-SAME: setmaxnreg.dec.sync.aligned.u32 104;
+// PTX-SAME: setmaxnreg.inc.sync.aligned.u32 {{(\\09)?}}232;
+// PTX-SAME: setmaxnreg.dec.sync.aligned.u32 {{(\\09)?}}104;
 // PTX-SAME: ld.acquire.gpu.global.u32
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_v16_gpu
 // PTX-NOT: mma.sync
@@ -184,14 +184,14 @@ module attributes {delta.targets = ["sm_90a"]} {
 // two mbarriers; the queue form only by cp.async.
 // RAW: gpu.binary @qwen_k128_v128_prefill_chunks_gpu
 // RAW-SAME: .param .align 64 .b8 qwen_k128_v128_prefill_chunks_param_32[128]
-// RAW-SAME: mbarrier.arrive.expect_tx.shared::cta.b64 _, [[QK:\[%r[0-9]+\]]], %r{{[0-9]+}};
-// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
-// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
-// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
-// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[QK]];
-// RAW-SAME: mbarrier.arrive.expect_tx.shared::cta.b64 _, [[V:\[%r[0-9]+\]]], %r{{[0-9]+}};
-// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[V]];
-// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}}, [[V]];
+// RAW-SAME: mbarrier.arrive.expect_tx.shared.b64 %rd{{[0-9]+}}, [%rd{{[0-9]+}}], %r{{[0-9]+}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
+// RAW-SAME: mbarrier.arrive.expect_tx.shared.b64 %rd{{[0-9]+}}, [%rd{{[0-9]+}}], %r{{[0-9]+}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
+// RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
 // RAW-SAME: st.global.v4.b32
 // RAW: gpu.binary @qwen_k128_v128_prefill_queue_gpu
 // RAW-NOT: cp.async.bulk.tensor
@@ -207,7 +207,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // RAW-SAME: .param .align 64 .b8 qwen_k128_v128_prefill_recur_param_31[128]
 // RAW-SAME: cvta.param.u64
 // RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// RAW-SAME: cp.async.mbarrier.arrive.noinc.shared::cta.b64
+// RAW-SAME: cp.async.mbarrier.arrive.noinc.shared.b64
 // and, with qk_raw = 2, computes W = A_w K (the only SS product with B
 // transposed: k's rows are its reduction index).
 // RAW-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.[^}]*.}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 1;

@@ -65,7 +65,7 @@ module attributes {delta.targets = ["sm_100a"]} {
 // sm_90+ one thread fills the ring with bulk copies that complete on an
 // mbarrier per stage (the U tile still by cp.async).
 // PTX: gpu.binary @qwen_k128_v128_prefill_recur_gpu
-// PTX-SAME: mbarrier.init.shared::cta.b64
+// PTX-SAME: mbarrier.init.shared.b64
 // PTX-SAME: bar.arrive
 // PTX-SAME: mbarrier.try_wait.parity.shared::cta.b64
 // PTX-SAME: bar.sync {{[^;]*}}, 256;
@@ -77,6 +77,6 @@ module attributes {delta.targets = ["sm_100a"]} {
 // PTX-SAME: cvt.rn.bf16x2.f32
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-SAME: cp.async.cg.shared.global
-// PTX-SAME: mbarrier.arrive.expect_tx.shared::cta.b64
+// PTX-SAME: mbarrier.arrive.expect_tx.shared.b64
 // PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32

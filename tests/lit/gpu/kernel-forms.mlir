@@ -25,15 +25,15 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // chunks on sm_80: cp.async copies, mma.sync products, no dependent launch.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = chunks, code = cp_async
-// FORM-DAG: llvm.nvvm.cp.async.cg.shared.global.16
+// FORM-DAG: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
 // FORM-DAG: mma.sync.aligned.m16n8k16
-// NOT-NOT: griddepcontrol
+// NOT-NOT: nvvm.griddepcontrol
 // NOT-NOT: wgmma
 
 // chunks on sm_90a: two wgmma warpgroups, q/k/v by TMA tensor copies.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_wgmma_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = chunks, code = wgmma
-// FORM-DAG: griddepcontrol.launch_dependents
+// FORM-DAG: nvvm.griddepcontrol launch_dependents
 // FORM-DAG: cp.async.bulk.tensor.3d
 // FORM-DAG: wgmma.mma_async
 // NOT-NOT: mma.sync
@@ -56,33 +56,33 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // chunks on sm_100a: mma.sync, a programmatic dependent launch.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_bulk_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = chunks, code = bulk
-// FORM-DAG: griddepcontrol.launch_dependents
+// FORM-DAG: nvvm.griddepcontrol launch_dependents
 // FORM-DAG: mma.sync.aligned.m16n8k16
 // NOT-NOT: wgmma
 
 // recur on sm_80: the mma.sync warp roles, its ring by cp.async.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
-// FORM-DAG: llvm.nvvm.cp.async.cg.shared.global.16
+// FORM-DAG: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
 // FORM-DAG: mma.sync.aligned.m16n8k16
 // NOT-NOT: cp.async.bulk
-// NOT-NOT: griddepcontrol
+// NOT-NOT: nvvm.griddepcontrol
 // NOT-NOT: wgmma
 
 // recur on sm_90a at tile 64: the transposed wgmma form, raw q/k by TMA where the host asks (raw_qk).
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_wgmma_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = wgmma
-// FORM-DAG: griddepcontrol.wait
+// FORM-DAG: nvvm.griddepcontrol wait
 // FORM-DAG: cp.async.bulk.tensor.3d
 // FORM-DAG: wgmma.mma_async
 // FORM-DAG: raw_qk = true
-// NOT-NOT: setmaxnreg
+// NOT-NOT: nvvm.setmaxregister
 
 // recur beside one queue or chunks block per SM: 168 registers, rebalanced by setmaxnreg.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_shared_wgmma_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur_shared, code = wgmma
-// FORM-DAG: setmaxnreg.dec.sync.aligned.u32
-// FORM-DAG: setmaxnreg.inc.sync.aligned.u32
+// FORM-DAG: nvvm.setmaxregister decrease 104
+// FORM-DAG: nvvm.setmaxregister increase 232
 // FORM-DAG: wgmma.mma_async
 // FORM-DAG: nvvm.maxnreg = 168
 // NOT-NOT: cp.async.bulk.tensor
@@ -90,7 +90,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // recur on sm_100a: mma.sync, its ring by bulk copies on mbarriers.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_bulk_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
-// FORM-DAG: griddepcontrol.wait
+// FORM-DAG: nvvm.griddepcontrol wait
 // FORM-DAG: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
 // FORM-DAG: mma.sync.aligned.m16n8k16
 // NOT-NOT: wgmma
