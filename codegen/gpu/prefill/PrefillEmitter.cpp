@@ -25,19 +25,26 @@ SmallVector<Value> PrefillEmitter::ldsm(Value rowAddr, int num, bool trans) {
 }
 
 void PrefillEmitter::mmaTile(ArrayRef<Value> a, Value b0, Value b1, Frag &f) {
-  auto resType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  MLIRContext *ctx = b.getContext();
+  auto resType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   // Operands in the activations' 16-bit type: f16 keeps its 3 more mantissa
-  // bits (FLA's f16 path computes in f16 too).
-  std::string mmaAsm =
-      std::string("mma.sync.aligned.m16n8k16.row.col.f32.") +
-      (opType.isF16() ? "f16.f16" : "bf16.bf16") +
-      ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
-  auto op = LLVM::InlineAsmOp::create(
-      b, resType, ValueRange{a[0], a[1], a[2], a[3], b0, b1, f.c[0], f.c[1], f.c[2], f.c[3]},
-      mmaAsm, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", /*has_side_effects=*/false,
-      /*is_align_stack=*/false, LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  // bits (FLA's f16 path computes in f16 too). The fragments are ldmatrix's
+  // 32-bit registers: bf16 takes them as they are, f16 as pairs of halves.
+  bool half = opType.isF16();
+  auto frag = [&](Value r) -> Value {
+    return half ? LLVM::BitcastOp::create(b, VectorType::get({2}, opType), r).getResult() : r;
+  };
+  SmallVector<Value> A, B{frag(b0), frag(b1)};
+  for (int i = 0; i < 4; ++i)
+    A.push_back(frag(a[i]));
+  NVVM::MMATypes type = half ? NVVM::MMATypes::f16 : NVVM::MMATypes::bf16;
+  auto op = NVVM::MmaOp::create(
+      b, resType, NVVM::MMAShapeAttr::get(ctx, 16, 8, 16), NVVM::MMAB1OpAttr(),
+      NVVM::MMAIntOverflowAttr(), NVVM::MMALayout::row, NVVM::MMALayout::col,
+      NVVM::MMATypesAttr::get(ctx, type), NVVM::MMATypesAttr::get(ctx, type), A, B,
+      ValueRange{f.c[0], f.c[1], f.c[2], f.c[3]});
   for (int e = 0; e < 4; ++e)
-    f.c[e] = LLVM::ExtractValueOp::create(b, op.getResult(0), ArrayRef<int64_t>{e});
+    f.c[e] = LLVM::ExtractValueOp::create(b, op.getRes(), ArrayRef<int64_t>{e});
 }
 
 void PrefillEmitter::mma(Operand A, Operand B, int64_t M, int64_t N,

@@ -21,7 +21,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK-SAME: delta.kernel = #delta.kernel<role = prep, code = all, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 256,
 // CHECK: gpu.func @kimi_k64_v64_prefill_chunks(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 512,
-// CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK: nvvm.mma.sync {{.*}} multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK: gpu.func @kimi_k64_v64_prefill_recur(
 // CHECK: gpu.func @kimi_log_k64_v64_prefill_chunks(
 // CHECK-SAME: block_threads = 512,

@@ -22,7 +22,7 @@ module attributes {delta.targets = ["sm_100a"]} {
 // cu_seqlens is checked as a whole (each warp's lanes over the offsets they
 // read, one vote) before any bound derived from it is used.
 // CHECK: nvvm.vote.sync any
-// CHECK: llvm.inline_asm "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK: nvvm.mma.sync {{.*}} multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // recur has a block size of its own: one state warp per 16 columns of its
 // V tile, then the output warps (as many, at least two).
 // CHECK: gpu.module @qwen_k128_v128_prefill_recur_gpu

@@ -26,7 +26,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = chunks, code = cp_async
 // FORM-DAG: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
-// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // NOT-NOT: nvvm.griddepcontrol
 // NOT-NOT: wgmma
 
@@ -36,7 +36,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // FORM-DAG: nvvm.griddepcontrol launch_dependents
 // FORM-DAG: cp.async.bulk.tensor.3d
 // FORM-DAG: wgmma.mma_async
-// NOT-NOT: mma.sync
+// NOT-NOT: nvvm.mma.sync
 
 // the overlapped launch's chunks: items from a queue (an atomic counter), a ready flag each, rows by cp.async.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_queue_wgmma_gpu 
@@ -51,20 +51,20 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_raw_wgmma_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = chunks_raw, code = wgmma
 // FORM-DAG: wgmma.mma_async
-// NOT-NOT: mma.sync
+// NOT-NOT: nvvm.mma.sync
 
 // chunks on sm_100a: mma.sync, a programmatic dependent launch.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_chunks_bulk_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = chunks, code = bulk
 // FORM-DAG: nvvm.griddepcontrol launch_dependents
-// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // NOT-NOT: wgmma
 
 // recur on sm_80: the mma.sync warp roles, its ring by cp.async.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
 // FORM-DAG: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
-// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // NOT-NOT: cp.async.bulk
 // NOT-NOT: nvvm.griddepcontrol
 // NOT-NOT: wgmma
@@ -92,25 +92,25 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
 // FORM-DAG: nvvm.griddepcontrol wait
 // FORM-DAG: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
-// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // NOT-NOT: wgmma
 
 // the narrow tile's recur, one module per kind of code as well.
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_v16_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = cp_async
-// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // NOT-NOT: cp.async.bulk
 // NOT-NOT: wgmma
 
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_v16_wgmma_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = wgmma
 // FORM-DAG: wgmma.mma_async
-// NOT-NOT: mma.sync
+// NOT-NOT: nvvm.mma.sync
 
 // CHECK-LABEL: gpu.module @gdn_k128_v128_prefill_recur_v16_bulk_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
 // FORM-DAG: cp.async.bulk.shared::cluster
-// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // NOT-NOT: wgmma
 
 // decode: one code for every target, 64 values a block from 4 blocks per SM, else 32 (_small).
@@ -119,14 +119,14 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // FORM-DAG: value_tile = 64
 // FORM-DAG: min_blocks_per_sm = 4
 // FORM-DAG: nvvm.vote.sync
-// NOT-NOT: mma.sync
+// NOT-NOT: nvvm.mma.sync
 // NOT-NOT: wgmma
 
 // CHECK-LABEL: gpu.module @gdn_k128_v128_decode_small_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = decode, code = all
 // FORM-DAG: value_tile = 32
 // FORM-DAG: nvvm.vote.sync
-// NOT-NOT: mma.sync
+// NOT-NOT: nvvm.mma.sync
 // NOT-NOT: wgmma
 
 // CHECK-LABEL: gpu.module @kda_k128_v128_prefill_prep_gpu 
@@ -138,7 +138,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // kda: per-channel decays keep chunks on mma.sync in sm_90a's module too (16 warps) ...
 // CHECK-LABEL: gpu.module @kda_k128_v128_prefill_chunks_wgmma_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = chunks, code = wgmma
-// FORM-DAG: mma.sync.aligned.m16n8k16
+// FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // FORM-DAG: block_threads = 512
 // NOT-NOT: wgmma.mma_async
 
