@@ -52,7 +52,7 @@ struct PrefillVariant {
   /// queue by a grid of every block the SMs hold at once.
   Kernel *queue = nullptr;
   /// altTarget's recur can read the raw q and k rows itself (the compiler's
-  /// PrefillPlan::recurRawQK) after this form of chunks (altTarget's code
+  /// RecurForm::TransposedRawQK) after this form of chunks (altTarget's code
   /// only), which writes each row's factor instead of Qg and Kd (null:
   /// none). The host takes the pair, with `qk_raw` set, where recur's grid
   /// fills a wave (not in the overlapped launch): there its bytes bound it.

@@ -6,8 +6,8 @@
 // later, where it also takes part, with chunks, in a programmatic
 // dependent launch (chunks lets it launch early, recur waits for chunks'
 // results with griddepcontrol.wait); on sm_90a its products are wgmma and
-// chunks writes the workspace as wgmma's swizzled images (PrefillPlan::
-// warpgroupRecur). Targets of several kinds give chunks and each recur
+// chunks writes the workspace as wgmma's swizzled images (the plan's
+// RecurForm::Warpgroup). Targets of several kinds give chunks and each recur
 // kernel one gpu.module per kind (one kernel name: the library embeds each
 // target's PTX under it); prep keeps one.
 module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {

@@ -172,7 +172,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // TABLE-NEXT: }
 
 // The transposed recur has a second form, taken per call by qk_raw
-// (PrefillPlan::recurRawQK): every thread of the output warpgroup copies
+// (RecurForm::TransposedRawQK): every thread of the output warpgroup copies
 // raw q and k rows by cp.async into the ring, arriving on the stage's
 // mbarrier when they land; the chain fences them for wgmma. The other V
 // tiles have no such form.
