@@ -720,10 +720,6 @@ private:
                              NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
                              NVVM::LdStMatrixEltType::B16);
   }
-  /// A 32-bit shared address as the shared-memory pointer the NVVM ops take.
-  Value sharedPtr(Value addr) {
-    return LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 3), addr);
-  }
   /// Waits until at most `pending` of this thread's newest copy groups are
   /// still in flight.
   /// (Inline PTX: the intrinsic's immediate operand would be merged into a
@@ -785,8 +781,8 @@ private:
                                      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
         .getResult(0);
   }
-  // Bulk copies (sm_90+): cp.async.bulk global -> shared, completion
-  // counted in bytes on an mbarrier (inline PTX, as CUTLASS writes it).
+  /// An inline-PTX statement, for the instructions no NVVM op expresses
+  /// (each caller says why).
   void ptx(StringRef text, StringRef constraints, ValueRange args) {
     LLVM::InlineAsmOp::create(b, Type(), args, text, constraints,
                               /*has_side_effects=*/true, /*is_align_stack=*/false,
@@ -794,6 +790,10 @@ private:
   }
   /// A shared-memory pointer as the 32-bit address PTX's [reg] takes.
   Value sharedAddr(Value p) { return LLVM::PtrToIntOp::create(b, i32, p); }
+  /// The reverse: a 32-bit shared address as the pointer the NVVM ops take.
+  Value sharedPtr(Value addr) {
+    return LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 3), addr);
+  }
   void mbarInit(Value bar, int64_t count) { mbarInit(bar, cI32(count)); }
   void mbarInit(Value bar, Value count) { NVVM::MBarrierInitOp::create(b, bar, count, Value()); }
   /// Makes the initialised mbarriers visible to the bulk-copy unit.
