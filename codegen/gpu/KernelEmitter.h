@@ -71,6 +71,22 @@ protected:
   Value fma(Value x, Value y, Value z) {
     return intrinsic("llvm.nvvm.fma.rn.f", {x, y, z});
   }
+  /// The log decay of a raw gate's input x = a + dt_bias, s = exp(A_log)
+  /// (1 without A_log): FLA's -s softplus(x) (threshold 20), or where
+  /// `lowerBound` is a number (not NaN) the bounded gate of FLA's KDA,
+  /// lowerBound sigmoid(s x). The form is the call's (a kernel parameter),
+  /// so one ex2 serves both: exp(-s x) or exp(x).
+  Value rawLogDecay(Value x, Value s, Value lowerBound) {
+    Value bounded = arith::CmpFOp::create(b, arith::CmpFPredicate::ORD,
+                                          lowerBound, lowerBound);
+    Value negSX = fsub(cF32(0.0), fmul(s, x));
+    Value e = exp(arith::SelectOp::create(b, bounded, negSX, x));
+    Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
+    Value soft = arith::SelectOp::create(b, big, x, log(fadd(cF32(1.0), e)));
+    return arith::SelectOp::create(b, bounded,
+                                   fdiv(lowerBound, fadd(cF32(1.0), e)),
+                                   fmul(fsub(cF32(0.0), s), soft));
+  }
   /// Element i of vector v.
   Value elt(Value v, int64_t i) {
     return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult();

@@ -29,6 +29,10 @@ extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v48
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_kv_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_small_images;
 
 
 namespace {
@@ -54,6 +58,10 @@ deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_kernel(deltac_test_decode_gdn_
 deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_small_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_small_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(deltac_test_decode_deltanet_kv_k64_v64_decode_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_small_kernel(deltac_test_decode_deltanet_kv_k64_v64_decode_small_images);
+deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_images);
+deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images);
+deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_small_images);
 
 } // namespace
 
@@ -503,6 +511,102 @@ extern "C" int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *a
   if (!args)
     return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
   return deltac_rt::setLastError(deltac_test_decode::deltanet_kv::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_raw_f16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_raw_f16_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_decode::gdn_raw_f16::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(gdn_raw_f16_decode_variants(), 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_gdn_raw_f16_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::gdn_raw_f16::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = false;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_raw_kv_f16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = false;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_raw_kv_f16_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_decode::gdn_raw_kv_f16::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(gdn_raw_kv_f16_decode_variants(), 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_gdn_raw_kv_f16_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::gdn_raw_kv_f16::decode(*args, stream));
 }
 
 

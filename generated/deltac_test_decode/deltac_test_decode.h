@@ -43,6 +43,14 @@ namespace deltanet_kv {
 /// Decode (T = 1..max_t tokens per row) for spec @deltanet_kv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace deltanet_kv
+namespace gdn_raw_f16 {
+/// Decode (T = 1..max_t tokens per row) for spec @gdn_raw_f16; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace gdn_raw_f16
+namespace gdn_raw_kv_f16 {
+/// Decode (T = 1..max_t tokens per row) for spec @gdn_raw_kv_f16; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace gdn_raw_kv_f16
 
 /// The kernels the calling thread's last call (of this library) launched,
 /// in launch order, names joined by ','; "" after a rejected call.
@@ -66,6 +74,10 @@ int deltac_test_decode_gdn_log_kv_decode(const deltac_decode_args *args, void *s
 int deltac_test_decode_gdn_raw_kv_bf16_decode(const deltac_decode_args *args, void *stream);
 /* spec @deltanet_kv: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
 int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *args, void *stream);
+/* spec @gdn_raw_f16: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_gdn_raw_f16_decode(const deltac_decode_args *args, void *stream);
+/* spec @gdn_raw_kv_f16: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_gdn_raw_kv_f16_decode(const deltac_decode_args *args, void *stream);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *deltac_test_decode_last_error(void);

@@ -106,6 +106,12 @@ typedef struct deltac_decode_args {
   /* nonzero: beta is f32 (FLA's tests pass f32 beta with bf16 q), else
    * the io dtype. (dt_bias may be null: 0.) */
   int32_t beta_f32;
+  /* The bounded raw gate (FLA's KDA lower_bound), raw-gate specs only:
+   * nonzero bounded_gate makes the log decay lower_bound * sigmoid(
+   * exp(A_log) * (a + dt_bias)) instead of -exp(A_log) * softplus(a +
+   * dt_bias); A_log may then be null (a factor 1). lower_bound finite. */
+  int32_t bounded_gate;
+  float lower_bound;
 } deltac_decode_args;
 
 /* One prefill call: N sequences packed into T tokens (B = 1), chunked.
@@ -141,7 +147,7 @@ typedef struct deltac_prefill_args {
   const void *g;        /* log g (f32), alpha (f32) or raw a (io dtype) */
   const void *beta;     /* beta or its logits b (io dtype) */
   const float *A_log;   /* [HV], raw gates only */
-  const float *dt_bias; /* [HV], raw gates only */
+  const float *dt_bias; /* [HV] ([HV * K]: kda), raw gates only; null: 0 */
   const void *initial_state;
   void *final_state;
   int64_t slots;        /* rows of the state tensors (0: N) */
@@ -161,6 +167,12 @@ typedef struct deltac_prefill_args {
                            a wrong value costs speed, not correctness */
   int32_t indices_i64;  /* nonzero: initial_state_indices and
                            output_state_indices point to int64 values */
+  int32_t bounded_gate; /* the bounded raw gate, as for decode (A_log and */
+  float lower_bound;    /* dt_bias may be null here too: 1 and 0) */
+  /* Elements between slots of initial_state and final_state: 0 = HV * K *
+   * V; larger for pools that pack other data per slot (vLLM's hybrid
+   * cache). A multiple of 16 bytes. */
+  int64_t slot_stride;
 } deltac_prefill_args;
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
 #include "deltac_api.h"
 
 #include <cmath>
+#include <limits>
 #include <initializer_list>
 #include <cstdint>
 #include <cstring>
@@ -150,21 +151,34 @@ inline std::string checkHeads(int64_t H, int64_t HV) {
   return "";
 }
 
-/// The gate inputs the spec's gate form needs, and none it has no use for.
-/// dt_bias is the caller's to check: decode reads a null one as 0, prefill
-/// needs it.
+/// The gate inputs the spec's gate form needs, and none it has no use for;
+/// the bounded raw gate (FLA's KDA lower_bound) only with a raw gate and a
+/// finite lower_bound. A_log may be null only for the bounded gate (a
+/// factor 1, as FLA); dt_bias may always be null (0).
 inline std::string checkGateInputs(GateKind gate, const void *g,
-                                   const void *aLog) {
+                                   const void *aLog, int32_t boundedGate,
+                                   float lowerBound) {
   if (gate != GateKind::None && !g)
     return "g must not be null (the spec has a gate)";
   if (gate == GateKind::None && g)
     return "g must be null (the spec's rule has no gate)";
-  if (rawGate(gate) && !aLog)
-    return "A_log must not be null (the spec's gate is raw)";
+  if (boundedGate && !rawGate(gate))
+    return "bounded_gate needs a spec with a raw gate (raw or channel_raw)";
+  if (boundedGate && !std::isfinite(lowerBound))
+    return "lower_bound must be finite (bounded_gate)";
+  if (rawGate(gate) && !aLog && !boundedGate)
+    return "A_log must not be null (the spec's gate is raw; only the bounded "
+           "gate may omit it)";
   // Per-channel gates are read 16 bytes at a time (a token's K decays).
   if (perChannel(gate) && !aligned16(g))
     return "g must be 16-byte aligned (per-channel gates)";
   return "";
+}
+
+/// The kernels' lower_bound parameter: the bound for the bounded gate, NaN
+/// for the softplus form.
+inline float kernelLowerBound(int32_t boundedGate, float lowerBound) {
+  return boundedGate ? lowerBound : std::numeric_limits<float>::quiet_NaN();
 }
 
 } // namespace deltac_rt

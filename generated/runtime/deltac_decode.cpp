@@ -187,7 +187,9 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
     if (std::string e = needPointer(name, p); !e.empty())
       return invalid(e);
   // dt_bias may be null (0: FLA's dt_bias=None).
-  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log); !e.empty())
+  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.bounded_gate,
+                                      a.lower_bound);
+      !e.empty())
     return invalid(e);
   if (!a.beta)
     return invalid("beta must not be null");
@@ -366,6 +368,7 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   p.vStride = vs;
   p.oStride = os;
   p.scale = a.scale;
+  p.lowerBound = kernelLowerBound(a.bounded_gate, a.lower_bound);
   // The flags' bits: deltac_abi::DecodeFlags.
   const bool half = stateIn && inDtype != v.state;
   using namespace deltac_abi; // the flags' bits
@@ -439,6 +442,7 @@ void packDecodeParams(const DecodeParams &p, ParamPack &pack) {
   pack.add("cu_seqlens", &p.cu);
   pack.add("state_in", &p.stateIn);
   pack.add("slot_stride", &p.slotStride);
+  pack.add("lower_bound", &p.lowerBound);
 }
 
 const ParamInfo *decodeParamLayout(int *count) {

@@ -404,10 +404,11 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         needAligned("error_flag", a.error_flag, 4, "int32")})
     if (!e.empty())
       return invalid(e);
-  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log); !e.empty())
+  // dt_bias may be null (0: FLA's dt_bias=None).
+  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.bounded_gate,
+                                      a.lower_bound);
+      !e.empty())
     return invalid(e);
-  if (rawGate(v.gate) && !a.dt_bias)
-    return invalid("dt_bias must not be null (the spec's gate is raw)");
   for (auto [name, p] :
        {std::pair<const char *, const void *>{"initial_state",
                                               a.initial_state},
@@ -433,12 +434,23 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // No element offset a kernel forms may wrap: every tensor's extent fits
   // 2^48 bytes.
   const int64_t stateBytes = dtypeBytes(v.state);
+  // Slots of both state tensors slot_stride elements apart (a slot may hold
+  // more than one state: vLLM's hybrid cache).
+  const int64_t oneState = a.HV * v.K * v.V;
+  const int64_t slotStride = a.slot_stride == 0 ? oneState : a.slot_stride;
+  if (a.slot_stride < 0 || slotStride < oneState)
+    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
+                   " is smaller than one slot's HV * K * V = " +
+                   std::to_string(oneState) + " elements");
+  if (slotStride * stateBytes % 16 != 0)
+    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
+                   " must keep every slot 16-byte aligned");
   for (std::string e :
        {checkExtent("q", {a.T, qs, ioBytes}), checkExtent("k", {a.T, ks, ioBytes}),
         checkExtent("v", {a.T, vs, ioBytes}), checkExtent("o", {a.T, os, ioBytes}),
         checkExtent("g", {a.T, a.HV, perChannel(v.gate) ? v.K : 1, gateBytes}),
-        checkExtent("the states (slots * HV * K * V)",
-                    {slots, a.HV, v.K, v.V, stateBytes})})
+        checkExtent("the states (slots * slot_stride)",
+                    {slots, slotStride, stateBytes})})
     if (!e.empty())
       return invalid(e);
   if (a.debug_checks)
@@ -670,7 +682,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   const PrefillParams values{q,  k,     vv,    o,  g,      beta,   aLog, dt,    s0,
                              sf, inIdx, outIdx, cu, work,  flag,   cuI64, T,    N,
                              H,  HV,    chunks, qs, ks,    vs,     os,    slots, scale,
-                             overlap, qkRaw, tma, qMap, kMap, vMap};
+                             overlap, qkRaw, tma, qMap, kMap, vMap,
+                             kernelLowerBound(a.bounded_gate, a.lower_bound), slotStride};
   ParamPack pack;
   packPrefillParams(values, pack);
   void **params = pack.args();
@@ -762,6 +775,8 @@ void packPrefillParams(const PrefillParams &p, ParamPack &pack) {
   pack.add("q_map", &p.qMap);
   pack.add("k_map", &p.kMap);
   pack.add("v_map", &p.vMap);
+  pack.add("lower_bound", &p.lowerBound);
+  pack.add("slot_stride", &p.slotStride);
 }
 
 const ParamInfo *prefillParamLayout(int *count) {

@@ -228,6 +228,8 @@ struct PrefillParams {
   float scale;
   int32_t overlap, qkRaw, tma;
   TensorMap qMap, kMap, vMap;
+  float lowerBound; ///< kernelLowerBound(): NaN for the softplus gate
+  int64_t slotStride; ///< elements between state slots
 };
 void packPrefillParams(const PrefillParams &p, ParamPack &pack);
 const ParamInfo *prefillParamLayout(int *count);

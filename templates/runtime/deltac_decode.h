@@ -57,6 +57,7 @@ struct DecodeParams {
   const void *cu;
   const void *stateIn;
   int64_t slotStride;
+  float lowerBound; ///< kernelLowerBound(): NaN for the softplus gate
 };
 void packDecodeParams(const DecodeParams &p, ParamPack &pack);
 const ParamInfo *decodeParamLayout(int *count);

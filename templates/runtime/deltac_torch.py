@@ -36,6 +36,7 @@ kernel, a skipped row's as 0; a state pool keeps a skipped row's slots
 bit-identical.
 """
 import ctypes
+import math
 import os
 import threading
 import warnings
@@ -81,6 +82,7 @@ class _DecodeArgs(ctypes.Structure):
         ("zero_initial_state", ctypes.c_int32),
         ("slot_stride", ctypes.c_int64),
         ("beta_f32", ctypes.c_int32),
+        ("bounded_gate", ctypes.c_int32), ("lower_bound", ctypes.c_float),
     ]
 
 
@@ -106,6 +108,8 @@ class _PrefillArgs(ctypes.Structure):
         ("error_flag", ctypes.c_void_p), ("scale", ctypes.c_float),
         ("debug_checks", ctypes.c_int32), ("max_seqlen", ctypes.c_int64),
         ("indices_i64", ctypes.c_int32),
+        ("bounded_gate", ctypes.c_int32), ("lower_bound", ctypes.c_float),
+        ("slot_stride", ctypes.c_int64),
     ]
 
 
@@ -319,7 +323,7 @@ class Library:
     def _decode(self, spec, q, k, v, o, state, g, beta, scale, A_log=None, dt_bias=None,
                 in_idx=None, out_idx=None, steps=None, keep_pool=False, idx2d=None,
                 accepted=None, error_flag=None, cu=None, kind="decode", state_in=None,
-                zero_state=False, slots=None, slot_stride=0):
+                zero_state=False, slots=None, slot_stride=0, lower_bound=None):
         """cu: cu_seqlens [N + 1] (q is then [1, tokens, H, K] and the call
         has N rows), or None. Index arrays and cu are int32 or int64: if any
         is int64 all are passed as int64 (the int32 ones widened, exactly)
@@ -327,7 +331,8 @@ class Library:
         module's flag of q's device. state: the pool, written (None: no
         state written); state_in: entering states read instead of the pool
         (out of place), or zero_state; slots: the rows of state / state_in;
-        slot_stride: elements between slots (0: one state).
+        slot_stride: elements between slots (0: one state); lower_bound:
+        the bounded raw gate's bound (None: softplus).
         beta may be f32 whatever q's dtype (read as f32 by the kernel)."""
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
@@ -349,6 +354,8 @@ class Library:
         a.g, a.beta = _ptr(g), _ptr(beta)
         a.beta_f32 = int(beta.dtype == torch.float32)
         a.A_log, a.dt_bias = _ptr(A_log), _ptr(dt_bias)
+        a.bounded_gate = int(lower_bound is not None)
+        a.lower_bound = 0.0 if lower_bound is None else lower_bound
         a.state = _ptr(state)
         a.slots = slots if slots is not None else state.shape[0]
         a.initial_state = _ptr(state_in)
@@ -387,7 +394,11 @@ class Library:
         dt_bias) (A_log [HV], dt_bias [HV] or None: 0) for a library with a
         raw-gate spec; beta [B, T, HV] (None: 1), logits with
         use_beta_sigmoid_in_kernel (2 * sigmoid with allow_neg_eigval).
-        gk / gv (per-key / per-value decays) raise ValueError. Returns
+        gk [B, T, HV, K] (per-key log decays) alone, without g, is Kimi
+        Delta Attention's recurrence: it runs the library's `kda` decode
+        spec of the same options (one kernel, as fused_recurrent_kda);
+        gk with g or with use_gate_in_kernel, gv (per-value decays) and a
+        per-value beta raise ValueError. Returns
         (o, final_state or None); the state layout is [N, HV, K, V], or
         [N, HV, V, K] with state_v_first (FLA's deprecated
         transpose_state_layout is the same). With cu_seqlens (int32/int64
@@ -402,10 +413,26 @@ class Library:
         but must not overlap it otherwise."""
         fn = "fused_recurrent_gated_delta_rule"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
-        for name, t, what in (("gk", gk, "key"), ("gv", gv, "value")):
-            if t is not None:
-                raise ValueError(f"{fn}: {name} (decays per {what} channel) is not supported "
-                                 f"by deltac's decode; pass g (a decay per head)")
+        if gv is not None:
+            raise ValueError(f"{fn}: gv (decays per value channel) is not supported by "
+                             f"deltac's decode; pass g (a decay per head) or gk (per key)")
+        if gk is not None and (g is not None or use_gate_in_kernel):
+            raise ValueError(f"{fn}: gk (decays per key channel) together with "
+                             f"{'g' if g is not None else 'use_gate_in_kernel'} is not "
+                             f"supported; pass gk alone (log decays per key)")
+        if gk is not None:
+            # Per-key decays alone: KDA's recurrence (S = Diag(e^gk) S, then
+            # the delta rule), computed by the library's kda decode spec.
+            if beta is None:
+                beta = torch.ones(*v.shape[:3], dtype=q.dtype, device=q.device)  # as FLA
+            return self.fused_recurrent_kda(
+                q, k, v, gk, beta, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state,
+                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+                allow_neg_eigval=allow_neg_eigval, state_v_first=state_v_first,
+                cu_seqlens=cu_seqlens, error_flag=error_flag, output=output,
+                output_state=output_state)
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
@@ -470,7 +497,7 @@ class Library:
 
     def _out_of_place(self, fn, spec, q, k, v, g, beta, gshape, raw, A_log, dt_bias, scale,
                       initial_state, output_final_state, cu, N, state_v_first, error_flag,
-                      output, output_state):
+                      output, output_state, lower_bound=None):
         """The decode tail of the FLA-named recurrent functions: checks g
         (shape gshape: [B, T, HV] or KDA's [B, T, HV, K]), beta, the states
         and caller-owned buffers, and launches one out-of-place decode
@@ -523,7 +550,7 @@ class Library:
             o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         self._decode(spec, q, k, v, o, final, g, beta, scale, A_log, dt_bias,
                      error_flag=error_flag, cu=cu, kind="decode", state_in=initial_state,
-                     zero_state=initial_state is None, slots=N)
+                     zero_state=initial_state is None, slots=N, lower_bound=lower_bound)
         return o, (final if output_final_state else None)
 
     def fused_recurrent_kda(self, q, k, v, g, beta, A_log=None, dt_bias=None, scale=None,
@@ -541,30 +568,21 @@ class Library:
         library with a `kda` decode spec; one out-of-place kernel as
         fused_recurrent_gated_delta_rule (T <= max_t; cu_seqlens rows of
         0..max_t tokens; error_flag, output, output_state as there).
-        lower_bound (the bounded gate) raises ValueError: not built yet."""
+        lower_bound with use_gate_in_kernel: FLA's bounded gate
+        lower_bound * sigmoid(exp(A_log) * (g + dt_bias)) (A_log None: a
+        factor 1), computed in the kernel; like FLA, lower_bound has no
+        effect without use_gate_in_kernel."""
         fn = "fused_recurrent_kda"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
-        if lower_bound is not None:
-            raise ValueError(f"{fn}: lower_bound (the bounded gate) is not supported yet")
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
-        B, T, H, K, HV, V = _recurrent_shapes(q, k, v, ("g", g), ("beta", beta))
         raw = bool(use_gate_in_kernel)
+        bound = _lower_bound(fn, lower_bound) if raw else None
+        B, T, H, K, HV, V = _recurrent_shapes(q, k, v, ("g", g), ("beta", beta))
         if raw:
-            if A_log is None:
-                raise ValueError(f"{fn}: A_log must be provided when use_gate_in_kernel=True "
-                                 f"(A_log=None needs lower_bound, not supported yet)")
-            _check_cuda("A_log", A_log, q.device)
-            if A_log.numel() != HV:
-                raise ValueError(f"A_log must be [{HV}], got {tuple(A_log.shape)}")
-            A_log = A_log.to(torch.float32).contiguous()
-            if dt_bias is not None:  # None: 0, read as such by the kernel
-                _check_cuda("dt_bias", dt_bias, q.device)
-                if dt_bias.numel() != HV * K:
-                    raise ValueError(f"dt_bias must be [{HV * K}] or [{HV}, {K}], got "
-                                     f"{tuple(dt_bias.shape)}")
-                dt_bias = dt_bias.to(torch.float32).contiguous()
+            A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device, per_key=K,
+                                              bounded=bound is not None, fn=fn)
         else:
             A_log = dt_bias = None
         sigmoid = bool(use_beta_sigmoid_in_kernel)
@@ -580,7 +598,8 @@ class Library:
                              f"(chunk_kda runs longer sequences)")
         return self._out_of_place(fn, spec, q, k, v, g, beta, (B, T, HV, K), raw, A_log, dt_bias,
                                   scale, initial_state, output_final_state, cu, N,
-                                  state_v_first, error_flag, output, output_state)
+                                  state_v_first, error_flag, output, output_state,
+                                  lower_bound=bound)
 
     def fused_recurrent_delta_rule(self, q, k, v, beta=None, scale=None, initial_state=None,
                                    output_final_state=False, use_qk_l2norm_in_kernel=False,
@@ -627,7 +646,9 @@ class Library:
         States are [N, HV, K, V], or [N, HV, V, K] with state_v_first.
 
         deltac's extensions: with initial_state_indices (int32/int64 [N]),
-        initial_state is a pool [slots, ...] read by index and, with
+        initial_state is a pool [slots, ...] (each slot's state contiguous,
+        slots stride(0) apart: a hybrid cache may keep other data in a
+        slot) read by index and, with
         output_final_state, updated in place at output_state_indices
         (default: the rows read); the call then returns (o, the pool).
         error_flag (int32 [1]) receives the kernels' device checks (None:
@@ -693,17 +714,24 @@ class Library:
         HV, K] log decays, or with use_gate_in_kernel the raw `a` of
         -exp(A_log) * softplus(a + dt_bias), A_log [HV] and dt_bias [HV * K]
         (or [HV, K], or None: 0). chunk_size 32 selects a spec with chunks
-        of 32 (64, FLA's default, lets the library choose). Not supported
-        (ValueError): safe_gate / lower_bound (FLA's clamped gate form),
+        of 32 (64, FLA's default, lets the library choose). lower_bound
+        with use_gate_in_kernel: FLA's bounded gate lower_bound *
+        sigmoid(exp(A_log) * (g + dt_bias)) (A_log may then be None: a
+        factor 1), computed in the kernels; safe_gate=True with
+        use_gate_in_kernel requires -5 <= lower_bound < 0 as in FLA (its
+        M = 16 tensor-core form is FLA's speed choice: here it cannot
+        change the result); like FLA, lower_bound has no effect without
+        use_gate_in_kernel. Not supported (ValueError):
         return_intermediate_states, a context-parallel cp_context.
         disable_recompute (a training option) cannot change the result and
         is ignored."""
         fn = "chunk_kda"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
         chunk = _chunk_size(fn, chunk_size, (32, 64))
-        if safe_gate or lower_bound is not None:
-            raise ValueError(f"{fn}: safe_gate / lower_bound (the clamped gate form) are not "
-                             f"supported; pass the log decays (or the softplus raw form)")
+        bound = _lower_bound(fn, lower_bound) if use_gate_in_kernel else None
+        if safe_gate and use_gate_in_kernel and (bound is None or not -5 <= bound < 0):
+            raise ValueError(f"{fn}: safe_gate=True with use_gate_in_kernel=True needs "
+                             f"lower_bound in the safe range [-5, 0), got {lower_bound}")
         if return_intermediate_states:
             raise ValueError(f"{fn}: return_intermediate_states is not supported")
         _no_cp(fn, cp_context)
@@ -720,16 +748,18 @@ class Library:
             cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
             use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, chunk=chunk,
             initial_state_indices=initial_state_indices,
-            output_state_indices=output_state_indices, error_flag=error_flag)
+            output_state_indices=output_state_indices, error_flag=error_flag, lower_bound=bound)
 
     def _prefill(self, rule, q, k, v, g, beta, *, scale, initial_state, output_final_state,
                  use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
                  state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
-                 dt_bias, chunk, initial_state_indices, output_state_indices, error_flag):
+                 dt_bias, chunk, initial_state_indices, output_state_indices, error_flag,
+                 lower_bound=None):
         """The prefill call of chunk_gated_delta_rule (rule "gated": a decay
         per token and head), chunk_kda (rule "kda": per key channel) and
         chunk_delta_rule (rule "delta": no decay, g None).
-        chunk: the spec's chunk length, or None for any."""
+        chunk: the spec's chunk length, or None for any; lower_bound: the
+        bounded raw gate's bound (None: softplus)."""
         _check_gpu_q(q)
         delta = rule == "delta"
         for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
@@ -780,10 +810,9 @@ class Library:
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
         beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
         if raw:
-            if A_log is None:
-                raise ValueError("A_log is needed with use_gate_in_kernel")
             A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device,
-                                              per_key=K if kda else None)
+                                              per_key=K if kda else None,
+                                              bounded=lower_bound is not None)
         sdt = _NAMES[spec["state"]]
         per = (HV, V, K) if state_v_first else (HV, K, V)
         in_idx = None if initial_state_indices is None else \
@@ -792,14 +821,17 @@ class Library:
             _index("output_state_indices", output_state_indices, (N,), q.device)
         (in_idx, out_idx), i64 = _same_width((in_idx, out_idx))
         pooled = in_idx is not None or out_idx is not None
+        slot_stride = 0  # one state (new tensors here are contiguous)
         if initial_state is not None:
             _check_cuda("initial_state", initial_state, q.device)
             rows = initial_state.shape[0] if pooled else N
             if initial_state.dim() != 4 or tuple(initial_state.shape) != (rows,) + per:
                 raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}, "
                                  f"expected {(rows,) + per}")
-            if pooled and (initial_state.dtype != sdt or not initial_state.is_contiguous()):
-                raise ValueError(f"a state pool must be contiguous {sdt}")
+            if pooled:
+                if initial_state.dtype != sdt:
+                    raise ValueError(f"a state pool must be {sdt}, got {initial_state.dtype}")
+                slot_stride = _slot_stride("initial_state", initial_state, per)
             if not pooled:
                 initial_state = initial_state.to(sdt).contiguous()
         elif pooled:
@@ -825,6 +857,9 @@ class Library:
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
         a.A_log, a.dt_bias = _ptr(A_log if raw else None), _ptr(dt_bias if raw else None)
+        a.bounded_gate = int(lower_bound is not None)
+        a.lower_bound = 0.0 if lower_bound is None else lower_bound
+        a.slot_stride = slot_stride
         a.initial_state, a.final_state = _ptr(initial_state), _ptr(final)
         a.slots = initial_state.shape[0] if pooled else N
         a.initial_state_indices, a.output_state_indices = _ptr(in_idx), _ptr(out_idx)
@@ -879,17 +914,7 @@ class Library:
         if T > spec["max_t"] and cu is None:
             raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}")
         per = (HV, V, K) if state_v_first else (HV, K, V)
-        # A slot may hold more than one state (vLLM's hybrid cache packs
-        # other data per slot): slots stride(0) elements apart, each state
-        # contiguous, the stride a multiple of 16 bytes (checked).
-        one = HV * K * V
-        if state.dim() != 4 or tuple(state.shape[1:]) != per or \
-                tuple(state.stride()[1:]) != (per[1] * per[2], per[2], 1) or \
-                (state.shape[0] > 1 and state.stride(0) < one):
-            raise ValueError(f"state must be a pool [slots, {', '.join(map(str, per))}] with each "
-                             f"slot's state contiguous, got {tuple(state.shape)} strides "
-                             f"{tuple(state.stride())}")
-        slot_stride = state.stride(0) if state.shape[0] > 1 else one
+        slot_stride = _slot_stride("state", state, per)
         for name, t in (("a", a), ("b", b)):
             if tuple(t.shape) != (B, T, HV) or t.dtype != q.dtype:
                 raise ValueError(f"{name} must be [{B}, {T}, {HV}] in {q.dtype}, got "
@@ -986,20 +1011,59 @@ def _no_cp(fn, cp_context):
         raise ValueError(f"{fn}: cp_context (context parallelism) is not supported")
 
 
-def _raw_gate_params(A_log, dt_bias, HV, device, per_key):
-    """A_log [HV] and dt_bias ([HV], or [HV * K] / [HV, K] with per_key = K;
-    None: zeros, as FLA's optional dt_bias) as contiguous f32."""
-    _check_cuda("A_log", A_log, device)
-    if A_log.numel() != HV or A_log.dim() != 1:
-        raise ValueError(f"A_log must be [{HV}], got {tuple(A_log.shape)}")
-    n = HV * per_key if per_key else HV
-    if dt_bias is None:
-        dt_bias = torch.zeros(n, dtype=torch.float32, device=device)
-    _check_cuda("dt_bias", dt_bias, device)
-    if dt_bias.numel() != n or (dt_bias.dim() != 1 and
-                                not (per_key and tuple(dt_bias.shape) == (HV, per_key))):
-        raise ValueError(f"dt_bias must be [{n}], got {tuple(dt_bias.shape)}")
-    return A_log.to(torch.float32).contiguous(), dt_bias.to(torch.float32).contiguous()
+def _raw_gate_params(A_log, dt_bias, HV, device, per_key, bounded=False,
+                     fn="use_gate_in_kernel"):
+    """A_log [HV] and dt_bias ([HV], or [HV * K] / [HV, K] with per_key = K)
+    as contiguous f32 (already so: as passed). None stays None: the kernels
+    read a null dt_bias as 0 (FLA's optional dt_bias) and a null A_log as
+    a factor 1, which only the bounded gate allows (as FLA)."""
+    if A_log is None:
+        if not bounded:
+            raise ValueError(f"{fn}: A_log must be provided when use_gate_in_kernel=True "
+                             f"and lower_bound is not set (FLA's chunk functions require "
+                             f"it too)")
+    else:
+        _check_cuda("A_log", A_log, device)
+        if A_log.numel() != HV or A_log.dim() != 1:
+            raise ValueError(f"A_log must be [{HV}], got {tuple(A_log.shape)}")
+        A_log = A_log.to(torch.float32).contiguous()
+    if dt_bias is not None:
+        n = HV * per_key if per_key else HV
+        _check_cuda("dt_bias", dt_bias, device)
+        if dt_bias.numel() != n or (dt_bias.dim() != 1 and
+                                    not (per_key and tuple(dt_bias.shape) == (HV, per_key))):
+            raise ValueError(f"dt_bias must be [{n}], got {tuple(dt_bias.shape)}")
+        dt_bias = dt_bias.to(torch.float32).contiguous()
+    return A_log, dt_bias
+
+
+def _slot_stride(name, pool, per):
+    """The elements between slots of a state pool [slots, *per]: a slot may
+    hold more than one state (vLLM's hybrid cache packs other data per
+    slot), so slots may lie stride(0) apart, but each slot's state must be
+    contiguous (the stride a multiple of 16 bytes: checked by the
+    library)."""
+    one = per[0] * per[1] * per[2]
+    if pool.dim() != 4 or tuple(pool.shape[1:]) != per or \
+            tuple(pool.stride()[1:]) != (per[1] * per[2], per[2], 1) or \
+            (pool.shape[0] > 1 and pool.stride(0) < one):
+        raise ValueError(f"{name} must be a pool [slots, {', '.join(map(str, per))}] with each "
+                         f"slot's state contiguous, got {tuple(pool.shape)} strides "
+                         f"{tuple(pool.stride())}")
+    return pool.stride(0) if pool.shape[0] > 1 else one
+
+
+def _lower_bound(fn, lower_bound):
+    """FLA's KDA lower_bound as a finite float, or None."""
+    if lower_bound is None:
+        return None
+    try:
+        bound = float(lower_bound)
+    except (TypeError, ValueError):
+        raise ValueError(f"{fn}: lower_bound must be a number, got {lower_bound!r}") from None
+    if not math.isfinite(bound):
+        raise ValueError(f"{fn}: lower_bound must be finite, got {lower_bound!r}")
+    return bound
 
 
 def _cu_seqlens(cu_seqlens, B, device):

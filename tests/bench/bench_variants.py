@@ -35,7 +35,7 @@ class Library:
 def main():
     root = sys.argv[1]
     variants = [line.split(" ", 1) for line in open(os.path.join(root, "LIST")).read().splitlines()]
-    shapes = [(1, 1), (1, 256), (4, 1), (4, 64), (4, 256)]
+    shapes = [(1, 1), (1, 256), (2, 256), (4, 1), (4, 64), (4, 256), (8, 256)]
     # Agreement with the first variant (the reference shape) on one input:
     # every variant must compute the same thing.
     check = H.decode_inputs(40, T=4, seed=9)

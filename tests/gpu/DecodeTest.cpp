@@ -81,6 +81,12 @@ const std::vector<SpecUnderTest> &specs() {
       {"deltanet_kv", deltac_test_decode_deltanet_kv_decode,
        deltac_test_decode_last_error, R::Delta, G::None, Bf::Sigmoid, true,
        DELTAC_F16, DELTAC_F32, ref::Layout::Kv, 2, {{64, 64}}},
+      {"gdn_raw_f16", deltac_test_decode_gdn_raw_f16_decode,
+       deltac_test_decode_last_error, R::Gated, G::Raw, Bf::Sigmoid, true,
+       DELTAC_F16, DELTAC_F16, ref::Layout::Vk, 4, {{128, 128}}},
+      {"gdn_raw_kv_f16", deltac_test_decode_gdn_raw_kv_f16_decode,
+       deltac_test_decode_last_error, R::Gated, G::Raw, Bf::Sigmoid, true,
+       DELTAC_F16, DELTAC_F16, ref::Layout::Kv, 4, {{128, 128}}},
   };
   return all;
 }
@@ -106,12 +112,12 @@ struct Case {
 };
 
 double tolO(const SpecUnderTest &s) {
-  // o is rounded once to the io type (bf16: 2^-9 relative); a bf16 state adds
-  // its own rounding of every state element.
+  // o is rounded once to the io type (bf16: 2^-9 relative); a 16-bit state
+  // adds its own rounding of every state element (f16: 2^-12 relative).
   return s.state == DELTAC_BF16 ? 8e-3 : 4e-3;
 }
 double tolState(const SpecUnderTest &s) {
-  return s.state == DELTAC_BF16 ? 8e-3 : 2e-5;
+  return s.state == DELTAC_BF16 ? 8e-3 : s.state == DELTAC_F16 ? 2e-3 : 2e-5;
 }
 
 /// Runs one case and records its checks.

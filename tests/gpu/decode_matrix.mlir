@@ -35,3 +35,15 @@ delta.spec @gdn_raw_kv_bf16 rule = gated dims = [128x128, 128x48] io = bf16
 delta.spec @deltanet_kv rule = delta dims = [64x64] io = f16 state = f32
     layout = kv gate = none beta = sigmoid l2norm chunk = 64
     entries = [decode] max_t = 2
+
+// f16 state pools (decode only), both layouts, f16 activations, the
+// serving gate. (kv with a 16-bit state and a log gate makes ptxas spill 4
+// bytes on sm_90a, bf16 states too: not in these libraries, see
+// docs/PERFORMANCE.md.)
+delta.spec @gdn_raw_f16 rule = gated dims = [128x128] io = f16 state = f16
+    layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+    entries = [decode] max_t = 4
+
+delta.spec @gdn_raw_kv_f16 rule = gated dims = [128x128] io = f16 state = f16
+    layout = kv gate = raw beta = sigmoid l2norm chunk = 64
+    entries = [decode] max_t = 4

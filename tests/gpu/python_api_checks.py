@@ -76,7 +76,8 @@ FLA_SIGNATURES = {
 # set as here, must raise ValueError naming it before anything touches a
 # tensor (so q may be None). (function, kwargs, name in the message)
 UNSUPPORTED = [
-    ("fused_recurrent_gated_delta_rule", {"gk": "x"}, "gk"),
+    ("fused_recurrent_gated_delta_rule", {"gk": "x", "g": "x"}, "gk"),
+    ("fused_recurrent_gated_delta_rule", {"gk": "x", "use_gate_in_kernel": True}, "gk"),
     ("fused_recurrent_gated_delta_rule", {"gv": "x"}, "gv"),
     ("fused_recurrent_gated_delta_rule", {"allow_neg_eigval": True}, "allow_neg_eigval"),
     ("fused_recurrent_gated_delta_rule", {"state_v_first": True, "transpose_state_layout": True},
@@ -87,8 +88,12 @@ UNSUPPORTED = [
     ("chunk_gated_delta_rule", {"allow_neg_eigval": True}, "allow_neg_eigval"),
     ("chunk_gated_delta_rule", {"state_v_first": True, "transpose_state_layout": False},
      "transpose_state_layout"),
-    ("chunk_kda", {"safe_gate": True, "lower_bound": -5.0}, "safe_gate"),
-    ("chunk_kda", {"lower_bound": -5.0}, "lower_bound"),
+    ("chunk_kda", {"safe_gate": True, "use_gate_in_kernel": True}, "safe_gate"),
+    ("chunk_kda", {"safe_gate": True, "use_gate_in_kernel": True, "lower_bound": -6.0},
+     "lower_bound"),
+    ("chunk_kda", {"use_gate_in_kernel": True, "lower_bound": float("inf")}, "lower_bound"),
+    ("fused_recurrent_kda", {"use_gate_in_kernel": True, "lower_bound": float("nan")},
+     "lower_bound"),
     ("chunk_kda", {"return_intermediate_states": True}, "return_intermediate_states"),
     ("chunk_kda", {"cp_context": object()}, "cp_context"),
     ("chunk_kda", {"chunk_size": 16}, "chunk_size"),
@@ -109,7 +114,8 @@ UNKNOWN = [("fused_recurrent_gated_delta_rule", "chunk_indices"),
 
 def _rest(fn):
     """The required arguments after q, k, v (None: never reached)."""
-    return {} if fn.startswith("fused") else {"g": None, "beta": None}
+    return {} if fn.startswith("fused") and fn != "fused_recurrent_kda" \
+        else {"g": None, "beta": None}
 
 
 def signature_mismatches(ours, fla_params, fla_kwargs):

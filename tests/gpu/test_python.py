@@ -617,24 +617,33 @@ def kda_decode():
         fla_kda_recurrent = lambda *a, **k: (None, None)  # noqa: E731
     gen = torch.Generator(device="cuda").manual_seed(41)
     B, T, Hq, HV, K = 4, 3, 2, 4, 128
-    for what, raw, v_first in (("kv log", False, False), ("vk log", False, True),
-                               ("kv raw gate", True, False)):
+    # bound: FLA's bounded gate lower_bound * sigmoid(exp(A_log) (a + dt_bias))
+    # (with_a False: A_log None, a factor 1).
+    for what, raw, v_first, bound, with_a in (
+            ("kv log", False, False, None, False), ("vk log", False, True, None, False),
+            ("kv raw gate", True, False, None, True),
+            ("kv bounded gate (lower_bound -5)", True, False, -5.0, True),
+            ("kv bounded gate, A_log None", True, False, -2.0, False)):
         q, k, v, _, beta, h0 = H.decode_inputs(B, H=Hq, HV=HV, K=K, V=K, T=T, seed=43 + raw)
         a = torch.randn(B, T, HV, K, device="cuda", generator=gen)
         A_log = dt_bias = None
         if raw:
-            A_log = torch.rand(HV, device="cuda", generator=gen)
+            A_log = torch.rand(HV, device="cuda", generator=gen) if with_a else None
             dt_bias = torch.randn(HV, K, device="cuda", generator=gen) * 0.5
-            g = -torch.exp(A_log)[:, None] * F.softplus(a + dt_bias)  # [B, T, HV, K]
             gin, b_in, bref = a.bfloat16(), beta.float() * 4 - 2, torch.sigmoid(beta.float() * 4 - 2)
+            x = gin.double() + dt_bias.double()
+            s_a = torch.exp(A_log.double())[:, None] if with_a else 1.0
+            gref = bound * torch.sigmoid(s_a * x) if bound is not None else \
+                -s_a * F.softplus(x)
         else:
-            g = F.logsigmoid(a)
-            gin, b_in, bref = g, beta, beta
+            gin, b_in, bref = F.logsigmoid(a), beta, beta
+            gref = gin
         cuT = [i * T for i in range(B + 1)]
-        gref = g if not raw else -torch.exp(A_log)[:, None] * F.softplus(gin.float() + dt_bias)
         ro, rh = kda_ref(flat(q), flat(k), flat(v), flat(gref), flat(bref), h0, K ** -0.5, cuT)
         kw = dict(A_log=A_log, dt_bias=dt_bias, use_gate_in_kernel=raw,
                   use_beta_sigmoid_in_kernel=raw, use_qk_l2norm_in_kernel=True)
+        if bound is not None:
+            kw["lower_bound"] = bound
         fo, fh = fla_kda_recurrent(q, k, v, gin, b_in, initial_state=h0, output_final_state=True,
                                    **kw)
         init = h0.transpose(-1, -2).contiguous() if v_first else h0
@@ -651,6 +660,28 @@ def kda_decode():
               and len(names) == 1 and names[0].startswith("kda"),
               f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), "
               f"launched {names}")
+    # fused_recurrent_gated_delta_rule with gk (per-key log decays) and no
+    # g: KDA's recurrence, one kernel of the library's kda spec, against
+    # FLA's same call and fp64.
+    q, k, v, _, beta, h0 = H.decode_inputs(B, H=Hq, HV=HV, K=K, V=K, T=T, seed=44)
+    gk = F.logsigmoid(torch.randn(B, T, HV, K, device="cuda", generator=gen))
+    ro, rh = kda_ref(flat(q), flat(k), flat(v), flat(gk), flat(beta), h0, K ** -0.5,
+                     [i * T for i in range(B + 1)])
+    fo, fh = fla_recurrent(q, k, v, gk=gk, beta=beta, initial_state=h0, output_final_state=True,
+                           use_qk_l2norm_in_kernel=True)
+    call = lambda: gdn.fused_recurrent_gated_delta_rule(  # noqa: E731
+        q, k, v, gk=gk, beta=beta, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True)
+    do, dh = call()
+    names = kernels_launched(call)
+    e = dict(fo=R(flat(fo), ro), fh=R(fh, rh), do=R(flat(do), ro), dh=R(dh, rh))
+    check("fused_recurrent_gated_delta_rule gk (per-key decays), one kda kernel",
+          e["do"] <= max(1.1 * e["fo"], 2.5e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-5)
+          and len(names) == 1 and names[0].startswith("kda"),
+          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), "
+          f"launched {names}")
+    raises("fused_recurrent_gated_delta_rule gk with g", lambda: gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g=gk[..., 0], gk=gk, beta=beta), "gk")
     # Varlen rows (kv, log gate) against fp64 and FLA.
     lens = [1, 4, 0, 3]
     q, k, v, _, beta, cu, h0 = H.prefill_inputs(lens, 2, 4, seed=47)
@@ -670,8 +701,12 @@ def kda_decode():
           and not [key for key in e["fla_nan"] if key.startswith("d")],
           f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}); "
           f"NaN in FLA's {e['fla_nan']}")
-    raises("fused_recurrent_kda lower_bound", lambda: gdn.fused_recurrent_kda(
-        q, k, v, g, beta, use_gate_in_kernel=True, lower_bound=-5.0), "lower_bound")
+    A_log = torch.rand(4, device="cuda", generator=gen)
+    raises("fused_recurrent_kda lower_bound NaN", lambda: gdn.fused_recurrent_kda(
+        q, k, v, g.bfloat16(), beta, A_log=A_log, use_gate_in_kernel=True,
+        lower_bound=float("nan")), "lower_bound must be finite")
+    raises("fused_recurrent_kda A_log None without lower_bound", lambda: gdn.fused_recurrent_kda(
+        q, k, v, g.bfloat16(), beta, use_gate_in_kernel=True), "A_log must be provided")
 
 
 kda_decode()
@@ -700,6 +735,34 @@ for sdt in (torch.float32, torch.bfloat16):
     check(f"pool prefill raw gate, {str(sdt)[6:]} v-first pool by index",
           eo < tol and eh < tol and untouched,
           f"o {eo:.2e}, state {eh:.2e}, other slots untouched: {untouched}")
+
+
+# The same prefill on a hybrid-cache pool (each slot holds other data after
+# its state: slots slot_stride elements apart): the same bits as on the
+# contiguous pool, the other data untouched.
+def hybrid_pool_prefill():
+    lens, Hq, HV, K, slots, extra = [40, 1, 90], 4, 8, 128, 6, 96
+    q, k, v, a, b, A_log, dt_bias, pool, gf, bf = serving_inputs(1, sum(lens), Hq, HV, K, slots,
+                                                                  seed=32)
+    buf = torch.randn(slots, HV * K * K + extra, device="cuda")
+    hybrid = buf[:, :HV * K * K].view(slots, HV, K, K)
+    hybrid.copy_(pool)
+    other = buf[:, HV * K * K:].clone()
+    idx = torch.tensor([4, -1, 1], device="cuda", dtype=torch.int32)
+    cu = torch.tensor([0, 40, 41, 131], device="cuda", dtype=torch.int32)
+    kw = dict(output_final_state=True, use_qk_l2norm_in_kernel=True,
+              use_beta_sigmoid_in_kernel=True, use_gate_in_kernel=True, A_log=A_log,
+              dt_bias=dt_bias, state_v_first=True, cu_seqlens=cu, initial_state_indices=idx)
+    o1, _ = gdn.chunk_gated_delta_rule(q, k, v, a, b, initial_state=pool, **kw)
+    o2, _ = gdn.chunk_gated_delta_rule(q, k, v, a, b, initial_state=hybrid, **kw)
+    same = torch.equal(o1, o2) and torch.equal(pool, hybrid)
+    kept = torch.equal(buf[:, HV * K * K:], other)
+    check("pool prefill on a hybrid-cache pool (slot stride > one state)", same and kept,
+          f"same bits as a contiguous pool: {same}, other data per slot intact: {kept}, "
+          f"slot stride {hybrid.stride(0)}")
+
+
+hybrid_pool_prefill()
 
 # 4d. chunk_kda (per-channel decays) of the GPU tests' library against an
 # fp64 KDA recurrence (FLA's chunk_kda is compared in bench_prefill.py
@@ -734,9 +797,9 @@ check("chunk_kda captured in a CUDA graph and replayed",
       torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
 raises("chunk_kda g without the K axis", lambda: tp.chunk_kda(
     q, k, v, g[..., 0], beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu), "g has shape")
-raises("chunk_kda safe_gate", lambda: tp.chunk_kda(
+raises("chunk_kda safe_gate without a lower_bound", lambda: tp.chunk_kda(
     q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, safe_gate=True,
-    lower_bound=-5.0), "safe_gate")
+    use_gate_in_kernel=True, A_log=torch.zeros(HV, device=q.device)), "safe range")
 raises("chunk_kda without a raw-gate spec at K = 128", lambda: tp.chunk_kda(
     q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, use_gate_in_kernel=True,
     A_log=torch.zeros(HV, device=q.device), dt_bias=torch.zeros(HV * 128, device=q.device)),
@@ -765,6 +828,24 @@ po, ph = tp.chunk_kda(q, k, v, a, b, initial_state=h0.transpose(-1, -2).contiguo
 eo, eh = R(po, ro), R(ph.transpose(-1, -2), rh)
 check("chunk_kda raw gate, v-first state, chunk 32", eo < 1e-2 and eh < 1e-2,
       f"o {eo:.2e}, state {eh:.2e}")
+# FLA's bounded gate (Kimi / GLM serving): lower_bound * sigmoid(exp(A_log)
+# (a + dt_bias)), with safe_gate's range, and with A_log None (a factor
+# 1) and dt_bias None (0); the same inputs, against fp64.
+for what, a_log, bias, bound in (("safe_gate, lower_bound -5", A_log, dt_bias, -5.0),
+                                 ("A_log and dt_bias None, lower_bound -1", None, None, -1.0)):
+    x = a.double() + (bias.view(HV, K).double() if bias is not None else 0.0)
+    gb = bound * torch.sigmoid((a_log.double().exp()[:, None] if a_log is not None else 1.0) * x)
+    ro, rh = kda_ref_fp64(q, k, v, gb, torch.sigmoid(b.float()), h0, K ** -0.5, cu.tolist())
+    po, ph = tp.chunk_kda(q, k, v, a, b, initial_state=h0.transpose(-1, -2).contiguous(),
+                          output_final_state=True, use_gate_in_kernel=True, A_log=a_log,
+                          dt_bias=bias, use_beta_sigmoid_in_kernel=True, state_v_first=True,
+                          cu_seqlens=cu, safe_gate=a_log is not None, lower_bound=bound)
+    eo, eh = R(po, ro), R(ph.transpose(-1, -2), rh)
+    check(f"chunk_kda bounded gate ({what}), chunk 32", eo < 1e-2 and eh < 1e-2,
+          f"o {eo:.2e}, state {eh:.2e}")
+raises("chunk_kda safe_gate with lower_bound outside [-5, 0)", lambda: tp.chunk_kda(
+    q, k, v, a, b, use_gate_in_kernel=True, A_log=A_log, use_beta_sigmoid_in_kernel=True,
+    state_v_first=True, cu_seqlens=cu, safe_gate=True, lower_bound=-6.0), "safe range")
 
 # 6. The module's API contract: the checks that need no GPU (on the
 # generated copy), FLA's signatures against the FLA imported here, FLA's

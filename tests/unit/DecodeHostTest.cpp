@@ -8,12 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "deltac_checks.h"
 #include "qwen3_next_gdn.h"
 
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -155,9 +157,38 @@ TEST(DecodeHost, NullPointers) {
   ValidCall aLog;
   aLog.args.A_log = nullptr;
   expectRejected(aLog, DELTAC_INVALID_ARGUMENT,
-                 "A_log must not be null (the spec's gate is raw)");
+                 "A_log must not be null (the spec's gate is raw; only the "
+                 "bounded gate may omit it)");
   // dt_bias may be null (0, FLA's dt_bias=None): not rejected on the host
   // (tests/unit/FakeDriverTest.cpp launches such calls).
+}
+
+// The bounded raw gate (FLA's KDA lower_bound): a finite bound, a raw-gate
+// spec; A_log may be null only with it (FakeDriver.BoundedGateParameters
+// checks what a valid call passes the kernel).
+TEST(DecodeHost, BoundedGate) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity()}) {
+    ValidCall c;
+    c.args.bounded_gate = 1;
+    c.args.lower_bound = bad;
+    expectRejected(c, DELTAC_INVALID_ARGUMENT,
+                   "lower_bound must be finite (bounded_gate)");
+  }
+  // The example library has only a raw-gate spec: the check itself, for a
+  // spec with log decays (per head and per channel).
+  using deltac_rt::GateKind;
+  int dummy = 0;
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, &dummy, nullptr, 1, -5.0f),
+            "bounded_gate needs a spec with a raw gate (raw or channel_raw)");
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::ChannelLog, &dummy, nullptr, 1,
+                                       -5.0f),
+            "bounded_gate needs a spec with a raw gate (raw or channel_raw)");
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::ChannelRaw, &dummy, nullptr, 1,
+                                       -5.0f),
+            "");
+  EXPECT_TRUE(std::isnan(deltac_rt::kernelLowerBound(0, -5.0f)));
+  EXPECT_EQ(deltac_rt::kernelLowerBound(1, -5.0f), -5.0f);
 }
 
 // Out-of-place states (FLA's fused_recurrent): initial_state, its dtype,

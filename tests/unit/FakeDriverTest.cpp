@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -291,6 +292,83 @@ deltac_prefill_args prefillArgs(Buffers &m) {
   return a;
 }
 } // namespace
+
+namespace {
+/// An F32 parameter as the hook recorded it (its bits).
+float asFloat(int64_t bits) {
+  uint32_t u = uint32_t(bits);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+} // namespace
+
+// The bounded raw gate reaches the kernels as the lower_bound parameter:
+// NaN for the softplus form (the default of a zeroed struct), the bound
+// with bounded_gate, where A_log (and, in prefill too, dt_bias) may be
+// null. Decode and every prefill kernel.
+TEST(FakeDriver, BoundedGateParameters) {
+  Buffers m;
+  deltac_decode_args a = decodeArgs(m);
+  watch(&deltac_rt::decodeParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_TRUE(std::isnan(asFloat(launches[0].params.at("lower_bound"))));
+  a.bounded_gate = 1;
+  a.lower_bound = -5.0f;
+  a.A_log = nullptr;
+  watch(&deltac_rt::decodeParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(asFloat(launches[0].params.at("lower_bound")), -5.0f);
+  EXPECT_EQ(launches[0].params.at("A_log"), 0);
+
+  deltac_prefill_args p = prefillArgs(m);
+  p.bounded_gate = 1;
+  p.lower_bound = -2.5f;
+  p.A_log = nullptr;
+  p.dt_bias = nullptr;
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_GE(launches.size(), 2u);
+  for (const Launch &l : launches) {
+    EXPECT_EQ(asFloat(l.params.at("lower_bound")), -2.5f) << l.kernel;
+    EXPECT_EQ(l.params.at("a_log"), 0) << l.kernel;
+    EXPECT_EQ(l.params.at("dt_bias"), 0) << l.kernel;
+  }
+  p.bounded_gate = 0;
+  p.A_log = static_cast<const float *>(m.get(16));
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  for (const Launch &l : launches)
+    EXPECT_TRUE(std::isnan(asFloat(l.params.at("lower_bound")))) << l.kernel;
+}
+
+// Prefill on a pool whose slots hold more than one state: the kernels get
+// the slot stride (0 in the struct: one state).
+TEST(FakeDriver, PrefillSlotStride) {
+  Buffers m;
+  deltac_prefill_args p = prefillArgs(m);
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_GE(launches.size(), 2u);
+  for (const Launch &l : launches)
+    EXPECT_EQ(l.params.at("slot_stride"), 4 * 128 * 128) << l.kernel;
+  p.slot_stride = 4 * 128 * 128 + 96;
+  void *pool = m.get(2 * size_t(p.slot_stride) * 4);
+  p.initial_state = pool;
+  p.final_state = pool;
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  for (const Launch &l : launches)
+    EXPECT_EQ(l.params.at("slot_stride"), 4 * 128 * 128 + 96) << l.kernel;
+}
 
 // Prefill's debug mode: cu_seqlens (int32 or int64) and the indices read
 // through the driver and checked entry by entry before any launch.

@@ -185,11 +185,32 @@ TEST(PrefillHost, SizeProductsNeverWrap) {
   pool.args.initial_state_indices =
       static_cast<const int32_t *>(pool.buffer(16));
   expectRejected(pool, DELTAC_INVALID_ARGUMENT,
-                 "the states (slots * HV * K * V) would span more than 2^48");
+                 "the states (slots * slot_stride) would span more than 2^48");
+  ValidPrefill stride;
+  stride.args.slot_stride = int64_t(1) << 60;
+  expectRejected(stride, DELTAC_INVALID_ARGUMENT,
+                 "the states (slots * slot_stride) would span more than 2^48");
   ValidPrefill negative;
   negative.args.T = -5;
   expectRejected(negative, DELTAC_INVALID_ARGUMENT,
                  "T = -5 must lie in [0, 2^40]");
+}
+
+// State pools whose slots hold more than one state (vLLM's hybrid cache):
+// the stride covers a state and keeps every slot 16-byte aligned.
+TEST(PrefillHost, SlotStride) {
+  ValidPrefill small;
+  small.args.slot_stride = ValidPrefill::HV * 128 * 128 - 4;
+  expectRejected(small, DELTAC_INVALID_ARGUMENT,
+                 "slot_stride = 65532 is smaller than one slot's HV * K * V = "
+                 "65536 elements");
+  ValidPrefill negative;
+  negative.args.slot_stride = -1;
+  expectRejected(negative, DELTAC_INVALID_ARGUMENT, "slot_stride = -1 is smaller");
+  ValidPrefill misaligned;
+  misaligned.args.slot_stride = ValidPrefill::HV * 128 * 128 + 1;
+  expectRejected(misaligned, DELTAC_INVALID_ARGUMENT,
+                 "slot_stride = 65537 must keep every slot 16-byte aligned");
 }
 
 TEST(PrefillHost, ScaleAndDtypes) {

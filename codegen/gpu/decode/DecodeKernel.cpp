@@ -35,7 +35,7 @@ enum Param {
   pQ, pK, pV, pG, pBeta, pALog, pDtBias, pO, pState, pInIdx, pOutIdx,
   pStepStates, pErrorFlag, pT, pH, pHV, pSlots, pQStride, pKStride, pVStride,
   pOStride, pScale, pFlags, pStepSlots, pNumAccepted, pStepSlotsStride,
-  pCuSeqlens, pStateIn, pSlotStride, kNumParams
+  pCuSeqlens, pStateIn, pSlotStride, pLowerBound, kNumParams
 };
 } // namespace
 
@@ -56,7 +56,7 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
       {"num_accepted", ParamKind::Pointer},
       {"step_slots_stride", ParamKind::I64},
       {"cu_seqlens", ParamKind::Pointer},  {"state_in", ParamKind::Pointer},
-      {"slot_stride", ParamKind::I64}};
+      {"slot_stride", ParamKind::I64},     {"lower_bound", ParamKind::F32}};
   static_assert(sizeof(params) / sizeof(params[0]) == kNumParams);
   return params;
 }
@@ -229,9 +229,9 @@ protected:
   /// dtype) and, for raw gates, dt_bias [HV, K] (f32; a null dt_bias is 0).
   SmallVector<Value> loadChannelGates(Value tok, Value key, int64_t count);
   /// KDA: the decays of those channels from loadChannelGates' values:
-  /// exp(g), or exp(-exp(A_log) softplus(a + dt_bias)).
+  /// exp(g), or the raw gate's decay (rawDecay).
   SmallVector<Value> channelDecays(ArrayRef<Value> inputs);
-  /// The decay of a raw gate input `a` with its dt_bias (negA loaded).
+  /// The decay of a raw gate input `a` with its dt_bias (aFactor loaded).
   Value rawDecay(Value a, Value bias);
   /// The decay factor and beta from the raw inputs (fused gate and beta).
   std::pair<Value, Value> gateAndBeta(Value g, Value beta);
@@ -313,8 +313,9 @@ protected:
   /// instead of an i1 held in a register across the token loop (that one
   /// register made a kv decode kernel spill).
   Value indicesWide() { return flag(kIndicesI64); }
-  // Set by loadHeadParams() for raw gates.
-  Value negA, dtBias;
+  // Set by loadHeadParams() for raw gates: exp(A_log[hv]) (1 for a null
+  // A_log) and the scalar gates' dt_bias[hv].
+  Value aFactor, dtBias;
   /// While enteringState loads 16-bit pieces: whether they are f16 (i1).
   Value halfIsF16;
 };
@@ -651,20 +652,24 @@ SmallVector<Value> EmitterBase::enteringState(
 void EmitterBase::loadHeadParams() {
   if (s.gate != GateForm::raw && s.gate != GateForm::channel_raw)
     return;
-  // -exp(A_log) and dt_bias of head hv, once per kernel (per-channel
-  // dt_bias: loaded with each token's gate, see loadChannelGates).
-  negA = fsub(cF32(0.0), exp(loadElems(param(pALog), f32, hv, 1)[0]));
-  if (s.gate == GateForm::channel_raw)
-    return;
-  // A null dt_bias is 0 (FLA's dt_bias=None).
-  auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(param(pDtBias)),
-                                  true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifNull.thenBlock());
-  scf::YieldOp::create(b, cF32(0.0));
-  b.setInsertionPointToStart(ifNull.elseBlock());
-  scf::YieldOp::create(b, loadElems(param(pDtBias), f32, hv, 1)[0]);
-  dtBias = ifNull.getResult(0);
+  // exp(A_log) and dt_bias of head hv, once per kernel (per-channel
+  // dt_bias: loaded with each token's gate, see loadChannelGates). A null
+  // A_log is a factor 1 (FLA's bounded gate without A_log; the host
+  // requires A_log for the softplus form), a null dt_bias 0.
+  auto loadOr = [&](Param which, double otherwise, bool expOf) {
+    auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(param(which)),
+                                    true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifNull.thenBlock());
+    scf::YieldOp::create(b, cF32(otherwise));
+    b.setInsertionPointToStart(ifNull.elseBlock());
+    Value x = loadElems(param(which), f32, hv, 1)[0];
+    scf::YieldOp::create(b, expOf ? exp(x) : x);
+    return ifNull.getResult(0);
+  };
+  aFactor = loadOr(pALog, 1.0, /*expOf=*/true);
+  if (s.gate != GateForm::channel_raw)
+    dtBias = loadOr(pDtBias, 0.0, /*expOf=*/false);
 }
 
 SmallVector<Value> EmitterBase::loadChannelGates(Value tok, Value key,
@@ -701,14 +706,9 @@ SmallVector<Value> EmitterBase::channelDecays(ArrayRef<Value> inputs) {
 }
 
 Value EmitterBase::rawDecay(Value a, Value bias) {
-  // exp(g), g = -exp(A_log) softplus(a + dt_bias), softplus threshold 20
-  // (as FLA).
-  Value x = fadd(a, bias);
-  Value soft = log(fadd(cF32(1.0), exp(x)));
-  Value big =
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
-  soft = arith::SelectOp::create(b, big, x, soft);
-  return exp(fmul(negA, soft));
+  // exp(g) of the call's raw gate form (softplus, or bounded where the
+  // lower_bound parameter is a number), as FLA.
+  return exp(rawLogDecay(fadd(a, bias), aFactor, param(pLowerBound)));
 }
 
 std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {

@@ -51,7 +51,10 @@ namespace mlir::delta {
 ///     bf16 / f16 as the flags say.
 ///   slot_stride: elements between slots of the pool and of state_in
 ///     (>= HV * K * V: vLLM's hybrid cache packs other data in a slot).
-/// dt_bias may be null (0).
+///   lower_bound: NaN for the softplus raw gate -exp(A_log) softplus(a +
+///     dt_bias); a number for FLA's bounded KDA gate lower_bound *
+///     sigmoid(exp(A_log) (a + dt_bias)) (raw gates only).
+/// dt_bias may be null (0); A_log too (a factor 1, the bounded gate only).
 llvm::ArrayRef<KernelParam> decodeKernelParams();
 
 /// The `flags` parameter's bits are deltac_abi::DecodeFlags

@@ -192,16 +192,25 @@ std::pair<Value, Value> PrefillEmitter::gateAndBeta(Value tok, Value hv) {
   case GateForm::log: g = loadF32(param(pG), s.gateType, at); break;
   case GateForm::linear: g = log(loadF32(param(pG), s.gateType, at)); break;
   default: // raw: a + dt_bias[hv]
-    g = rawDecay(fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hv)), hv);
+    g = rawDecay(fadd(loadF32(param(pG), s.gateType, at), loadF32Or(param(pDtBias), hv, 0.0)),
+                 hv);
   }
   return {g, betaOf(tok, hv)};
 }
 
 Value PrefillEmitter::rawDecay(Value x, Value hv) {
-  // -exp(A_log[hv]) * softplus(x), softplus's threshold 20.
-  Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
-  Value soft = log(fadd(cF32(1.0), exp(x)));
-  return fmul(fsub(cF32(0.0), exp(loadF32(param(pALog), f32, hv))), sel(big, x, soft));
+  Value aLog = loadF32Or(param(pALog), hv, 0.0); // exp(0) = 1 without A_log
+  return rawLogDecay(x, exp(aLog), param(pLowerBound));
+}
+
+Value PrefillEmitter::loadF32Or(Value base, Value idx, double otherwise) {
+  auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(base), true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifNull.thenBlock());
+  scf::YieldOp::create(b, cF32(otherwise));
+  b.setInsertionPointToStart(ifNull.elseBlock());
+  scf::YieldOp::create(b, loadF32(base, f32, idx));
+  return ifNull.getResult(0);
 }
 
 Value PrefillEmitter::betaOf(Value tok, Value hv) {
@@ -220,7 +229,8 @@ Value PrefillEmitter::channelGate(Value tok, Value hv, Value d) {
   if (s.gate == GateForm::channel_log)
     return loadF32(param(pG), s.gateType, at);
   // channel_raw: a + dt_bias[hv * K + d].
-  return rawDecay(fadd(loadF32(param(pG), s.gateType, at), loadF32(param(pDtBias), f32, hd)), hv);
+  return rawDecay(fadd(loadF32(param(pG), s.gateType, at), loadF32Or(param(pDtBias), hd, 0.0)),
+                  hv);
 }
 
 Frag PrefillEmitter::tileProduct(Operand A, Value m0, Operand B, Value n0, int64_t Kd) {

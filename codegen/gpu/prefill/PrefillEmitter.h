@@ -36,7 +36,7 @@ enum Param {
   pQ, pK, pV, pO, pG, pBeta, pALog, pDtBias, pInitial, pFinal, pInIdx,
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
   pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw,
-  pTma, pQMap, pKMap, pVMap
+  pTma, pQMap, pKMap, pVMap, pLowerBound, pSlotStride
 };
 
 /// kda's diagonal blocks go through the product form where, in every
@@ -735,8 +735,13 @@ private:
   Value betaOf(Value tok, Value hv);
   /// The log decay of channel d (per-channel gates, rule kda).
   Value channelGate(Value tok, Value hv, Value d);
-  /// A raw gate's log decay from x = a + dt_bias: -exp(A_log[hv]) softplus(x).
+  /// A raw gate's log decay from x = a + dt_bias (rawLogDecay: softplus,
+  /// or bounded where the lower_bound parameter is a number), with
+  /// exp(A_log[hv]) (1 for a null A_log).
   Value rawDecay(Value x, Value hv);
+  /// base[idx] (f32) as f32, or `otherwise` for a null base (FLA's optional
+  /// A_log and dt_bias).
+  Value loadF32Or(Value base, Value idx, double otherwise);
   /// One 16x8 tile of A[m0.., :Kd] * B[n0.., :Kd]^T (both row-major with
   /// the reduction index along rows' columns) by this warp, at run-time
   /// origins m0, n0.

@@ -28,6 +28,10 @@ const KernelParam kParams[] = {
     // TMA tensor copies when `tma` is set.
     {"tma", ParamKind::I32},             {"q_map", ParamKind::TensorMap},
     {"k_map", ParamKind::TensorMap},     {"v_map", ParamKind::TensorMap},
+    // NaN: the softplus raw gate; a number: FLA's bounded KDA gate.
+    {"lower_bound", ParamKind::F32},
+    // Elements between state slots (>= HV * K * V: vLLM's hybrid cache).
+    {"slot_stride", ParamKind::I64},
 };
 } // namespace
 

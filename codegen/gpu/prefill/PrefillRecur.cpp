@@ -96,7 +96,9 @@ void PrefillEmitter::emitRecur() {
   zeroUncovered(coveredTokens(map));
   bool vk = s.layout == StateLayout::vk;
   auto stateIndex = [&](Value slot, Value d, Value col) {
-    Value head = mul(add(mul(slot, toI64(param(pHV))), toI64(hv)), cI64(K * V));
+    // Slots slot_stride elements apart (a slot may hold more than one
+    // state: vLLM's hybrid cache), heads K * V apart within one.
+    Value head = add(mul(slot, param(pSlotStride)), mul(toI64(hv), cI64(K * V)));
     Value vcol = toI64(add(v0, col));
     return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
   };

@@ -62,9 +62,15 @@ delta.spec @bad_io rule = gated dims = [128x128] io = i8 state = f32
 
 // -----
 
-// expected-error @+1 {{state type must be f32 or bf16, got 'f16'}}
-delta.spec @bad_state rule = gated dims = [128x128] io = bf16 state = f16
-    layout = vk gate = log beta = given chunk = 64 entries = [prefill]
+// expected-error @+1 {{state type must be f32, bf16 or f16, got 'i8'}}
+delta.spec @bad_state rule = gated dims = [128x128] io = bf16 state = i8
+    layout = vk gate = log beta = given chunk = 64 entries = [decode] max_t = 2
+
+// -----
+
+// expected-error @+1 {{state type f16 is supported for the 'decode' entry only}}
+delta.spec @f16_prefill rule = gated dims = [128x128] io = bf16 state = f16
+    layout = vk gate = log beta = given chunk = 64 entries = [prefill, decode] max_t = 2
 
 // -----
 

@@ -10,7 +10,7 @@
 // CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gdn_k128_v128_decode(
 // CHECK-SAME: %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias},
-// CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64)
+// CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[BOUND:[[:alnum:]_]+]]: f32)
 // CHECK-SAME: kernel
 // CHECK-SAME: delta.entry = #delta<entry decode>
 // CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, min_blocks_per_sm = 4>
@@ -42,9 +42,14 @@
 // beta: two 16-bit loads serve bf16 and f32 (kBetaF32), no branch.
 // CHECK: llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr<1> -> i16
 // CHECK: llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr<1> -> i16
-// Raw gate fused: exp via ex2.approx, softplus threshold 20.
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// Raw gate fused: the call's form from the lower_bound parameter (a number:
+// FLA's bounded gate lower_bound * sigmoid(s x); NaN: -s softplus(x)), one
+// ex2 for both, softplus threshold 20.
+// CHECK: arith.cmpf ord, %[[BOUND]], %[[BOUND]] : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: arith.divf %[[BOUND]], %{{.*}} : f32
 // Row dots reduced across the 8 lanes of a row.
 // CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.yield

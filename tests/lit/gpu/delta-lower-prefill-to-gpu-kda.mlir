@@ -20,9 +20,20 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: gpu.func @kimi_k64_v64_prefill_prep(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = prep, code = all, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 256,
 // CHECK: gpu.func @kimi_k64_v64_prefill_chunks(
+// CHECK-SAME: %[[BOUND:[[:alnum:]_]+]]: f32, %{{[[:alnum:]_]+}}: i64) kernel
 // CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 512,
+// The raw gate's form is the call's: lower_bound (before slot_stride) a
+// number gives FLA's bounded gate lower_bound * sigmoid(s x), NaN the
+// softplus form; A_log and dt_bias may be null (1 and 0: branches).
+// CHECK: scf.if %{{.*}} -> (f32)
+// CHECK: arith.cmpf ord, %[[BOUND]], %[[BOUND]] : f32
+// CHECK: arith.divf %[[BOUND]], %{{.*}} : f32
 // CHECK: nvvm.mma.sync {{.*}} multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK: gpu.func @kimi_k64_v64_prefill_recur(
+// CHECK-SAME: %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64) kernel
+// States slot_stride elements apart (vLLM's hybrid cache keeps other data
+// in a slot): the slot index is scaled by the parameter.
+// CHECK: arith.muli %{{.*}}, %[[SLOTSTRIDE]] : i64
 // CHECK: gpu.func @kimi_log_k64_v64_prefill_chunks(
 // CHECK-SAME: block_threads = 512,
 // Two copy groups, the decays' first: the cumsum waits for that one alone.
