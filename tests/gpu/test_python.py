@@ -21,6 +21,7 @@ a failed check)
 import os
 import subprocess
 import sys
+import time
 import warnings
 
 import torch
@@ -51,9 +52,15 @@ else:
 results = []
 
 
+START = time.monotonic()
+
+
 def check(name, ok, detail=""):
     results.append((name, ok, detail))
-    print(f"{'PASS' if ok else 'FAIL'} {name:60s} {detail}", flush=True)
+    # The log line ends with the seconds since the start (the run must stay
+    # well inside the device's 10 minutes a command: where the time goes).
+    print(f"{'PASS' if ok else 'FAIL'} {name:60s} {detail} [{time.monotonic() - START:.0f} s]",
+          flush=True)
 
 
 # Checks that fn raises ValueError mentioning text.
