@@ -162,18 +162,18 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       limitingChip = chip.str();
     }
   }
-  auto emit = [&](StringRef part, const PrefillPlan &plan, StringRef suffix,
+  auto emit = [&](PrefillPart part, const PrefillPlan &plan, StringRef suffix,
                   int64_t minBlocks, ArrayAttr moduleTargets,
                   StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
+    StringRef partName = prefillPartName(part);
+    bool recur = part == PrefillPart::recur;
     // A kernel whose buffers do not fit a block could only fail at launch.
     // recur runs with one stage where two do not fit (RecurSmem).
-    int64_t smem = part == "chunks" || part == "queue" ? plan.chunksSmem
-                   : part == "recur" ? plan.recurSmem - plan.recurSmemStage
-                                     : plan.prepSmem;
+    int64_t smem = prefillPartSharedBytes(part, plan) - (recur ? plan.recurSmemStage : 0);
     if (smem > sharedLimit)
       return func.emitError()
              << "prefill K = " << spec.k << ", V = " << spec.v << ", chunk "
-             << spec.chunk << ": the " << part << " kernel needs " << smem
+             << spec.chunk << ": the " << partName << " kernel needs " << smem
              << " bytes of shared memory, more than the " << sharedLimit
              << " a block can have on " << limitingChip
              << (spec.chunk > 32 ? "; use chunk = 32" : "");
@@ -186,7 +186,6 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
     auto even = [&](int64_t m, int64_t n, int64_t warps) {
       return ((m / 16) * (n / 8)) % warps == 0 && (m / 16) * (n / 8) >= warps;
     };
-    bool recur = part == "recur";
     int64_t outWarps = recur ? plan.outputWarps : plan.threads / 32;
     int64_t rowWarps = recur ? plan.stateWarps : plan.threads / 32;
     int64_t tooFew = !even(spec.chunk, plan.valueTile, outWarps) ? outWarps
@@ -198,7 +197,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       return func.emitError() << "V tile " << plan.valueTile
                               << " is too narrow for " << tooFew
                               << " warps with chunk " << spec.chunk;
-    std::string kernel = name + "_" + part.str() + suffix.str();
+    std::string kernel = name + "_" + partName.str() + suffix.str();
     auto module = gpu::GPUModuleOp::create(
         builder, func.getLoc(), kernel + moduleSuffix.str() + "_gpu", moduleTargets);
     gpu::GPUFuncOp k = buildPrefillKernel(builder, func.getLoc(), module, name, part,
@@ -221,7 +220,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   for (const Recur &r : recurs)
     threads = std::min(threads, planPrefill(spec, r.tile).threads);
   PrefillPlan first = planPrefill(spec, recurs.front().tile, threads);
-  if (failed(emit("prep", first, "", 0, targets)))
+  if (failed(emit(PrefillPart::prep, first, "", 0, targets)))
     return failure();
   // chunks and recur differ by kind of target: cp.async (sm_80), bulk
   // copies and a programmatic dependent launch (sm_90 and later), and on
@@ -232,42 +231,41 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   for (const Recur &r : recurs)
     tiles.push_back(r.tile);
   bool warpgroup = prefillWarpgroupFits(spec, tiles);
-  enum Kind { cpAsync, bulk, wgmma };
-  auto kindOf = [&](Attribute t) {
+  auto codeOf = [&](Attribute t) {
     StringRef chip = cast<NVVM::NVVMTargetAttr>(t).getChip();
-    return warpgroup && targetHasWarpgroupMma(chip) ? wgmma
-           : targetHasBulkCopies(chip)               ? bulk
-                                                     : cpAsync;
+    return warpgroup && targetHasWarpgroupMma(chip) ? KernelCode::wgmma
+           : targetHasBulkCopies(chip)               ? KernelCode::bulk
+                                                     : KernelCode::cp_async;
   };
-  // The kinds in the order of their first target (the listing's order).
-  SmallVector<Kind> kinds;
-  SmallVector<SmallVector<Attribute>> groups(3);
+  // The kinds of code in the order of their first target (the listing's
+  // order), and each one's targets.
+  SmallVector<KernelCode> kinds;
+  llvm::SmallDenseMap<KernelCode, SmallVector<Attribute>, 4> groups;
   for (Attribute t : targets) {
-    Kind k = kindOf(t);
+    KernelCode k = codeOf(t);
     if (groups[k].empty())
       kinds.push_back(k);
     groups[k].push_back(t);
   }
-  auto codeOf = [&](Kind k) {
-    return k == cpAsync ? KernelCode::cp_async : k == bulk ? KernelCode::bulk : KernelCode::wgmma;
-  };
-  auto moduleSuffix = [&](Kind k) -> std::string {
+  auto moduleSuffix = [&](KernelCode k) -> std::string {
     if (kinds.size() == 1)
       return "";
-    return k == cpAsync ? "" : k == bulk ? "_bulk" : "_wgmma";
+    return k == KernelCode::bulk ? "_bulk" : k == KernelCode::wgmma ? "_wgmma" : "";
   };
   // The overlapped launch's chunks (PrefillOverlap.cpp), where a recur
   // variant takes that launch.
   bool overlaps = llvm::any_of(recurs, [](const Recur &r) { return r.overlap > 0; });
-  for (Kind k : kinds) {
+  for (KernelCode k : kinds) {
     PrefillPlan plan = first;
-    plan.code = codeOf(k);
-    if (k == wgmma)
+    plan.code = k;
+    if (k == KernelCode::wgmma)
       useWarpgroupRecur(plan, spec);
-    if (failed(emit("chunks", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
+    if (failed(emit(PrefillPart::chunks, plan, "", 0, builder.getArrayAttr(groups[k]),
+                    moduleSuffix(k))))
       return failure();
     if (plan.warpgroupChunks() && overlaps &&
-        failed(emit("queue", plan, "", 0, builder.getArrayAttr(groups[k]), moduleSuffix(k))))
+        failed(emit(PrefillPart::queue, plan, "", 0, builder.getArrayAttr(groups[k]),
+                    moduleSuffix(k))))
       return failure();
     // chunks' form for the recur that reads raw q and k: only where one of
     // the recur variants of this kind is that form (RecurForm::TransposedRawQK).
@@ -278,17 +276,17 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       useWarpgroupRecur(recur, spec);
       return recur.recurRawQK();
     };
-    if (k == wgmma && plan.warpgroupChunks() && llvm::any_of(recurs, readsRaw) &&
-        failed(emit("chunks", rawPlan, "_raw", 0, builder.getArrayAttr(groups[k]),
+    if (k == KernelCode::wgmma && plan.warpgroupChunks() && llvm::any_of(recurs, readsRaw) &&
+        failed(emit(PrefillPart::chunks, rawPlan, "_raw", 0, builder.getArrayAttr(groups[k]),
                     moduleSuffix(k))))
       return failure();
   }
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.tile);
-    for (Kind k : kinds) {
+    for (KernelCode k : kinds) {
       PrefillPlan plan = planPrefill(spec, r.tile, threads);
-      plan.code = codeOf(k);
-      if (k == wgmma)
+      plan.code = k;
+      if (k == KernelCode::wgmma)
         useWarpgroupRecur(plan, spec);
       // Only sm_90a's transposed recur, beside the warpgroup chunks (its raw
       // q/k form), is fast enough per chunk to keep pace on a quarter of the
@@ -296,15 +294,15 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       int64_t overlap = plan.recur == RecurForm::TransposedRawQK ? r.overlap : 0;
       if (overlap > 0)
         plan.recur = RecurForm::TransposedOverlap;
-      if (failed(emit("recur", plan, suffix, r.minBlocks, builder.getArrayAttr(groups[k]),
-                      moduleSuffix(k), overlap)))
+      if (failed(emit(PrefillPart::recur, plan, suffix, r.minBlocks,
+                      builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
         return failure();
       // The shared overlapped launch's recur (RecurForm::TransposedShared):
       // the same recurrence beside one queue block per SM.
       if (overlap > 0) {
         PrefillPlan shared = plan;
         shared.recur = RecurForm::TransposedShared;
-        if (failed(emit("recur", shared, "_shared", r.minBlocks,
+        if (failed(emit(PrefillPart::recur, shared, "_shared", r.minBlocks,
                         builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
           return failure();
       }

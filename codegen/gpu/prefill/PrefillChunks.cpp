@@ -24,8 +24,7 @@ void PrefillEmitter::emitChunks() {
 }
 
 void PrefillEmitter::chunkItem(Value flat) {
-  int64_t C = s.chunk, K = s.k, V = s.v;
-  ChunksSmem L(s);
+  int64_t C = s.chunk;
   Value c = divu(flat, param(pHV)), hv = remu(flat, param(pHV));
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
@@ -71,9 +70,22 @@ void PrefillEmitter::chunkItem(Value flat) {
   auto [bos, eos] = sequenceBounds(map, n);
   Value t0 = add(bos, mul(toI64(j), cI64(C)));
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-  Value h = keyHead(hv);
-  if (plan.warpgroupChunks())
-    return chunksWarpgroup(ChunkSite{c, hv, h, t0, rows});
+  ChunkSite site{c, hv, keyHead(hv), t0, rows};
+  // One body per chunks form.
+  switch (plan.chunks) {
+  case ChunksForm::Warpgroup:
+  case ChunksForm::WarpgroupRawQK:
+    return chunksWarpgroup(site);
+  case ChunksForm::Rows:
+  case ChunksForm::RowsForWarpgroupRecur:
+    return chunksRows(site);
+  }
+}
+
+void PrefillEmitter::chunksRows(const ChunkSite &site) {
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  ChunksSmem L(s);
+  Value c = site.c, hv = site.hv, h = site.h, t0 = site.t0, rows = site.rows;
   Value kb = region(L.kb), qb = region(L.qb), lf = region(L.lf), af = region(L.af),
         vb = region(L.vb), gam = region(L.gam), gr = region(L.gr), betaS = region(L.beta),
         eG = region(L.eg), eGL = region(L.egl), bEG = region(L.beg);

@@ -167,6 +167,9 @@ private:
   /// chunks on sm_90a (ChunksForm::Warpgroup,
   /// PrefillChunksWarpgroup.cpp).
   void chunksWarpgroup(const ChunkSite &site);
+  /// chunks' mma.sync forms (ChunksForm::Rows, ::RowsForWarpgroupRecur):
+  /// one chunk of one value head (PrefillChunks.cpp).
+  void chunksRows(const ChunkSite &site);
   /// One (chunk, value head) item of chunks: flat = chunk * HV + head.
   void chunkItem(Value flat);
   // The overlapped launch (PrefillOverlap.cpp): chunks takes its items
@@ -232,6 +235,9 @@ private:
   /// recur as wgmma warpgroups (RecurForm::Warpgroup,
   /// PrefillRecurWarpgroup.cpp).
   void recurWarpgroup(const RecurSequence &q);
+  /// recur's mma.sync forms (RecurForm::SharedRows, ::RegisterState): the
+  /// state and output warp roles around the operand ring (PrefillRecur.cpp).
+  void recurRows(const RecurSequence &q);
   /// The warpgroup forms' ring: chunk c's operands into its stage (at
   /// `base`, the aligned shared memory), one thread's five bulk copies
   /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.

@@ -12,14 +12,29 @@ using namespace mlir;
 using namespace mlir::delta;
 using namespace mlir::delta::prefill;
 
-ArrayRef<StringRef> mlir::delta::prefillKernelParts() {
-  static const StringRef parts[] = {"prep", "chunks", "recur"};
-  return parts;
+StringRef mlir::delta::prefillPartName(PrefillPart part) {
+  switch (part) {
+  case PrefillPart::prep: return "prep";
+  case PrefillPart::chunks: return "chunks";
+  case PrefillPart::queue: return "queue";
+  case PrefillPart::recur: return "recur";
+  }
+  llvm_unreachable("unknown prefill part");
+}
+
+int64_t mlir::delta::prefillPartSharedBytes(PrefillPart part, const PrefillPlan &plan) {
+  switch (part) {
+  case PrefillPart::prep: return plan.prepSmem;
+  case PrefillPart::chunks:
+  case PrefillPart::queue: return plan.chunksSmem;
+  case PrefillPart::recur: return plan.recurSmem;
+  }
+  llvm_unreachable("unknown prefill part");
 }
 
 gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module, StringRef name,
-                                     StringRef part, const PrefillSpec &spec,
+                                     PrefillPart part, const PrefillSpec &spec,
                                      const PrefillPlan &plan,
                                      StringRef suffix) {
   MLIRContext *ctx = builder.getContext();
@@ -28,30 +43,33 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   builder.setInsertionPointToEnd(module.getBody());
   // Dynamic shared memory: the kernels need more than the 48 KiB a static
   // array may have; the host raises the limit per kernel.
-  std::string kernelName = (name + "_" + part + suffix).str();
+  std::string kernelName = (name + "_" + prefillPartName(part) + suffix).str();
   // recur and chunks have block sizes of their own.
   PrefillPlan own = plan;
-  if (part == "recur")
+  if (part == PrefillPart::recur)
     own.threads = plan.recurThreads;
-  if (part == "chunks" || part == "queue")
+  if (part == PrefillPart::chunks || part == PrefillPart::queue)
     own.threads = plan.chunksThreads;
   std::string smemName = kernelName + "_smem";
   LLVM::GlobalOp::create(builder, loc, LLVM::LLVMArrayType::get(builder.getI8Type(), 0),
                          /*isConstant=*/false, LLVM::Linkage::External, smemName,
                          Attribute(), /*alignment=*/16, /*addrSpace=*/3);
-  int64_t smemBytes = part == "prep"     ? plan.prepSmem
-                      : part == "chunks" || part == "queue" ? plan.chunksSmem
-                                         : plan.recurSmem;
+  int64_t smemBytes = prefillPartSharedBytes(part, plan);
   auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  KernelRole role = part == "prep"     ? KernelRole::prep
-                    : part == "queue"  ? KernelRole::queue
-                    : part == "chunks" ? (plan.chunksRawQK() ? KernelRole::chunks_raw
-                                                           : KernelRole::chunks)
-                    : plan.sharedOverlap() ? KernelRole::recur_shared
-                                         : KernelRole::recur;
-  bool recur = part == "recur";
+  bool recur = part == PrefillPart::recur;
+  KernelRole role = KernelRole::prep;
+  switch (part) {
+  case PrefillPart::prep: role = KernelRole::prep; break;
+  case PrefillPart::queue: role = KernelRole::queue; break;
+  case PrefillPart::chunks:
+    role = plan.chunksRawQK() ? KernelRole::chunks_raw : KernelRole::chunks;
+    break;
+  case PrefillPart::recur:
+    role = plan.sharedOverlap() ? KernelRole::recur_shared : KernelRole::recur;
+    break;
+  }
   func->setAttr(DeltaDialect::kKernelAttrName,
                 KernelAttr::get(ctx, role, plan.code, spec.k, spec.v, plan.valueTile,
                                 spec.v / plan.valueTile, own.threads, smemBytes,
@@ -64,23 +82,22 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // The queue's loop (PrefillOverlap.cpp) has ptxas take more registers
   // than chunks' single item (108 against 79 at K = V = 128): hold it to
   // three blocks per SM, which it fits without spilling.
-  if (part == "queue")
+  if (part == PrefillPart::queue)
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
   // setmaxnreg needs the launch's registers per thread fixed (.maxnreg).
-  if (part == "recur" && plan.sharedOverlap())
+  if (recur && plan.sharedOverlap())
     func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(kSharedRecurRegisters));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
   Value smem = LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(ctx, 3), smemName);
   PrefillEmitter emitter(b, func, spec, own, smem);
-  if (part == "prep")
-    emitter.emitPrep();
-  else if (part == "chunks")
-    emitter.emitChunks();
-  else if (part == "queue")
-    emitter.emitQueue();
-  else
-    emitter.emitRecur();
+  // One dispatch: the part's entry, which builds the plan's form of it.
+  switch (part) {
+  case PrefillPart::prep: emitter.emitPrep(); break;
+  case PrefillPart::chunks: emitter.emitChunks(); break;
+  case PrefillPart::queue: emitter.emitQueue(); break;
+  case PrefillPart::recur: emitter.emitRecur(); break;
+  }
   b.setInsertionPointToEnd(&func.getBody().front());
   gpu::ReturnOp::create(b);
   return func;

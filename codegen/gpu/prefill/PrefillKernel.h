@@ -46,19 +46,27 @@
 
 namespace mlir::delta {
 
-/// The kernels of a prefill entry in launch order: "prep", "chunks", "recur".
-llvm::ArrayRef<llvm::StringRef> prefillKernelParts();
+/// The kernels of a prefill entry, in launch order: prep, chunks (or its
+/// queue form in the overlapped launch), recur. The body of chunks and
+/// recur is the plan's form (PrefillPlan::chunks, ::recur).
+enum class PrefillPart { prep, chunks, queue, recur };
+
+/// The part's name in its kernels' names (`<spec>_k<K>_v<V>_prefill_<part>`).
+llvm::StringRef prefillPartName(PrefillPart part);
 
 /// Builds kernel `<name>_<part><suffix>` into `module` and returns it, its
-/// body the plan's form of that part (PrefillPlan::chunks, ::recur). The
-/// gpu.func carries its `delta.kernel` (#delta.kernel): the role (`part`,
-/// or chunks_raw / recur_shared by the plan's forms), the kind of target
-/// code (PrefillPlan::code), block size, dynamic shared memory and the
-/// recur grid's V tiles; the caller adds the dispatch bounds.
+/// body the plan's form of that part. The gpu.func carries its
+/// `delta.kernel` (#delta.kernel): the role (the part, or chunks_raw /
+/// recur_shared by the plan's forms), the kind of target code
+/// (PrefillPlan::code), block size, dynamic shared memory and the recur
+/// grid's V tiles; the caller adds the dispatch bounds.
 gpu::GPUFuncOp buildPrefillKernel(OpBuilder &builder, Location loc,
                         gpu::GPUModuleOp module, StringRef name,
-                        StringRef part, const PrefillSpec &spec,
+                        PrefillPart part, const PrefillSpec &spec,
                         const PrefillPlan &plan, StringRef suffix = "");
+
+/// The dynamic shared memory the part's kernel is launched with at most.
+int64_t prefillPartSharedBytes(PrefillPart part, const PrefillPlan &plan);
 
 } // namespace mlir::delta
 

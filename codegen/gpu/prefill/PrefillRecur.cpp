@@ -33,13 +33,7 @@ static RecurProducts recurProducts(int64_t stateRegs) {
 }
 
 void PrefillEmitter::emitRecur() {
-  int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
-  RecurSmem L(s, BV, plan.registerState());
-  // Registers of the state tile per state thread where the state warps
-  // share it (with the register-resident state, the output warps hold no
-  // state: the full budget).
-  RecurProducts products = recurProducts(
-      plan.registerState() ? 0 : K * BV / (plan.stateWarps * 32));
+  int64_t K = s.k, V = s.v, BV = plan.valueTile;
   // One-dimensional grid, sequence-major: the blocks of the grid's first
   // sequence (all heads and V tiles) are dispatched first. With the inline
   // map that is the longest sequence, and so on down (longestFirst): a long
@@ -109,16 +103,33 @@ void PrefillEmitter::emitRecur() {
   // A skipped sequence runs no chunk; this block zeroes its share of o.
   ifThen(skipped, [&] { zeroSequence(bos, eos, hv, v0, BV); });
   c1 = arith::SelectOp::create(b, skipped, c0, c1);
-  if (plan.transposedRecur()) {
-    recurTransposed(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
-                                  stateIndex});
-    return;
+  RecurSequence seq{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot, stateIndex};
+  // One body per recur form.
+  switch (plan.recur) {
+  case RecurForm::Transposed:
+  case RecurForm::TransposedRawQK:
+  case RecurForm::TransposedOverlap:
+  case RecurForm::TransposedShared:
+    return recurTransposed(seq);
+  case RecurForm::Warpgroup:
+    return recurWarpgroup(seq);
+  case RecurForm::SharedRows:
+  case RecurForm::RegisterState:
+    return recurRows(seq);
   }
-  if (plan.warpgroupRecur()) {
-    recurWarpgroup(RecurSequence{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot,
-                                 stateIndex});
-    return;
-  }
+}
+
+void PrefillEmitter::recurRows(const RecurSequence &q) {
+  int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
+  RecurSmem L(s, BV, plan.registerState());
+  // Registers of the state tile per state thread where the state warps
+  // share it (with the register-resident state, the output warps hold no
+  // state: the full budget).
+  RecurProducts products = recurProducts(
+      plan.registerState() ? 0 : K * BV / (plan.stateWarps * 32));
+  Value hv = q.hv, v0 = q.v0, c0 = q.c0, c1 = q.c1, bos = q.bos, eos = q.eos;
+  Value readOk = q.readOk, writeOk = q.writeOk, inSlot = q.inSlot, outSlot = q.outSlot;
+  const auto &stateIndex = q.stateIndex;
   Value st = region(L.st), vn = region(L.vn);
   // The pipeline depth from the launch's dynamic shared memory: 2 stages,
   // 3 where the host granted one more, or 1 where it gave one less so that
