@@ -442,7 +442,9 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     return invalid("slot_stride = " + std::to_string(a.slot_stride) +
                    " is smaller than one slot's HV * K * V = " +
                    std::to_string(oneState) + " elements");
-  if (slotStride * stateBytes % 16 != 0)
+  // (16 / bytes elements: no product that could overflow before the extent
+  // check below.)
+  if (slotStride % (16 / stateBytes) != 0)
     return invalid("slot_stride = " + std::to_string(a.slot_stride) +
                    " must keep every slot 16-byte aligned");
   for (std::string e :

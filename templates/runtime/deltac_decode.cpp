@@ -230,7 +230,9 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
     return invalid("slot_stride = " + std::to_string(a.slot_stride) +
                    " is smaller than one slot's HV * K * V = " +
                    std::to_string(oneState) + " elements");
-  if (poolStride * std::min(stateBytes, dtypeBytes(inDtype)) % 16 != 0)
+  // 16 / bytes elements (no product that could overflow before the extent
+  // checks).
+  if (poolStride % (16 / std::min(stateBytes, dtypeBytes(inDtype))) != 0)
     return invalid("slot_stride = " + std::to_string(a.slot_stride) +
                    " must keep every slot 16-byte aligned");
   if (a.step_states && !aligned16(a.step_states))

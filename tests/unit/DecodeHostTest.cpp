@@ -416,6 +416,10 @@ TEST(DecodeHost, SizeProductsNeverWrap) {
   wrap.args.slots = int64_t(1) << 62; // * HV * K * V wraps in int64
   expectRejected(wrap, DELTAC_INVALID_ARGUMENT,
                  "state (slots * slot_stride) would span more than 2^48 bytes");
+  ValidCall stride;
+  stride.args.slot_stride = (int64_t(1) << 62) + 4; // * 4 bytes wraps in int64
+  expectRejected(stride, DELTAC_INVALID_ARGUMENT,
+                 "state (slots * slot_stride) would span more than 2^48 bytes");
 }
 
 // Any int may arrive through the C API in a dtype field; it is read as an

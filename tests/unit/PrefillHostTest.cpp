@@ -186,10 +186,12 @@ TEST(PrefillHost, SizeProductsNeverWrap) {
       static_cast<const int32_t *>(pool.buffer(16));
   expectRejected(pool, DELTAC_INVALID_ARGUMENT,
                  "the states (slots * slot_stride) would span more than 2^48");
-  ValidPrefill stride;
-  stride.args.slot_stride = int64_t(1) << 60;
-  expectRejected(stride, DELTAC_INVALID_ARGUMENT,
-                 "the states (slots * slot_stride) would span more than 2^48");
+  for (int64_t huge : {int64_t(1) << 60, (int64_t(1) << 62) + 4}) { // * 4 bytes wraps
+    ValidPrefill stride;
+    stride.args.slot_stride = huge;
+    expectRejected(stride, DELTAC_INVALID_ARGUMENT,
+                   "the states (slots * slot_stride) would span more than 2^48");
+  }
   ValidPrefill negative;
   negative.args.T = -5;
   expectRejected(negative, DELTAC_INVALID_ARGUMENT,

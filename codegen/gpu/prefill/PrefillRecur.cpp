@@ -99,7 +99,8 @@ void PrefillEmitter::emitRecur() {
   Value inlineMap = map.inlineMap, scan = map.scan;
   Value c0 = chunkOffsetOf(inlineMap, scan, n),
         c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));
-  auto [bos, eos] = sequenceBounds(map, n);
+  Value bos, eos; // named values, not structured bindings: the lambda captures them
+  std::tie(bos, eos) = sequenceBounds(map, n);
   // A skipped sequence runs no chunk; this block zeroes its share of o.
   ifThen(skipped, [&] { zeroSequence(bos, eos, hv, v0, BV); });
   c1 = arith::SelectOp::create(b, skipped, c0, c1);
