@@ -83,9 +83,13 @@ protected:
     Value e = exp(arith::SelectOp::create(b, bounded, negSX, x));
     Value big = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, cF32(20.0));
     Value soft = arith::SelectOp::create(b, big, x, log(fadd(cF32(1.0), e)));
-    return arith::SelectOp::create(b, bounded,
-                                   fdiv(lowerBound, fadd(cF32(1.0), e)),
-                                   fmul(fsub(cF32(0.0), s), soft));
+    // div.approx (2 ulp; 1 + e >= 1): both forms are computed and one
+    // selected, and an IEEE divide per gate would cost the softplus form
+    // a slow-path sequence it does not use.
+    return arith::SelectOp::create(
+        b, bounded,
+        intrinsic("llvm.nvvm.div.approx.f", {lowerBound, fadd(cF32(1.0), e)}),
+        fmul(fsub(cF32(0.0), s), soft));
   }
   /// Element i of vector v.
   Value elt(Value v, int64_t i) {

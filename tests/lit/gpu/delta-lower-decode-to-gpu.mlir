@@ -49,7 +49,7 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
-// CHECK: arith.divf %[[BOUND]], %{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.div.approx.f"(%[[BOUND]], %{{.*}})
 // Row dots reduced across the 8 lanes of a row.
 // CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.yield

@@ -27,7 +27,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // softplus form; A_log and dt_bias may be null (1 and 0: branches).
 // CHECK: scf.if %{{.*}} -> (f32)
 // CHECK: arith.cmpf ord, %[[BOUND]], %[[BOUND]] : f32
-// CHECK: arith.divf %[[BOUND]], %{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.div.approx.f"(%[[BOUND]], %{{.*}})
 // CHECK: nvvm.mma.sync {{.*}} multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK: gpu.func @kimi_k64_v64_prefill_recur(
 // CHECK-SAME: %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64) kernel
