@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::delta {
@@ -115,6 +116,18 @@ protected:
   Value isNull(Value p) {
     Value null = LLVM::ZeroOp::create(b, ptr);
     return LLVM::ICmpOp::create(b, LLVM::ICmpPredicate::eq, p, null);
+  }
+  /// `load()` (an f32), emitted in the branch where `p` is not null, else
+  /// `otherwise`: FLA's optional A_log and dt_bias (a null pointer is never
+  /// dereferenced).
+  Value unlessNull(Value p, double otherwise, function_ref<Value()> load) {
+    auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(p), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifNull.thenBlock());
+    scf::YieldOp::create(b, cF32(otherwise));
+    b.setInsertionPointToStart(ifNull.elseBlock());
+    scf::YieldOp::create(b, load());
+    return ifNull.getResult(0);
   }
   Value blockId(gpu::Dimension d) {
     return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));

@@ -175,6 +175,25 @@ inline std::string checkGateInputs(GateKind gate, const void *g,
   return "";
 }
 
+/// The elements between state slots (decode's pool and state_in, prefill's
+/// initial and final states): slot_stride, 0 meaning one state of
+/// `oneState` elements. It must cover one state and keep every slot 16-byte
+/// aligned for elements of `bytes` (checked as a multiple of 16 / bytes
+/// elements: no product that could wrap before the extent checks). Sets
+/// `stride` and returns "", or the message.
+inline std::string checkSlotStride(int64_t slotStride, int64_t oneState,
+                                   int64_t bytes, int64_t &stride) {
+  stride = slotStride == 0 ? oneState : slotStride;
+  if (slotStride < 0 || stride < oneState)
+    return "slot_stride = " + std::to_string(slotStride) +
+           " is smaller than one slot's HV * K * V = " +
+           std::to_string(oneState) + " elements";
+  if (stride % (16 / bytes) != 0)
+    return "slot_stride = " + std::to_string(slotStride) +
+           " must keep every slot 16-byte aligned";
+  return "";
+}
+
 /// The kernels' lower_bound parameter: the bound for the bounded gate, NaN
 /// for the softplus form.
 inline float kernelLowerBound(int32_t boundedGate, float lowerBound) {

@@ -224,17 +224,13 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   if (a.state && !aligned16(a.state))
     return invalid("state must be 16-byte aligned");
   const int64_t stateBytes = dtypeBytes(v.state);
-  const int64_t oneState = a.HV * v.K * v.V;
-  const int64_t poolStride = a.slot_stride == 0 ? oneState : a.slot_stride;
-  if (a.slot_stride < 0 || poolStride < oneState)
-    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
-                   " is smaller than one slot's HV * K * V = " +
-                   std::to_string(oneState) + " elements");
-  // 16 / bytes elements (no product that could overflow before the extent
-  // checks).
-  if (poolStride % (16 / std::min(stateBytes, dtypeBytes(inDtype))) != 0)
-    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
-                   " must keep every slot 16-byte aligned");
+  int64_t poolStride = 0;
+  // Slots of the pool and of state_in: the narrower dtype's alignment.
+  if (std::string e = checkSlotStride(a.slot_stride, a.HV * v.K * v.V,
+                                      std::min(stateBytes, dtypeBytes(inDtype)),
+                                      poolStride);
+      !e.empty())
+    return invalid(e);
   if (a.step_states && !aligned16(a.step_states))
     return invalid("step_states must be 16-byte aligned");
   // Natural alignment of what the kernel loads one element at a time.

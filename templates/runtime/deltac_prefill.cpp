@@ -436,17 +436,11 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   const int64_t stateBytes = dtypeBytes(v.state);
   // Slots of both state tensors slot_stride elements apart (a slot may hold
   // more than one state: vLLM's hybrid cache).
-  const int64_t oneState = a.HV * v.K * v.V;
-  const int64_t slotStride = a.slot_stride == 0 ? oneState : a.slot_stride;
-  if (a.slot_stride < 0 || slotStride < oneState)
-    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
-                   " is smaller than one slot's HV * K * V = " +
-                   std::to_string(oneState) + " elements");
-  // (16 / bytes elements: no product that could overflow before the extent
-  // check below.)
-  if (slotStride % (16 / stateBytes) != 0)
-    return invalid("slot_stride = " + std::to_string(a.slot_stride) +
-                   " must keep every slot 16-byte aligned");
+  int64_t slotStride = 0;
+  if (std::string e = checkSlotStride(a.slot_stride, a.HV * v.K * v.V, stateBytes,
+                                      slotStride);
+      !e.empty())
+    return invalid(e);
   for (std::string e :
        {checkExtent("q", {a.T, qs, ioBytes}), checkExtent("k", {a.T, ks, ioBytes}),
         checkExtent("v", {a.T, vs, ioBytes}), checkExtent("o", {a.T, os, ioBytes}),

@@ -656,20 +656,12 @@ void EmitterBase::loadHeadParams() {
   // dt_bias: loaded with each token's gate, see loadChannelGates). A null
   // A_log is a factor 1 (FLA's bounded gate without A_log; the host
   // requires A_log for the softplus form), a null dt_bias 0.
-  auto loadOr = [&](Param which, double otherwise, bool expOf) {
-    auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(param(which)),
-                                    true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifNull.thenBlock());
-    scf::YieldOp::create(b, cF32(otherwise));
-    b.setInsertionPointToStart(ifNull.elseBlock());
-    Value x = loadElems(param(which), f32, hv, 1)[0];
-    scf::YieldOp::create(b, expOf ? exp(x) : x);
-    return ifNull.getResult(0);
-  };
-  aFactor = loadOr(pALog, 1.0, /*expOf=*/true);
+  aFactor = unlessNull(param(pALog), 1.0, [&] {
+    return exp(loadElems(param(pALog), f32, hv, 1)[0]);
+  });
   if (s.gate != GateForm::channel_raw)
-    dtBias = loadOr(pDtBias, 0.0, /*expOf=*/false);
+    dtBias = unlessNull(param(pDtBias), 0.0,
+                        [&] { return loadElems(param(pDtBias), f32, hv, 1)[0]; });
 }
 
 SmallVector<Value> EmitterBase::loadChannelGates(Value tok, Value key,

@@ -204,13 +204,7 @@ Value PrefillEmitter::rawDecay(Value x, Value hv) {
 }
 
 Value PrefillEmitter::loadF32Or(Value base, Value idx, double otherwise) {
-  auto ifNull = scf::IfOp::create(b, TypeRange{f32}, isNull(base), true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifNull.thenBlock());
-  scf::YieldOp::create(b, cF32(otherwise));
-  b.setInsertionPointToStart(ifNull.elseBlock());
-  scf::YieldOp::create(b, loadF32(base, f32, idx));
-  return ifNull.getResult(0);
+  return unlessNull(base, otherwise, [&] { return loadF32(base, f32, idx); });
 }
 
 Value PrefillEmitter::betaOf(Value tok, Value hv) {
