@@ -15,13 +15,9 @@ of [1, T, HV, K], fp32; otherwise the same inputs and options), errors
 against an fp64 token-by-token KDA recurrence written here.
 Usage: bench_prefill.py --lib libdeltac_test_prefill.so --out DIR
   [--rule gdn|kda] [--shapes a,b] [--profile] [--no-fla] [--accuracy-only]
-  [--no-max-seqlen] [--host-us] [--checkpoints]
+  [--no-max-seqlen] [--host-us]
 (`--shapes mixed32k_h16 [--no-max-seqlen]` times the longest-sequence
 dispatch, with and without max_seqlen.)
-`--rule kda --checkpoints` times FLA's chunk_kda(return_intermediate_states=
-True) against the generated Python module's chunk_kda with the same
-arguments (the state entering every chunk, bf16; cu_seqlens_cpu given to
-both, as a serving engine has it), and deltac's call without the states.
 """
 import argparse
 import ctypes
@@ -182,12 +178,7 @@ def main():
                     help="with --no-fla: also the host time per eager call")
     ap.add_argument("--rule", default="gdn", choices=["gdn", "kda"],
                     help="kda: FLA's chunk_kda against deltac's kkv spec")
-    ap.add_argument("--checkpoints", action="store_true",
-                    help="with --rule kda: return_intermediate_states through both "
-                         "Python APIs (FLA's and the generated module's)")
     args = ap.parse_args()
-    if args.checkpoints:
-        return checkpoints(args)
     kda = args.rule == "kda"
     lib = Deltac(args.lib, "kkv" if kda else "gkv")
     inputs = kda_inputs if kda else H.prefill_inputs
@@ -266,49 +257,6 @@ def main():
         print(f"  {name:21s} | {a:6.3f} | {b:6.3f} | {a / b:5.2f}x")
     for who, eo, es in acc:
         print(f"  error vs fp64 {who:7s} o {eo:.2e} state {es:.2e}")
-
-
-def checkpoints(args):
-    """chunk_kda with return_intermediate_states through FLA and through the
-    generated module (deltac_test_prefill.chunk_kda, the kkv spec), one
-    call per graph; and the module's call without the states."""
-    if args.rule != "kda":
-        sys.exit("Error: --checkpoints compares chunk_kda: pass --rule kda (FLA's "
-                 "chunk_gated_delta_rule has no return_intermediate_states)")
-    if H.import_fla() is None:
-        sys.exit("Error: FLA is not importable: put it on PYTHONPATH")
-    from fla.ops.kda import chunk_kda
-    os.environ["DELTAC_DELTAC_TEST_PREFILL_LIB"] = os.path.abspath(args.lib)
-    sys.path.insert(0, os.path.join(ROOT, "generated", "deltac_test_prefill"))
-    import deltac_test_prefill as tp
-    named = args.shapes.split(",") if args.shapes else []
-    shapes = [s for s in H.PREFILL_SHAPES if not named or s[0] in named]
-    table = []
-    for name, lens, Hh, HV in shapes:
-        q, k, v, g, beta, cu, h0 = kda_inputs(lens, Hh, HV)
-        cu_arg, cu_cpu = (cu, cu.cpu()) if len(lens) > 1 else (None, None)
-        kw = dict(initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True,
-                  cu_seqlens=cu_arg, cu_seqlens_cpu=cu_cpu)
-        with torch.inference_mode():
-            t_fla = H.graph_ms(lambda: chunk_kda(q, k, v, g, beta, return_intermediate_states=True,
-                                                 **kw))
-            t_ours = H.graph_ms(lambda: tp.chunk_kda(q, k, v, g, beta,
-                                                     return_intermediate_states=True, **kw))
-            t_plain = H.graph_ms(lambda: tp.chunk_kda(q, k, v, g, beta, **kw))
-        line = (f"checkpoints,{name},fla_ms={t_fla:.4f},deltac_ms={t_ours:.4f},"
-                f"deltac_no_states_ms={t_plain:.4f},ratio={t_fla / t_ours:.2f}")
-        print(line, flush=True)
-        table.append((name, t_fla, t_ours, t_plain))
-        del q, k, v, g, beta, cu, h0
-        torch.cuda.empty_cache()
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench_checkpoints.csv"), "w") as f:
-        f.write("\n".join(",".join(map(str, r)) for r in table) + "\n")
-    print(f"\n{torch.cuda.get_device_name()}: chunk_kda(return_intermediate_states=True), "
-          f"FLA vs the generated module (K=V=128, bf16, bf16 states), one call per graph (ms)")
-    print("  shape                 |    FLA | deltac | FLA/deltac | deltac without")
-    for name, a, b, c in table:
-        print(f"  {name:21s} | {a:6.3f} | {b:6.3f} | {a / b:9.2f}x | {c:6.3f}")
 
 
 if __name__ == "__main__":
