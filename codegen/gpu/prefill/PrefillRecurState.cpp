@@ -66,12 +66,6 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
         store(packed[2 * j + h], at,
               divu(add(mul(vOf(2 * h), cI32(K + kRowPad)), colOf(j, 0)), cI32(2)), 4);
   };
-  // The thread's state elements, for the checkpoints.
-  auto elements = [&](function_ref<void(Value, Value, Value)> store) {
-    for (int64_t j = 0; j < tilesS; ++j)
-      for (int64_t e = 0; e < 4; ++e)
-        store(S[j].c[e], colOf(j, e), vOf(e));
-  };
   SmallVector<Value> pairs = packS();
   ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
     storeS(cI32(0), pairs);
@@ -90,7 +84,6 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
       S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
     for (int64_t i = 0; i < tilesS * 2; ++i)
       pairs[i] = loop.getRegionIterArg(tilesS * 4 + i);
-    f.checkpoint(c, elements);
     Value parity = remu(sub(c, f.c0), cI32(2)), other = sub(cI32(1), parity);
     namedSync(barrierId(kLanded, parity), all);
     f.waitBulk(c);
@@ -164,7 +157,6 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
   ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
     namedSync(barrierId(kDone, remu(sub(sub(f.c1, f.c0), cI32(1)), cI32(2))), all);
   });
-  f.checkpoint(f.c1, elements);
   auto ifWrite = scf::IfOp::create(b, f.writeOk, false);
   b.setInsertionPointToStart(ifWrite.thenBlock());
   for (int64_t j = 0; j < tilesS; ++j)

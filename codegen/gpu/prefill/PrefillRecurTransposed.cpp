@@ -269,13 +269,6 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       ifThen(notI(rawOn), [&] { fillRing(ring, c1, copies); });
     else
       fillRing(ring, c1, copies);
-    // The thread's state elements, for the checkpoints.
-    auto elements = [&](function_ref<void(Value, Value, Value)> store) {
-      for (int64_t kb = 0; kb < kBlocks; ++kb)
-        for (int64_t j = 0; j < nT; ++j)
-          for (int64_t e = 0; e < 4; ++e)
-            store(S[kb * nT * 4 + 4 * j + e], add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e));
-    };
     SmallVector<Type> sTypes(sRegs, f32);
     SmallVector<Value> S0 = S; // each form's loop starts from these
     S = forms(sTypes, [&](bool raw, bool w) -> SmallVector<Value> {
@@ -287,7 +280,6 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
         Value c = loop.getInductionVar();
         for (int64_t i = 0; i < sRegs; ++i)
           S[i] = loop.getRegionIterArg(i);
-        q.checkpoint(c, elements);
         Value parity = remu(sub(c, c0), cI32(2));
         // S^T as A fragments, before the stage lands.
         SmallVector<Value> sFrag;
@@ -424,7 +416,6 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       return SmallVector<Value>(loop.getResults());
     });
     syncLastRounds(kTrODone, c0, c1, both); // every oDone round completes
-    q.checkpoint(c1, elements);
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
     b.setInsertionPointToStart(ifWrite.thenBlock());
     for (int64_t kb = 0; kb < kBlocks; ++kb)

@@ -205,13 +205,6 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       namedSync(cI32(kStateOnly), 128);
       namedArrive(barrierId(kWgSReady, cI32(0)), both);
     });
-    // The thread's state elements, for the checkpoints.
-    auto elements = [&](function_ref<void(Value, Value, Value)> store) {
-      for (int64_t mb = 0; mb < mBlocks; ++mb)
-        for (int64_t j = 0; j < nT; ++j)
-          for (int64_t e = 0; e < 4; ++e)
-            store(S[mb * nT * 4 + 4 * j + e], add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e));
-    };
     auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
     {
       OpBuilder::InsertionGuard g2(b);
@@ -219,7 +212,6 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       Value c = loop.getInductionVar();
       for (int64_t i = 0; i < sRegs; ++i)
         S[i] = loop.getRegionIterArg(i);
-      q.checkpoint(c, elements);
       Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
       mbarWait(barOf(c), phaseOf(c));
       // V' = U - W S (U: [V tile / 16][C][16], read while W S runs).
@@ -293,7 +285,6 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
     for (int64_t i = 0; i < sRegs; ++i)
       S[i] = loop.getResult(i);
     syncLastRounds(kWgDone, c0, c1, both); // every done round completes
-    q.checkpoint(c1, elements);
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
     b.setInsertionPointToStart(ifWrite.thenBlock());
     for (int64_t mb = 0; mb < mBlocks; ++mb)
