@@ -627,7 +627,8 @@ class Library:
                                chunk_indices=None, cp_context=None, *, use_gate_in_kernel=False,
                                A_log=None, dt_bias=None, chunk_size=64, head_first=False,
                                transpose_state_layout=None, initial_state_indices=None,
-                               output_state_indices=None, error_flag=None):
+                               output_state_indices=None, error_flag=None, output=None,
+                               output_state=None):
         """flash-linear-attention's chunk_gated_delta_rule (FLA_VERSION's
         parameters, order and defaults; FLA's **kwargs keys use_gate_in_kernel,
         A_log, dt_bias, chunk_size, head_first, transpose_state_layout are
@@ -653,7 +654,12 @@ class Library:
         (default: the rows read); the call then returns (o, the pool).
         error_flag (int32 [1]) receives the kernels' device checks (None:
         the module's flag, see check_errors). Returns (o, final_state or
-        None); a skipped sequence's o and final-state rows are 0."""
+        None); a skipped sequence's o and final-state rows are 0.
+        output= / output_state= (FlashInfer's names): caller-owned o ([B,
+        T, HV, V], q's dtype) and final state ([N, ...], the state dtype),
+        contiguous, filled in place and returned (the final state is zeroed
+        first, as a new one is: a skipped sequence's row must not keep old
+        values); the call still takes its workspace from torch's allocator."""
         fn = "chunk_gated_delta_rule"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
         chunk = _chunk_size(fn, chunk_size, (16, 32, 64))
@@ -674,13 +680,15 @@ class Library:
             cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
             use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, chunk=chunk,
             initial_state_indices=initial_state_indices,
-            output_state_indices=output_state_indices, error_flag=error_flag)
+            output_state_indices=output_state_indices, error_flag=error_flag, output=output,
+            output_state=output_state, fn=fn)
 
     def chunk_delta_rule(self, q, k, v, beta, scale=None, initial_state=None,
                          output_final_state=False, use_qk_l2norm_in_kernel=False,
                          cu_seqlens=None, cu_seqlens_cpu=None, *, chunk_size=64,
                          head_first=False, initial_state_indices=None,
-                         output_state_indices=None, error_flag=None):
+                         output_state_indices=None, error_flag=None, output=None,
+                         output_state=None):
         """flash-linear-attention's chunk_delta_rule (FLA_VERSION's
         parameters, order and defaults; FLA's **kwargs keys chunk_size and
         head_first keyword-only): plain DeltaNet (no decay) on the library's
@@ -697,7 +705,8 @@ class Library:
             allow_neg_eigval=False, state_v_first=False, cu_seqlens=cu_seqlens,
             cu_seqlens_cpu=cu_seqlens_cpu, use_gate_in_kernel=False, A_log=None, dt_bias=None,
             chunk=chunk, initial_state_indices=initial_state_indices,
-            output_state_indices=output_state_indices, error_flag=error_flag)
+            output_state_indices=output_state_indices, error_flag=error_flag, output=output,
+            output_state=output_state, fn=fn)
 
     def chunk_kda(self, q, k, v, g, beta, scale=None, initial_state=None,
                   output_final_state=False, use_qk_l2norm_in_kernel=False,
@@ -706,7 +715,8 @@ class Library:
                   disable_recompute=False, return_intermediate_states=False,
                   state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, cp_context=None, *,
                   A_log=None, dt_bias=None, chunk_size=64, transpose_state_layout=None,
-                  initial_state_indices=None, output_state_indices=None, error_flag=None):
+                  initial_state_indices=None, output_state_indices=None, error_flag=None,
+                  output=None, output_state=None):
         """flash-linear-attention's chunk_kda (Kimi Delta Attention; FLA_VERSION's
         parameters, order and defaults; FLA's **kwargs keys A_log, dt_bias,
         chunk_size, transpose_state_layout are keyword-only here): as
@@ -748,18 +758,20 @@ class Library:
             cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
             use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, chunk=chunk,
             initial_state_indices=initial_state_indices,
-            output_state_indices=output_state_indices, error_flag=error_flag, lower_bound=bound)
+            output_state_indices=output_state_indices, error_flag=error_flag, lower_bound=bound,
+            output=output, output_state=output_state, fn=fn)
 
     def _prefill(self, rule, q, k, v, g, beta, *, scale, initial_state, output_final_state,
                  use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
                  state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
                  dt_bias, chunk, initial_state_indices, output_state_indices, error_flag,
-                 lower_bound=None):
+                 lower_bound=None, output=None, output_state=None, fn="prefill"):
         """The prefill call of chunk_gated_delta_rule (rule "gated": a decay
         per token and head), chunk_kda (rule "kda": per key channel) and
         chunk_delta_rule (rule "delta": no decay, g None).
         chunk: the spec's chunk length, or None for any; lower_bound: the
-        bounded raw gate's bound (None: softplus)."""
+        bounded raw gate's bound (None: softplus); output / output_state:
+        caller-owned o and final state."""
         _check_gpu_q(q)
         delta = rule == "delta"
         for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
@@ -836,14 +848,36 @@ class Library:
                 initial_state = initial_state.to(sdt).contiguous()
         elif pooled:
             raise ValueError("initial_state_indices need initial_state (the pool)")
+        if output_state is not None:
+            if pooled:
+                raise ValueError(f"{fn}: output_state= cannot be combined with state indices "
+                                 f"(the pool is updated in place)")
+            if not output_final_state:
+                raise ValueError(f"{fn}: output_state needs output_final_state=True")
+            _check_cuda("output_state", output_state, q.device)
+            if tuple(output_state.shape) != (N,) + per or output_state.dtype != sdt \
+                    or not output_state.is_contiguous():
+                raise ValueError(f"output_state must be a contiguous {sdt} tensor of shape "
+                                 f"{(N,) + per}, got {tuple(output_state.shape)} "
+                                 f"{output_state.dtype}")
         if pooled:
             final = initial_state if output_final_state else None
+        elif output_state is not None:
+            final = output_state.zero_()  # as below; a fill, no allocation
         else:
             # Zeroed: the kernels write no state for a skipped sequence (a bad
             # cu_seqlens skips them all), so its row must not be garbage.
             final = torch.zeros((N,) + per, dtype=sdt, device=q.device) if output_final_state else None
-        # Every token of o is written by the kernels (skipped ones as 0).
-        o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+        if output is not None:
+            _check_cuda("output", output, q.device)
+            if tuple(output.shape) != (B, T, HV, V) or output.dtype != q.dtype \
+                    or not output.is_contiguous():
+                raise ValueError(f"output must be a contiguous {q.dtype} tensor of shape "
+                                 f"{(B, T, HV, V)}, got {tuple(output.shape)} {output.dtype}")
+            o = output
+        else:
+            # Every token of o is written by the kernels (skipped ones as 0).
+            o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         lib = self.load()
         size = lib[f"{self.name}_{spec['name']}_prefill_workspace_bytes"]
         size.restype = ctypes.c_int64

@@ -854,6 +854,30 @@ raises("chunk_kda safe_gate with lower_bound outside [-5, 0)", lambda: tp.chunk_
     q, k, v, a, b, use_gate_in_kernel=True, A_log=A_log, use_beta_sigmoid_in_kernel=True,
     state_v_first=True, cu_seqlens=cu, safe_gate=True, lower_bound=-6.0), "safe range")
 
+# 5b. Caller-owned prefill buffers (FlashInfer's output= / output_state=):
+# filled in place, in a CUDA graph too, with the bits of the call that
+# allocates; wrong shapes and options refused.
+def prefill_buffers_section():
+    lens = [3, 130, 64, 200]
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 2, 4, seed=9)
+    kw = dict(scale=128 ** -0.5, initial_state=h0, output_final_state=True,
+              use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    po, ph = gdn.chunk_gated_delta_rule(q, k, v, g, beta, **kw)
+    out = torch.full_like(po, float("nan"))
+    out_state = torch.full_like(ph, float("nan"))
+    (go, gh), graph = replayed(lambda: gdn.chunk_gated_delta_rule(
+        q, k, v, g, beta, output=out, output_state=out_state, **kw))
+    check("chunk_gated_delta_rule output= / output_state= in a CUDA graph",
+          go.data_ptr() == out.data_ptr() and gh.data_ptr() == out_state.data_ptr() and
+          torch.equal(out, po) and torch.equal(out_state, ph),
+          "the caller's tensors, same bits as the allocating call")
+    raises("prefill output of the wrong shape", lambda: gdn.chunk_gated_delta_rule(
+        q, k, v, g, beta, output=out[:, :-1], **kw), "output must be")
+    raises("prefill output_state without output_final_state", lambda: gdn.chunk_gated_delta_rule(
+        q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, initial_state=h0,
+        output_state=out_state), "output_final_state")
+
+
 # 6. The module's API contract: the checks that need no GPU (on the
 # generated copy), FLA's signatures against the FLA imported here, FLA's
 # keywords, and the error contract (issue 31, items 3 and 4).
@@ -1125,6 +1149,7 @@ section("checks without a GPU (python_api_checks)",
 section("FLA's signatures", fla_signatures)
 section("FLA's keywords", fla_keywords)
 section("error contract", error_contract)
+section("caller-owned prefill buffers", prefill_buffers_section)
 
 # 5. Cold start: a new process to its first result.
 cold = """
