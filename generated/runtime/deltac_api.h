@@ -173,6 +173,28 @@ typedef struct deltac_prefill_args {
    * V; larger for pools that pack other data per slot (vLLM's hybrid
    * cache). A multiple of 16 bytes. */
   int64_t slot_stride;
+  /* State checkpoints: the states of chunk boundaries besides the final
+   * one, in the state's layout ([rows, HV, V, K] or [rows, HV, K, V]), f32
+   * (checkpoint_dtype DELTAC_F32) or the io dtype, checkpoints 16-byte
+   * aligned. checkpoints and checkpoint_starts both null: none.
+   *  - checkpoint_starts null (FLA's return_intermediate_states): the state
+   *    entering every chunk (of the spec's chunk length), row = the chunk's
+   *    index in the call: sequence n's ceil(len_n / chunk) chunks follow
+   *    sequence n - 1's. checkpoint_every_n_tokens must be 0.
+   *  - checkpoint_starts [N] int64 on the device (FlashInfer's
+   *    state_checkpoints): the state after every checkpoint_every_n_tokens
+   *    tokens (a positive multiple of the chunk) of sequence n, j = 0 ..
+   *    len_n / n_tokens - 1 at row checkpoint_starts[n] + j. Here
+   *    checkpoint_rows may be 0 (no sequence reaches n tokens), and
+   *    checkpoints then null.
+   * Rows a sequence would store past checkpoint_rows (or below 0) raise
+   * error_flag and are not written; a skipped sequence's rows are zeros
+   * (an invalid cu_seqlens: every row). */
+  void *checkpoints;
+  int64_t checkpoint_rows;
+  deltac_dtype checkpoint_dtype;
+  const int64_t *checkpoint_starts;
+  int64_t checkpoint_every_n_tokens;
 } deltac_prefill_args;
 
 #ifdef __cplusplus

@@ -110,6 +110,9 @@ class _PrefillArgs(ctypes.Structure):
         ("indices_i64", ctypes.c_int32),
         ("bounded_gate", ctypes.c_int32), ("lower_bound", ctypes.c_float),
         ("slot_stride", ctypes.c_int64),
+        ("checkpoints", ctypes.c_void_p), ("checkpoint_rows", ctypes.c_int64),
+        ("checkpoint_dtype", ctypes.c_int32), ("checkpoint_starts", ctypes.c_void_p),
+        ("checkpoint_every_n_tokens", ctypes.c_int64),
     ]
 
 
@@ -628,7 +631,9 @@ class Library:
                                A_log=None, dt_bias=None, chunk_size=64, head_first=False,
                                transpose_state_layout=None, initial_state_indices=None,
                                output_state_indices=None, error_flag=None, output=None,
-                               output_state=None):
+                               output_state=None, return_intermediate_states=False,
+                               intermediate_states_dtype=None, state_checkpoints=None,
+                               checkpoint_cu_starts=None, checkpoint_every_n_tokens=0):
         """flash-linear-attention's chunk_gated_delta_rule (FLA_VERSION's
         parameters, order and defaults; FLA's **kwargs keys use_gate_in_kernel,
         A_log, dt_bias, chunk_size, head_first, transpose_state_layout are
@@ -659,7 +664,18 @@ class Library:
         T, HV, V], q's dtype) and final state ([N, ...], the state dtype),
         contiguous, filled in place and returned (the final state is zeroed
         first, as a new one is: a skipped sequence's row must not keep old
-        values); the call still takes its workspace from torch's allocator."""
+        values); the call still takes its workspace from torch's allocator.
+
+        State checkpoints (vLLM's prefix caching), in both published forms:
+        return_intermediate_states=True (FLA's, as chunk_kda's) returns (o,
+        final_state, h) with h [B, NT, HV, K, V] ([1, total chunks, ...]
+        with cu_seqlens) the state entering each chunk of 64, in k's dtype
+        or intermediate_states_dtype (f32); state_checkpoints [rows, HV,
+        K, V] (f32 or q's dtype), checkpoint_cu_starts (int64 [N + 1]) and
+        checkpoint_every_n_tokens (a multiple of 64; FlashInfer's) receive
+        the state after every n tokens of sequence i at rows
+        checkpoint_cu_starts[i] + j, j < len_i // n. The kernels store
+        them as they pass each chunk boundary."""
         fn = "chunk_gated_delta_rule"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
         chunk = _chunk_size(fn, chunk_size, (16, 32, 64))
@@ -680,19 +696,27 @@ class Library:
             cu_seqlens=cu_seqlens, cu_seqlens_cpu=cu_seqlens_cpu,
             use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, chunk=chunk,
             initial_state_indices=initial_state_indices,
-            output_state_indices=output_state_indices, error_flag=error_flag, output=output,
-            output_state=output_state, fn=fn)
+            output_state_indices=output_state_indices, error_flag=error_flag,
+            output=output, output_state=output_state, fn=fn,
+            intermediate_dtype=_intermediate_dtype(return_intermediate_states,
+                                                   intermediate_states_dtype, k),
+            state_checkpoints=state_checkpoints, checkpoint_cu_starts=checkpoint_cu_starts,
+            checkpoint_every_n_tokens=checkpoint_every_n_tokens)
 
     def chunk_delta_rule(self, q, k, v, beta, scale=None, initial_state=None,
                          output_final_state=False, use_qk_l2norm_in_kernel=False,
                          cu_seqlens=None, cu_seqlens_cpu=None, *, chunk_size=64,
                          head_first=False, initial_state_indices=None,
                          output_state_indices=None, error_flag=None, output=None,
-                         output_state=None):
+                         output_state=None, return_intermediate_states=False,
+                         intermediate_states_dtype=None, state_checkpoints=None,
+                         checkpoint_cu_starts=None, checkpoint_every_n_tokens=0):
         """flash-linear-attention's chunk_delta_rule (FLA_VERSION's
         parameters, order and defaults; FLA's **kwargs keys chunk_size and
         head_first keyword-only): plain DeltaNet (no decay) on the library's
-        rule-delta prefill spec, otherwise as chunk_gated_delta_rule."""
+        rule-delta prefill spec, otherwise as chunk_gated_delta_rule (its
+        keyword-only extensions too: output=, output_state=, the state
+        checkpoints)."""
         fn = "chunk_delta_rule"
         chunk = _chunk_size(fn, chunk_size, (16, 32, 64))
         if head_first:
@@ -705,8 +729,12 @@ class Library:
             allow_neg_eigval=False, state_v_first=False, cu_seqlens=cu_seqlens,
             cu_seqlens_cpu=cu_seqlens_cpu, use_gate_in_kernel=False, A_log=None, dt_bias=None,
             chunk=chunk, initial_state_indices=initial_state_indices,
-            output_state_indices=output_state_indices, error_flag=error_flag, output=output,
-            output_state=output_state, fn=fn)
+            output_state_indices=output_state_indices, error_flag=error_flag,
+            output=output, output_state=output_state, fn=fn,
+            intermediate_dtype=_intermediate_dtype(return_intermediate_states,
+                                                   intermediate_states_dtype, k),
+            state_checkpoints=state_checkpoints, checkpoint_cu_starts=checkpoint_cu_starts,
+            checkpoint_every_n_tokens=checkpoint_every_n_tokens)
 
     def chunk_kda(self, q, k, v, g, beta, scale=None, initial_state=None,
                   output_final_state=False, use_qk_l2norm_in_kernel=False,
@@ -716,7 +744,9 @@ class Library:
                   state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, cp_context=None, *,
                   A_log=None, dt_bias=None, chunk_size=64, transpose_state_layout=None,
                   initial_state_indices=None, output_state_indices=None, error_flag=None,
-                  output=None, output_state=None):
+                  output=None, output_state=None, intermediate_states_dtype=None,
+                  state_checkpoints=None, checkpoint_cu_starts=None,
+                  checkpoint_every_n_tokens=0):
         """flash-linear-attention's chunk_kda (Kimi Delta Attention; FLA_VERSION's
         parameters, order and defaults; FLA's **kwargs keys A_log, dt_bias,
         chunk_size, transpose_state_layout are keyword-only here): as
@@ -731,10 +761,14 @@ class Library:
         use_gate_in_kernel requires -5 <= lower_bound < 0 as in FLA (its
         M = 16 tensor-core form is FLA's speed choice: here it cannot
         change the result); like FLA, lower_bound has no effect without
-        use_gate_in_kernel. Not supported (ValueError):
-        return_intermediate_states, a context-parallel cp_context.
-        disable_recompute (a training option) cannot change the result and
-        is ignored."""
+        use_gate_in_kernel. return_intermediate_states=True returns (o,
+        final_state, h) as FLA (h: the state entering each chunk of 64,
+        [B, NT, HV, K, V] or [1, total chunks, ...] with cu_seqlens, in k's
+        dtype or intermediate_states_dtype). The keyword-only extensions
+        are chunk_gated_delta_rule's (output=, output_state=, FlashInfer's
+        state checkpoints). Not supported (ValueError): a context-parallel
+        cp_context. disable_recompute (a training option) cannot change
+        the result and is ignored."""
         fn = "chunk_kda"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
         chunk = _chunk_size(fn, chunk_size, (32, 64))
@@ -742,8 +776,6 @@ class Library:
         if safe_gate and use_gate_in_kernel and (bound is None or not -5 <= bound < 0):
             raise ValueError(f"{fn}: safe_gate=True with use_gate_in_kernel=True needs "
                              f"lower_bound in the safe range [-5, 0), got {lower_bound}")
-        if return_intermediate_states:
-            raise ValueError(f"{fn}: return_intermediate_states is not supported")
         _no_cp(fn, cp_context)
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
@@ -759,19 +791,28 @@ class Library:
             use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, chunk=chunk,
             initial_state_indices=initial_state_indices,
             output_state_indices=output_state_indices, error_flag=error_flag, lower_bound=bound,
-            output=output, output_state=output_state, fn=fn)
+            output=output, output_state=output_state, fn=fn,
+            intermediate_dtype=_intermediate_dtype(return_intermediate_states,
+                                                   intermediate_states_dtype, k),
+            state_checkpoints=state_checkpoints, checkpoint_cu_starts=checkpoint_cu_starts,
+            checkpoint_every_n_tokens=checkpoint_every_n_tokens)
 
     def _prefill(self, rule, q, k, v, g, beta, *, scale, initial_state, output_final_state,
                  use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
                  state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
                  dt_bias, chunk, initial_state_indices, output_state_indices, error_flag,
-                 lower_bound=None, output=None, output_state=None, fn="prefill"):
+                 lower_bound=None, output=None, output_state=None, intermediate_dtype=None,
+                 state_checkpoints=None, checkpoint_cu_starts=None,
+                 checkpoint_every_n_tokens=0, fn="prefill"):
         """The prefill call of chunk_gated_delta_rule (rule "gated": a decay
         per token and head), chunk_kda (rule "kda": per key channel) and
         chunk_delta_rule (rule "delta": no decay, g None).
         chunk: the spec's chunk length, or None for any; lower_bound: the
-        bounded raw gate's bound (None: softplus); output / output_state:
-        caller-owned o and final state."""
+        bounded raw gate's bound (None: softplus). output / output_state:
+        caller-owned o and final state; intermediate_dtype: FLA's
+        return_intermediate_states in that dtype (None: not asked), the
+        third result; state_checkpoints / checkpoint_cu_starts /
+        checkpoint_every_n_tokens: FlashInfer's checkpoints."""
         _check_gpu_q(q)
         delta = rule == "delta"
         for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
@@ -796,6 +837,11 @@ class Library:
                 "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
         if chunk is not None:
             want["chunk"] = chunk
+        if intermediate_dtype is not None:  # FLA's h: one state per chunk of 64
+            if chunk not in (None, 64):
+                raise ValueError(f"{fn}: return_intermediate_states keeps the state entering "
+                                 f"each chunk of 64 (FLA's), not chunk_size={chunk}")
+            want["chunk"] = 64
         if (initial_state_indices is not None or output_state_indices is not None) \
                 and isinstance(initial_state, torch.Tensor):
             want["state"] = _name(initial_state.dtype)  # a pool is used in place
@@ -863,7 +909,8 @@ class Library:
         if pooled:
             final = initial_state if output_final_state else None
         elif output_state is not None:
-            final = output_state.zero_()  # as below; a fill, no allocation
+            # Zeroed as below (one fill: no allocation, graph-safe).
+            final = output_state.zero_()
         else:
             # Zeroed: the kernels write no state for a skipped sequence (a bad
             # cu_seqlens skips them all), so its row must not be garbage.
@@ -878,6 +925,9 @@ class Library:
         else:
             # Every token of o is written by the kernels (skipped ones as 0).
             o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+        ck, ck_rows, ck_dtype, ck_starts, ck_every = self._checkpoints(
+            fn, spec, B, T, N, per, cu, cu_seqlens_cpu, q, intermediate_dtype,
+            state_checkpoints, checkpoint_cu_starts, checkpoint_every_n_tokens)
         lib = self.load()
         size = lib[f"{self.name}_{spec['name']}_prefill_workspace_bytes"]
         size.restype = ctypes.c_int64
@@ -905,8 +955,75 @@ class Library:
         a.scale = float(K ** -0.5 if scale is None else scale)
         a.debug_checks = int(_debug_checks())
         a.max_seqlen = max_seqlen
+        a.checkpoints, a.checkpoint_rows = _ptr(ck), ck_rows
+        a.checkpoint_dtype = _DTYPES[ck_dtype] if ck_dtype is not None else 0
+        a.checkpoint_starts, a.checkpoint_every_n_tokens = _ptr(ck_starts), ck_every
         self._call(spec, a, entry="prefill")
+        if intermediate_dtype is not None:
+            return o, final, ck
         return o, final
+
+    def _checkpoints(self, fn, spec, B, T, N, per, cu, cu_seqlens_cpu, q, intermediate_dtype,
+                     state_checkpoints, checkpoint_cu_starts, every_n_tokens):
+        """The checkpoint arguments of a prefill call (deltac_api.h):
+        (tensor, rows, dtype, starts, every_n_tokens), tensor None for none.
+        FLA's return_intermediate_states (intermediate_dtype set): a new
+        [B, NT, *per] tensor (varlen: [1, total chunks, *per]), the state
+        entering each chunk of 64. FlashInfer's state_checkpoints: the
+        caller's [rows, *per] tensor, f32 or q's dtype, the state after
+        every every_n_tokens tokens of sequence n at rows
+        checkpoint_cu_starts[n] + j (int64 [N + 1] on the GPU)."""
+        every_n_tokens = int(every_n_tokens)
+        wants_fi = state_checkpoints is not None or checkpoint_cu_starts is not None \
+            or every_n_tokens != 0
+        if intermediate_dtype is not None and wants_fi:
+            raise ValueError(f"{fn}: return_intermediate_states and state_checkpoints are "
+                             f"two forms of one output: pass one")
+        if intermediate_dtype is not None:
+            if spec["chunk"] != 64:
+                raise ValueError(f"{fn}: return_intermediate_states keeps the state entering "
+                                 f"each chunk of 64 (FLA's); this library's spec "
+                                 f"{spec['name']} has chunks of {spec['chunk']}")
+            if intermediate_dtype not in (torch.float32, q.dtype):
+                raise ValueError(f"{fn}: intermediate states are f32 or q's dtype "
+                                 f"{q.dtype}, got {intermediate_dtype}")
+            if cu is None:
+                nt = (T + 63) // 64
+                h = torch.empty((B, nt) + per, dtype=intermediate_dtype, device=q.device)
+            else:
+                # The tensor's size needs the chunk count on the host (FLA
+                # computes it from cu_seqlens too): from cu_seqlens_cpu, else
+                # one copy of cu_seqlens.
+                host = torch.as_tensor(cu_seqlens_cpu if cu_seqlens_cpu is not None
+                                       else cu.cpu()).to(torch.int64)
+                nt = int(((host[1:] - host[:-1] + 63) // 64).sum())
+                h = torch.empty((1, nt) + per, dtype=intermediate_dtype, device=q.device)
+            # No chunk (T = 0): nothing to keep; the kernels need one row.
+            if h.numel() == 0:
+                return None, 0, None, None, 0
+            return h, h.shape[0] * h.shape[1], intermediate_dtype, None, 0
+        if not wants_fi:
+            return None, 0, None, None, 0
+        if state_checkpoints is None or checkpoint_cu_starts is None or every_n_tokens <= 0:
+            raise ValueError(f"{fn}: state_checkpoints, checkpoint_cu_starts and a positive "
+                             f"checkpoint_every_n_tokens go together (as in FlashInfer)")
+        if every_n_tokens % spec["chunk"]:
+            raise ValueError(f"{fn}: checkpoint_every_n_tokens = {every_n_tokens} must be a "
+                             f"multiple of the spec's chunk {spec['chunk']}")
+        _check_cuda("state_checkpoints", state_checkpoints, q.device)
+        _check_cuda("checkpoint_cu_starts", checkpoint_cu_starts, q.device)
+        if state_checkpoints.dim() != 4 or tuple(state_checkpoints.shape[1:]) != per \
+                or state_checkpoints.dtype not in (torch.float32, q.dtype) \
+                or not state_checkpoints.is_contiguous():
+            raise ValueError(f"state_checkpoints must be a contiguous f32 or {q.dtype} tensor "
+                             f"of shape [rows, {', '.join(map(str, per))}], got "
+                             f"{tuple(state_checkpoints.shape)} {state_checkpoints.dtype}")
+        if checkpoint_cu_starts.dtype != torch.int64 or \
+                tuple(checkpoint_cu_starts.shape) != (N + 1,):
+            raise ValueError(f"checkpoint_cu_starts must be int64 [{N + 1}], got "
+                             f"{tuple(checkpoint_cu_starts.shape)} {checkpoint_cu_starts.dtype}")
+        return (state_checkpoints, state_checkpoints.shape[0], state_checkpoints.dtype,
+                checkpoint_cu_starts.contiguous(), every_n_tokens)
 
     # ------------------------------------------------------- serving decode
     def gated_delta_rule_decode(self, q, k, v, a, b, A_log, dt_bias, state,
@@ -1069,6 +1186,16 @@ def _raw_gate_params(A_log, dt_bias, HV, device, per_key, bounded=False,
             raise ValueError(f"dt_bias must be [{n}], got {tuple(dt_bias.shape)}")
         dt_bias = dt_bias.to(torch.float32).contiguous()
     return A_log, dt_bias
+
+
+def _intermediate_dtype(return_intermediate_states, dtype, k):
+    """The dtype of FLA's intermediate states h (None: not asked): k's,
+    as FLA, or the one asked for."""
+    if not return_intermediate_states:
+        if dtype is not None:
+            raise ValueError("intermediate_states_dtype needs return_intermediate_states=True")
+        return None
+    return k.dtype if dtype is None else dtype
 
 
 def _slot_stride(name, pool, per):

@@ -47,6 +47,10 @@ enum DecodeFlags : int32_t {
 /// cu_seqlens pair per lane), which costs less than a kernel launch.
 constexpr int64_t kPrefillInlineSequences = 32;
 
+/// Prefill state checkpoints are kept for K up to this (K = 256's recur
+/// has no registers left for them: the host refuses them there).
+constexpr int64_t kCheckpointMaxK = 128;
+
 /// 16-bit elements of padding per row of W, Qg, Kd and P: the kernels'
 /// shared-memory rows (16-byte aligned, the 8 rows of an ldmatrix matrix in
 /// different banks), which the workspace keeps so recur copies each tile

@@ -31,8 +31,15 @@ int64_t maxChunks(const PrefillVariant &v, int64_t T, int64_t N) {
 
 /// Debug mode: cu_seqlens and the state indices, copied (in bounded
 /// blocks) and checked.
-deltac::Status checkDeviceData(const deltac_prefill_args &a, int64_t slots,
-                               void *stream) {
+deltac::Status checkDeviceData(const deltac_prefill_args &a, const PrefillVariant &v,
+                               int64_t slots, void *stream) {
+  // Sequence n's tokens [bos[n], bos[n + 1]) (FlashInfer's checkpoints
+  // need their lengths).
+  std::vector<int64_t> bos;
+  bool wantLengths = a.checkpoints || a.checkpoint_starts;
+  if (wantLengths && !a.cu_seqlens)
+    for (int64_t n = 0; n <= a.N; ++n)
+      bos.push_back(n * (a.T / a.N));
   if (a.cu_seqlens) {
     int64_t previous = 0;
     if (deltac::Status s = scanDeviceIndices(
@@ -51,6 +58,34 @@ deltac::Status checkDeviceData(const deltac_prefill_args &a, int64_t slots,
                        std::to_string(cu) + " must not exceed T = " +
                        std::to_string(a.T);
               previous = cu;
+              if (wantLengths)
+                bos.push_back(cu);
+              return "";
+            });
+        !s.ok())
+      return s;
+  }
+  if (wantLengths && !a.checkpoint_starts && a.cu_seqlens) {
+    // FLA's form: one row per chunk of every sequence.
+    int64_t chunks = 0;
+    for (int64_t n = 0; n < a.N; ++n)
+      chunks += (bos[n + 1] - bos[n] + v.chunk - 1) / v.chunk;
+    if (chunks > a.checkpoint_rows)
+      return invalid("checkpoint_rows = " + std::to_string(a.checkpoint_rows) +
+                     " is below the " + std::to_string(chunks) +
+                     " chunks whose entering states this call keeps");
+  }
+  if (wantLengths && a.checkpoint_starts) {
+    int64_t perCheckpoint = a.checkpoint_every_n_tokens;
+    if (deltac::Status s = scanDeviceIndices(
+            a.checkpoint_starts, 0, a.N, true, stream,
+            [&](int64_t n, int64_t start) -> std::string {
+              int64_t count = (bos[n + 1] - bos[n]) / perCheckpoint;
+              if (count > 0 && (start < 0 || start > a.checkpoint_rows - count))
+                return "checkpoint_starts[" + std::to_string(n) + "] = " +
+                       std::to_string(start) + " places sequence " + std::to_string(n) +
+                       "'s " + std::to_string(count) + " checkpoints outside [0, " +
+                       std::to_string(a.checkpoint_rows) + ")";
               return "";
             });
         !s.ok())
@@ -75,6 +110,61 @@ deltac::Status checkDeviceData(const deltac_prefill_args &a, int64_t slots,
       return s;
   }
   return {};
+}
+
+/// The checkpoint arguments (deltac_api.h; "" when they hold). `every`:
+/// the kernels' chunks between FlashInfer's checkpoints (1 for FLA's).
+std::string checkCheckpoints(const PrefillVariant &v, const deltac_prefill_args &a,
+                             int32_t &every) {
+  every = 1;
+  const std::string nTokens =
+      "checkpoint_every_n_tokens = " + std::to_string(a.checkpoint_every_n_tokens);
+  if (!a.checkpoints && !a.checkpoint_starts) {
+    if (a.checkpoint_every_n_tokens != 0)
+      return nTokens + " is set but checkpoints is null";
+    return "";
+  }
+  // FlashInfer's form may have no rows (no sequence reaches n tokens; one
+  // that does raises error_flag): checkpoints may then be null.
+  bool noRows = a.checkpoint_starts && a.checkpoint_rows == 0;
+  if (!a.checkpoints && !noRows)
+    return "checkpoints is null but checkpoint_starts is set and checkpoint_rows = " +
+           std::to_string(a.checkpoint_rows);
+  int dtype = rawDtype(a.checkpoint_dtype);
+  if (dtype != DELTAC_F32 && dtype != rawDtype(v.io))
+    return "checkpoint_dtype " + dtypeName(dtype) + " must be f32 or the io dtype " +
+           dtypeName(rawDtype(v.io));
+  if (!aligned16(a.checkpoints))
+    return "checkpoints must be 16-byte aligned";
+  if (a.checkpoint_rows < (a.checkpoint_starts ? 0 : 1))
+    return "checkpoint_rows = " + std::to_string(a.checkpoint_rows) + " must be " +
+           (a.checkpoint_starts ? "non-negative" : "positive");
+  if (std::string e = checkExtent("checkpoints (checkpoint_rows * HV * K * V)",
+                                  {a.checkpoint_rows, a.HV, v.K * v.V,
+                                   dtypeBytes(a.checkpoint_dtype)});
+      !e.empty())
+    return e;
+  if (!a.checkpoint_starts) {
+    // FLA's form: every chunk's entering state, one row per chunk.
+    if (a.checkpoint_every_n_tokens != 0)
+      return nTokens + " needs checkpoint_starts (without them every chunk's entering "
+                       "state is kept)";
+    // N sequences of T / N tokens: the host knows the rows the call fills.
+    int64_t need = a.N * ((a.T / a.N + v.chunk - 1) / v.chunk);
+    if (!a.cu_seqlens && a.checkpoint_rows < need)
+      return "checkpoint_rows = " + std::to_string(a.checkpoint_rows) + " is below the " +
+             std::to_string(need) + " chunks (N * ceil(T / N / " + std::to_string(v.chunk) +
+             ")) whose entering states this call keeps";
+    return "";
+  }
+  if (a.checkpoint_every_n_tokens <= 0 || a.checkpoint_every_n_tokens % v.chunk != 0 ||
+      a.checkpoint_every_n_tokens / v.chunk > INT32_MAX)
+    return nTokens + " must be a positive multiple of the spec's chunk (" +
+           std::to_string(v.chunk) + ") below 2^31 chunks";
+  if (!alignedTo(a.checkpoint_starts, 8))
+    return "checkpoint_starts must be 8-byte aligned (int64)";
+  every = int32_t(a.checkpoint_every_n_tokens / v.chunk);
+  return "";
 }
 
 /// The host's bounds on a call's sizes ("" when they hold): N in [1, 2^30],
@@ -449,8 +539,16 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                     {slots, slotStride, stateBytes})})
     if (!e.empty())
       return invalid(e);
+  int32_t ckEvery = 1;
+  if ((a.checkpoints || a.checkpoint_starts) && v.K > deltac_abi::kCheckpointMaxK)
+    return {DELTAC_UNSUPPORTED, "state checkpoints need K <= " +
+                                    std::to_string(deltac_abi::kCheckpointMaxK) + " (K = " +
+                                    std::to_string(v.K) +
+                                    ": its recur has no registers left for them)"};
+  if (std::string e = checkCheckpoints(v, a, ckEvery); !e.empty())
+    return invalid(e);
   if (a.debug_checks)
-    if (deltac::Status s = checkDeviceData(a, slots, stream); !s.ok())
+    if (deltac::Status s = checkDeviceData(a, v, slots, stream); !s.ok())
       return s;
   if (a.T == 0 && !a.final_state)
     return {}; // nothing to compute or write
@@ -489,6 +587,12 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // block shares an SM with one queue block, R = recur's grid SMs (at most
   // all, and kMaxSharedSMs), `overlap` = -R, two ring stages.
   bool forcedShare = force.form == PrefillForm::OverlapShared;
+  // The shared recur keeps no state checkpoints (PrefillCheckpoints.cpp):
+  // a call with them never takes it, and a request for it is refused.
+  bool keeps = a.checkpoints || a.checkpoint_starts;
+  if (keeps && (forcedShare || force.form == PrefillForm::SharedRecur))
+    return refuse("the shared recur keeps no state checkpoints (its chain has no registers "
+                  "for them)");
   // A forced V tile holds for the overlapped launch too.
   auto tileFits = [&](const PrefillVariant *c) {
     return c && (force.valueTile == 0 || int64_t(c->valueTiles) * force.valueTile == a.V);
@@ -501,7 +605,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                                   : chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
                                                          sms, forcedOverlap);
     bool share = false;
-    if (!o)
+    if (!o && !keeps)
       share = (o = chooseSharedOverlapVariant(
                    variants, count, a.K, a.V, a.N, a.HV, a.T, sms,
                    forcedShare ? 1 : forcedOverlap < 0 || force.form == PrefillForm::Overlap
@@ -590,7 +694,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   int recurSharedAlone = force.form == PrefillForm::SharedRecur ? 2 : dispatch ? 0 : -1;
   int forcedRaw = force.rawQK() ? 1 : dispatch ? 0 : -1;
   bool sharedRecur = sharedOverlap;
-  if (overlapSMs == 0 && forcedRaw <= 0 && chosen->recurShared &&
+  if (overlapSMs == 0 && forcedRaw <= 0 && !keeps && chosen->recurShared &&
       chosen->altTarget && chosen->recur->imageTarget() == chosen->altTarget &&
       useSharedRecur(recurGrid(*chosen), sms, recurSharedAlone)) {
     if (!chosen->recurShared->load(&error))
@@ -679,7 +783,10 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                              sf, inIdx, outIdx, cu, work,  flag,   cuI64, T,    N,
                              H,  HV,    chunks, qs, ks,    vs,     os,    slots, scale,
                              overlap, qkRaw, tma, qMap, kMap, vMap,
-                             kernelLowerBound(a.bounded_gate, a.lower_bound), slotStride};
+                             kernelLowerBound(a.bounded_gate, a.lower_bound), slotStride,
+                             a.checkpoints, a.checkpoint_starts, ckEvery,
+                             a.checkpoints || a.checkpoint_starts ? a.checkpoint_rows : 0,
+                             a.checkpoint_dtype == DELTAC_F32 ? 1 : 0};
   ParamPack pack;
   packPrefillParams(values, pack);
   void **params = pack.args();
@@ -773,6 +880,11 @@ void packPrefillParams(const PrefillParams &p, ParamPack &pack) {
   pack.add("v_map", &p.vMap);
   pack.add("lower_bound", &p.lowerBound);
   pack.add("slot_stride", &p.slotStride);
+  pack.add("checkpoints", &p.checkpoints);
+  pack.add("checkpoint_starts", &p.checkpointStarts);
+  pack.add("checkpoint_every", &p.checkpointEvery);
+  pack.add("checkpoint_rows", &p.checkpointRows);
+  pack.add("checkpoint_f32", &p.checkpointF32);
 }
 
 const ParamInfo *prefillParamLayout(int *count) {

@@ -230,6 +230,11 @@ struct PrefillParams {
   TensorMap qMap, kMap, vMap;
   float lowerBound; ///< kernelLowerBound(): NaN for the softplus gate
   int64_t slotStride; ///< elements between state slots
+  void *checkpoints;   ///< PrefillCheckpoints.cpp (null: none)
+  const void *checkpointStarts;
+  int32_t checkpointEvery; ///< chunks between FlashInfer's checkpoints
+  int64_t checkpointRows;
+  int32_t checkpointF32;
 };
 void packPrefillParams(const PrefillParams &p, ParamPack &pack);
 const ParamInfo *prefillParamLayout(int *count);

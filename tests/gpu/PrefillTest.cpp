@@ -43,6 +43,7 @@ struct Spec {
   // The library has sm_90a's forms for it: _queue (the overlapped
   // launch), _chunks_raw and _recur_shared.
   bool sm90Forms = false;
+  int64_t chunk = 64; // the spec's chunk length
 };
 
 const Spec kSpecs[] = {
@@ -60,12 +61,12 @@ const Spec kSpecs[] = {
      deltac_test_prefill_dn_prefill_workspace_bytes,
      deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Delta, ref::GateForm::None,
      ref::BetaForm::Sigmoid2, true, DELTAC_BF16, DELTAC_BF16, ref::Layout::Vk,
-     64, 64},
+     64, 64, false, 32},
     {"glin", deltac_test_prefill_glin_prefill,
      deltac_test_prefill_glin_prefill_workspace_bytes,
      deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Gated, ref::GateForm::Linear,
      ref::BetaForm::Given, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
-     64, 128},
+     64, 128, false, 32},
     {"d64", deltac_test_prefill_d64_prefill,
      deltac_test_prefill_d64_prefill_workspace_bytes,
      deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Delta, ref::GateForm::None,
@@ -80,12 +81,12 @@ const Spec kSpecs[] = {
      deltac_test_prefill_kraw_prefill_workspace_bytes,
      deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda, ref::GateForm::Raw,
      ref::BetaForm::Sigmoid, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
-     64, 64},
+     64, 64, false, 32},
     {"k256", deltac_test_prefill_k256_prefill,
      deltac_test_prefill_k256_prefill_workspace_bytes,
      deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda, ref::GateForm::Log,
      ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
-     256, 64},
+     256, 64, false, 32},
 };
 
 struct Case {
@@ -107,6 +108,13 @@ struct Case {
   // raised; the others as usual.
   int64_t skipIndex = -1;
   bool skipOut = false;
+  // State checkpoints: 1 = FLA's (the state entering every chunk, a row
+  // per chunk), 2 = FlashInfer's (the state after every ckEvery chunks of
+  // a sequence, from per-sequence first rows one row apart, so that the
+  // unnamed rows must keep their poison); f32 or the io dtype.
+  int ckMode = 0;
+  int64_t ckEvery = 1;
+  bool ckF32 = true;
 };
 
 struct Run {
@@ -124,6 +132,10 @@ struct Run {
   bool statesUntouched = true;
   // The kernels the call launched (the library's last_launches).
   std::string launches;
+  // Checkpoints against the fp64 states at the same boundaries (a skipped
+  // sequence's rows: zeros); unnamed rows kept their NaN poison.
+  double ckErr = 0;
+  bool ckPoisonKept = true;
 };
 
 /// A device buffer with `kGuard` bytes of its fill before and after the
@@ -193,7 +205,7 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   for (double &x : in.initialState)
     x = roundTo(s.state, x);
   ref::Outputs out;
-  std::string err = ref::run(p, in, out);
+  std::string err = ref::run(p, in, out, /*wantStepStates=*/c.ckMode != 0);
   if (!err.empty()) {
     Run r;
     r.status = -1;
@@ -268,6 +280,42 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   int64_t wsBytes = s.workspace(s.K, s.V, T, callN, c.HV);
   DeviceBuffer ws(std::max<int64_t>(wsBytes, 16));
 
+  // Checkpoints: the expected rows (fp64; NaN for a row nothing names).
+  int64_t perHead = s.K * s.V;
+  std::vector<int64_t> ckStarts(callN + 1, 0);
+  std::vector<double> ckRef;
+  auto stateAfter = [&](int64_t n, int64_t tokens, double *dst) {
+    // The state after `tokens` tokens of sequence n (0: its initial state).
+    const double *src = tokens == 0 ? &in.initialState[n * per]
+                                    : &out.stepStates[(p.cuSeqlens[n] + tokens - 1) * per];
+    std::copy(src, src + per, dst);
+  };
+  if (c.ckMode) {
+    for (int64_t n = 0; n < callN; ++n) {
+      int64_t len = p.cuSeqlens[n + 1] - p.cuSeqlens[n];
+      int64_t step = c.ckMode == 1 ? s.chunk : c.ckEvery * s.chunk;
+      int64_t count = c.ckMode == 1 ? (len + s.chunk - 1) / s.chunk : len / step;
+      int64_t row0 = int64_t(ckRef.size()) / per;
+      ckStarts[n] = row0;
+      ckRef.resize((row0 + count) * per);
+      for (int64_t j = 0; j < count; ++j) {
+        double *dst = &ckRef[(row0 + j) * per];
+        if (n == c.skipIndex)
+          std::fill(dst, dst + per, 0.0);
+        else
+          stateAfter(n, c.ckMode == 1 ? j * s.chunk : (j + 1) * step, dst);
+      }
+      if (c.ckMode == 2) // a row no sequence names
+        ckRef.resize(ckRef.size() + per, std::nan(""));
+    }
+  }
+  int64_t ckRows = int64_t(ckRef.size()) / std::max<int64_t>(per, 1);
+  deltac_dtype ckType = c.ckF32 ? DELTAC_F32 : s.io;
+  Guarded ck(std::max<int64_t>(ckRows * per, 1) * bytesOf(ckType));
+  DeviceBuffer dStarts((callN + 1) * 8);
+  dStarts.upload(ckStarts.data(), (callN + 1) * 8);
+  (void)perHead;
+
   deltac_prefill_args a{};
   a.K = s.K;
   a.V = s.V;
@@ -296,6 +344,15 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   a.workspace_bytes = wsBytes;
   a.error_flag = static_cast<int32_t *>(flag.ptr);
   a.scale = float(p.scale);
+  if (c.ckMode) {
+    a.checkpoints = ck.ptr();
+    a.checkpoint_rows = ckRows;
+    a.checkpoint_dtype = ckType;
+    if (c.ckMode == 2) {
+      a.checkpoint_starts = static_cast<int64_t *>(dStarts.ptr);
+      a.checkpoint_every_n_tokens = c.ckEvery * s.chunk;
+    }
+  }
 
   Run r;
   cudaStream_t stream;
@@ -327,7 +384,23 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     return r;
   }
   r.flag = flag.read<int32_t>(1)[0];
-  r.guards = o.guardsIntact() && states.guardsIntact() && finals.guardsIntact();
+  r.guards = o.guardsIntact() && states.guardsIntact() && finals.guardsIntact() &&
+             ck.guardsIntact();
+  if (c.ckMode) {
+    std::vector<double> got = decode(ckType, ck.read<uint8_t>(ckRows * per * bytesOf(ckType)));
+    std::vector<double> want, mine;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (badCu) { // a skipped call: every row zero
+        r.ckPoisonKept &= got[i] == 0.0;
+      } else if (std::isnan(ckRef[i])) {
+        r.ckPoisonKept &= std::isnan(got[i]);
+      } else {
+        want.push_back(ckRef[i]);
+        mine.push_back(got[i]);
+      }
+    }
+    r.ckErr = ref::relativeError(mine, want);
+  }
   std::vector<double> oGot = decode(s.io, o.read<uint8_t>(o.bytes()));
   // Tokens [covered, T) (padding), or all of them for a bad cu_seqlens,
   // must be exactly 0; the reference is compared on the others.
@@ -590,14 +663,58 @@ int main(int argc, char **argv) {
     cases.push_back({"gkv pool index past the pool (prep, 40 seqs)", gkv, many, 2, 4, true, true, true});
     cases.back().skipIndex = 17;
   }
+  // State checkpoints (FLA's return_intermediate_states, FlashInfer's
+  // state_checkpoints) against the fp64 states at the same boundaries, in
+  // each recur form the dispatch takes (test-forced: every form); lengths
+  // below, at and above the chunk and its multiples.
+  auto checkpoints = [&](Case c, int mode, int64_t every, bool f32) {
+    c.name += std::string(mode == 1 ? ", checkpoints every chunk" : ", checkpoints every ") +
+              (mode == 1 ? "" : std::to_string(every) + " chunks") + (f32 ? " f32" : " io");
+    c.ckMode = mode;
+    c.ckEvery = every;
+    c.ckF32 = f32;
+    cases.push_back(c);
+  };
+  checkpoints({"gkv varlen", gkv, {37, 1, 64, 130}, 2, 4, true, false, false}, 1, 1, false);
+  checkpoints({"gkv T=256 B=1", gkv, {256}, 1, 2, true, false, false}, 2, 1, true);
+  checkpoints({"qwen3_next pool skip", qwen, {64, 130, 50, 200}, 1, 2, true, true, false}, 2, 1,
+              true);
+  cases.back().skipIndex = 1;
+  checkpoints({"qwen3_next pool skip", qwen, {64, 130, 50, 200}, 1, 2, true, true, false}, 1, 1,
+              false);
+  cases.back().skipIndex = 1;
+  checkpoints({"dn varlen", dn, {33, 64, 1, 95}, 2, 4, true, true, false}, 2, 1, false);
+  checkpoints({"kraw varlen", kraw, {31, 32, 33, 150}, 1, 3, true, false, true}, 1, 1, true);
+  checkpoints({"kkv varlen", kkv, {100, 64, 17}, 1, 2, true, false, false, -0.3, 0.0}, 2, 2, false);
+  checkpoints({"k256 varlen", k256, {70, 33, 1}, 1, 2, true, false, false, -0.5, 0.0}, 1, 1, true);
+  checkpoints({"d64 wide grid H4/HV40", d64, {70, 130}, 4, 40, true, false, true}, 1, 1, true);
+  {
+    std::vector<int64_t> many;
+    for (int64_t i = 0; i < 41; ++i)
+      many.push_back(i % 5 == 0 ? 64 * (1 + i % 3) : 1 + (i * 37) % 150);
+    checkpoints({"d64 41 seqs (prep)", d64, many, 1, 2, true, false, false}, 2, 2, true);
+    checkpoints({"d64 41 seqs (prep)", d64, many, 1, 2, true, false, false}, 1, 1, false);
+  }
   for (const Case &c : cases) {
     Run r = runCase(c);
+    // K = 256's recur keeps no checkpoints: refused before any launch.
+    if (c.ckMode && c.spec->K > 128) {
+      results.add(c.name + " refused", r.status == DELTAC_UNSUPPORTED &&
+                                           r.error.find("need K <= 128") != std::string::npos &&
+                                           r.launches.empty(),
+                  r.error);
+      continue;
+    }
     // A forced form (DELTAC_PREFILL_FORCE) is refused with a message naming
     // the request exactly where the library has no recur of the forced
     // tile, or the code run has no sm_90a forms; everywhere else it runs.
     if (r.status == DELTAC_UNSUPPORTED && r.error.find("DELTAC_PREFILL_FORCE=") == 0) {
       bool lacksTile = r.error.find("has no recur of V tile") != std::string::npos;
-      bool has = sm90FormsRun(*c.spec) && !lacksTile;
+      // The shared recur keeps no checkpoints: forcing it on such a call is
+      // refused.
+      bool noCheckpoints =
+          c.ckMode && r.error.find("keeps no state checkpoints") != std::string::npos;
+      bool has = sm90FormsRun(*c.spec) && !lacksTile && !noCheckpoints;
       results.add(c.name, !has,
                   (has ? "REFUSED though the library has the form: " : "forced form refused: ") +
                       r.error);
@@ -606,13 +723,18 @@ int main(int argc, char **argv) {
     std::string formMissing = r.status ? "" : forcedFormMissing(*c.spec, r.launches);
     int32_t wantFlag = c.skipIndex >= 0 ? 1 : 0;
     bool ok = r.status == DELTAC_OK && r.oErr < tol && r.sErr < tol && r.untouched &&
-              r.flag == wantFlag && r.guards && r.oNonZero == 0 && formMissing.empty();
+              r.flag == wantFlag && r.guards && r.oNonZero == 0 && formMissing.empty() &&
+              r.ckErr < tol && r.ckPoisonKept &&
+              !(c.ckMode && launched(r.launches, "_recur_shared"));
     results.add(c.name, ok,
                 r.status ? "status " + std::to_string(r.status) + ": " + r.error
                          : fmt("o err %.2e, state err %.2e%s%s, %lld padding o != 0, flag %d",
                                r.oErr, r.sErr, r.untouched ? "" : ", UNLISTED POOL ROWS CHANGED",
                                r.guards ? "" : ", GUARDS OVERWRITTEN", (long long)r.oNonZero,
                                r.flag) +
+                             (c.ckMode ? fmt(", checkpoint err %.2e%s", r.ckErr,
+                                             r.ckPoisonKept ? "" : ", UNNAMED ROWS WRITTEN")
+                                       : "") +
                              (formMissing.empty() ? "" : ", FORCED FORM NOT RUN:" + formMissing) +
                              " [" + r.launches + "]");
   }
@@ -631,10 +753,11 @@ int main(int argc, char **argv) {
       Run r = runCase(c, &cu);
       results.add(c.name,
                   r.status == DELTAC_OK && r.flag == 1 && r.oNonZero == 0 && r.statesUntouched &&
-                      r.guards,
-                  fmt("status %d, flag %d, %lld o != 0%s%s", r.status, r.flag,
+                      r.guards && r.ckPoisonKept,
+                  fmt("status %d, flag %d, %lld o != 0%s%s%s", r.status, r.flag,
                       (long long)r.oNonZero, r.statesUntouched ? "" : ", STATES CHANGED",
-                      r.guards ? "" : ", GUARDS OVERWRITTEN"));
+                      r.guards ? "" : ", GUARDS OVERWRITTEN",
+                      r.ckPoisonKept ? "" : ", CHECKPOINTS NOT ZEROED"));
     };
     // Two sequences of 64 and 86 tokens (T = 150): the inline map.
     const Bad inlineBad[] = {{"negative", {0, -64, 150}},
@@ -653,6 +776,13 @@ int main(int argc, char **argv) {
     skippedCall({"bad cu_seqlens overlapping (inline, pool)", qwen, {50, 50, 50}, 2, 4, true, true,
                  false},
                 {0, 100, 50, 150});
+    // With checkpoints: every row zero (both forms).
+    for (int mode : {1, 2}) {
+      Case c{std::string("bad cu_seqlens past T, checkpoints ") + (mode == 1 ? "FLA" : "FlashInfer"),
+             gkv, {64, 86}, 1, 2, true, false, true};
+      c.ckMode = mode;
+      skippedCall(c, {0, 100, 400});
+    }
     // 40 sequences of 8 tokens: prep's map.
     auto prepCu = [](int64_t at, int64_t value) {
       std::vector<int64_t> cu;

@@ -854,26 +854,106 @@ raises("chunk_kda safe_gate with lower_bound outside [-5, 0)", lambda: tp.chunk_
     q, k, v, a, b, use_gate_in_kernel=True, A_log=A_log, use_beta_sigmoid_in_kernel=True,
     state_v_first=True, cu_seqlens=cu, safe_gate=True, lower_bound=-6.0), "safe range")
 
-# 5b. Caller-owned prefill buffers (FlashInfer's output= / output_state=):
-# filled in place, in a CUDA graph too, with the bits of the call that
-# allocates; wrong shapes and options refused.
-def prefill_buffers_section():
+# 5b. State checkpoints (vLLM's prefix caching), both published forms, on
+# the GPU against fp64 states at the same boundaries: FLA's
+# return_intermediate_states (chunk_kda, against FLA's own h too) and
+# FlashInfer's state_checkpoints (chunk_gated_delta_rule, a NaN-poisoned
+# buffer with one row nothing names); caller-owned output= / output_state=.
+def states_at(k, v, g, beta, h0, cu, wanted):
+    """fp64 states [len(wanted), HV, K, V]: for each (n, t) of `wanted`
+    (ordered by n, then t), sequence n's state after its first t tokens (t
+    = 0: h0[n]); k L2-normalised as with use_qk_l2norm_in_kernel; g [1, T,
+    HV] (per head) or [1, T, HV, K] (per key channel) log decays."""
+    k, v, g, beta = (x.double() for x in (k, v, g, beta))
+    k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    k = k.repeat_interleave(v.shape[2] // k.shape[2], 2)
+    want = {}
+    for i, (n, t) in enumerate(wanted):
+        want.setdefault(n, {})[t] = i
+    out = [None] * len(wanted)
+    for n in range(len(cu) - 1):
+        S = h0[n].double().clone()
+        if 0 in want.get(n, {}):
+            out[want[n][0]] = S.clone()
+        for i, t in enumerate(range(int(cu[n]), int(cu[n + 1]))):
+            e = g[0, t].exp()
+            S = S * (e[..., None] if g.dim() == 4 else e[:, None, None])
+            u = beta[0, t][:, None] * (v[0, t] - torch.einsum("hkv,hk->hv", S, k[0, t]))
+            S = S + torch.einsum("hk,hv->hkv", k[0, t], u)
+            if i + 1 in want.get(n, {}):
+                out[want[n][i + 1]] = S.clone()
+    return torch.stack(out)
+
+
+def checkpoint_section():
+    lens, Hq, HV = [5, 100, 64, 300], 2, 4
+    q, k, v, g, beta, cu, h0 = kda_inputs(lens, Hq, HV, seed=3)
+    scale = 128 ** -0.5
+    wanted = [(n, 64 * j) for n, L in enumerate(lens) for j in range((L + 63) // 64)]
+    ref = states_at(k, v, g, beta, h0, cu.tolist(), wanted)
+    with torch.inference_mode():
+        o, ht, h = tp.chunk_kda(q, k, v, g, beta, scale=scale, initial_state=h0,
+                                output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                return_intermediate_states=True, cu_seqlens=cu)
+        fh = None
+        if FLA is not None:
+            fh = fla_kda(q, k, v, g, beta, scale=scale, initial_state=h0,
+                         output_final_state=True, use_qk_l2norm_in_kernel=True,
+                         return_intermediate_states=True, cu_seqlens=cu)[2]
+    torch.cuda.synchronize()
+    shape_ok = tuple(h.shape) == (1, len(wanted), HV, 128, 128) and h.dtype == k.dtype
+    e, ef = R(h[0], ref), (R(fh[0], ref) if fh is not None else 0.0)
+    check("chunk_kda return_intermediate_states (FLA's h) vs fp64 and FLA",
+          shape_ok and e < 1e-2 and (fh is None or e <= max(1.05 * ef, 1e-3)),
+          f"{tuple(h.shape)} {str(h.dtype)[6:]}, err {e:.2e} (FLA {ef:.2e})")
+    o2, _, h32 = tp.chunk_kda(q, k, v, g, beta, scale=scale, initial_state=h0,
+                              output_final_state=True, use_qk_l2norm_in_kernel=True,
+                              return_intermediate_states=True, cu_seqlens=cu,
+                              intermediate_states_dtype=torch.float32)
+    e32 = R(h32[0], ref)
+    check("chunk_kda intermediate states in f32, o unchanged",
+          h32.dtype == torch.float32 and e32 < 1e-2 and torch.equal(o2, o), f"err {e32:.2e}")
+
+    # FlashInfer's form on the example library (GDN, kv state, chunk 64):
+    # the state after every 64 tokens, rows checkpoint_cu_starts[n] + j.
     lens = [3, 130, 64, 200]
     q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 2, 4, seed=9)
-    kw = dict(scale=128 ** -0.5, initial_state=h0, output_final_state=True,
-              use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
-    po, ph = gdn.chunk_gated_delta_rule(q, k, v, g, beta, **kw)
-    out = torch.full_like(po, float("nan"))
-    out_state = torch.full_like(ph, float("nan"))
-    (go, gh), graph = replayed(lambda: gdn.chunk_gated_delta_rule(
-        q, k, v, g, beta, output=out, output_state=out_state, **kw))
-    check("chunk_gated_delta_rule output= / output_state= in a CUDA graph",
+    counts = [L // 64 for L in lens]
+    starts = torch.tensor([0] + counts, device="cuda").cumsum(0)
+    rows = int(starts[-1])
+    wanted = [(n, 64 * (j + 1)) for n, c in enumerate(counts) for j in range(c)]
+    ref = states_at(k, v, g, beta, h0, cu.tolist(), wanted)
+
+    def call(buf, **kw):
+        return gdn.chunk_gated_delta_rule(
+            q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+            use_qk_l2norm_in_kernel=True, cu_seqlens=cu, state_checkpoints=buf,
+            checkpoint_cu_starts=starts, checkpoint_every_n_tokens=64, **kw)
+    buf = torch.full((rows + 1, 4, 128, 128), float("nan"), device="cuda")
+    po, ph = call(buf)
+    torch.cuda.synchronize()
+    e = R(buf[:rows], ref)
+    check("chunk_gated_delta_rule state_checkpoints every 64 tokens (FlashInfer's) vs fp64",
+          e < 1e-2 and bool(buf[rows].isnan().all()),
+          f"{rows} rows, err {e:.2e}, the unnamed row {'kept' if buf[rows].isnan().all() else 'WRITTEN'}")
+    # Caller-owned buffers in a CUDA graph: nothing allocated per replay,
+    # the same bits as the eager call.
+    out = torch.empty_like(po)
+    out_state = torch.empty_like(ph)
+    buf2 = torch.full_like(buf, float("nan"))
+    (go, gh), graph = replayed(lambda: call(buf2, output=out, output_state=out_state))
+    check("prefill output= / output_state= / checkpoints in a CUDA graph",
           go.data_ptr() == out.data_ptr() and gh.data_ptr() == out_state.data_ptr() and
-          torch.equal(out, po) and torch.equal(out_state, ph),
-          "the caller's tensors, same bits as the allocating call")
-    raises("prefill output of the wrong shape", lambda: gdn.chunk_gated_delta_rule(
-        q, k, v, g, beta, output=out[:, :-1], **kw), "output must be")
-    raises("prefill output_state without output_final_state", lambda: gdn.chunk_gated_delta_rule(
+          torch.equal(go, po) and torch.equal(gh, ph) and torch.equal(buf2[:rows], buf[:rows]),
+          "same bits as the eager call, in the caller's tensors")
+    raises("both checkpoint forms at once", lambda: call(buf, return_intermediate_states=True),
+           "two forms")
+    raises("checkpoint_every_n_tokens not a multiple of the chunk",
+           lambda: gdn.chunk_gated_delta_rule(
+               q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu,
+               state_checkpoints=buf, checkpoint_cu_starts=starts,
+               checkpoint_every_n_tokens=96), "multiple")
+    raises("output_state without output_final_state", lambda: gdn.chunk_gated_delta_rule(
         q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, initial_state=h0,
         output_state=out_state), "output_final_state")
 
@@ -1149,7 +1229,7 @@ section("checks without a GPU (python_api_checks)",
 section("FLA's signatures", fla_signatures)
 section("FLA's keywords", fla_keywords)
 section("error contract", error_contract)
-section("caller-owned prefill buffers", prefill_buffers_section)
+section("state checkpoints", checkpoint_section)
 
 # 5. Cold start: a new process to its first result.
 cold = """

@@ -370,6 +370,47 @@ TEST(FakeDriver, PrefillSlotStride) {
     EXPECT_EQ(l.params.at("slot_stride"), 4 * 128 * 128 + 96) << l.kernel;
 }
 
+// State checkpoints reach every kernel as the C API describes them: none
+// (null, 0 rows), FLA's every chunk (every = 1, no starts) and FlashInfer's
+// every n tokens (every = n / chunk, the starts), f32 or the io dtype.
+TEST(FakeDriver, PrefillCheckpoints) {
+  Buffers m;
+  deltac_prefill_args p = prefillArgs(m);
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_GE(launches.size(), 2u);
+  for (const Launch &l : launches) {
+    EXPECT_EQ(l.params.at("checkpoints"), 0) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_starts"), 0) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_rows"), 0) << l.kernel;
+  }
+  p.checkpoints = m.get(2 * 4 * 128 * 128 * 2);
+  p.checkpoint_rows = 2;
+  p.checkpoint_dtype = DELTAC_BF16;
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  for (const Launch &l : launches) {
+    EXPECT_EQ(l.params.at("checkpoints"), address(p.checkpoints)) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_starts"), 0) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_every"), 1) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_rows"), 2) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_f32"), 0) << l.kernel;
+  }
+  p.checkpoint_dtype = DELTAC_F32;
+  p.checkpoint_starts = static_cast<const int64_t *>(m.get(3 * 8));
+  p.checkpoint_every_n_tokens = 192;
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  for (const Launch &l : launches) {
+    EXPECT_EQ(l.params.at("checkpoint_starts"), address(p.checkpoint_starts)) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_every"), 3) << l.kernel;
+    EXPECT_EQ(l.params.at("checkpoint_f32"), 1) << l.kernel;
+  }
+}
+
 // Prefill's debug mode: cu_seqlens (int32 or int64) and the indices read
 // through the driver and checked entry by entry before any launch.
 TEST(FakeDriver, PrefillDebugChecks) {
@@ -412,6 +453,30 @@ TEST(FakeDriver, PrefillDebugChecks) {
                "initial_state_indices[1] = 2 is not below slots = 2");
   EXPECT_EQ(fakecuda_launches(), launched);
   EXPECT_EQ(qwen3_next_gdn::last_launches(), "");
+  a.initial_state_indices = nullptr;
+  a.initial_state = nullptr;
+  // Checkpoints: FLA's form needs a row per chunk (sequences of 100 and 28
+  // tokens: 2 + 1), FlashInfer's rows [start, start + len / n) inside.
+  a.checkpoints = m.get(3 * 4 * 128 * 128 * 4);
+  a.checkpoint_dtype = DELTAC_F32;
+  a.checkpoint_rows = 2;
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr), DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(qwen3_next_gdn_last_error(),
+               "checkpoint_rows = 2 is below the 3 chunks whose entering states this call "
+               "keeps");
+  auto *starts = static_cast<int64_t *>(m.get(2 * 8));
+  starts[0] = 0;
+  starts[1] = 1; // sequence 1 has no checkpoint of 64 tokens: any start
+  fakecuda_register_memory(starts, 2 * 8);
+  a.checkpoint_starts = starts;
+  a.checkpoint_every_n_tokens = 64;
+  a.checkpoint_rows = 1;
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  starts[0] = 1;
+  EXPECT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr), DELTAC_INVALID_ARGUMENT);
+  EXPECT_STREQ(qwen3_next_gdn_last_error(),
+               "checkpoint_starts[0] = 1 places sequence 0's 1 checkpoints outside [0, 1)");
 }
 
 // Debug mode copies indices through the driver: only memory that exists

@@ -215,6 +215,76 @@ TEST(PrefillHost, SlotStride) {
                  "slot_stride = 65537 must keep every slot 16-byte aligned");
 }
 
+// State checkpoints (FLA's every chunk; FlashInfer's every n tokens with
+// per-sequence first rows): the arguments the host can see.
+TEST(PrefillHost, Checkpoints) {
+  constexpr int64_t perRow = ValidPrefill::HV * 128 * 128;
+  // FLA's form, fixed length: N * ceil(T / N / 64) = 2 rows.
+  ValidPrefill few;
+  few.args.checkpoints = few.buffer(perRow * 4);
+  few.args.checkpoint_rows = 1;
+  few.args.checkpoint_dtype = DELTAC_F32;
+  expectRejected(few, DELTAC_INVALID_ARGUMENT,
+                 "checkpoint_rows = 1 is below the 2 chunks (N * ceil(T / N / 64)) "
+                 "whose entering states this call keeps");
+  ValidPrefill dtype;
+  dtype.args.checkpoints = dtype.buffer(2 * perRow * 2);
+  dtype.args.checkpoint_rows = 2;
+  dtype.args.checkpoint_dtype = DELTAC_F16;
+  expectRejected(dtype, DELTAC_INVALID_ARGUMENT,
+                 "checkpoint_dtype f16 must be f32 or the io dtype bf16");
+  ValidPrefill misaligned;
+  misaligned.args.checkpoints =
+      static_cast<char *>(misaligned.buffer(2 * perRow * 4 + 16)) + 4;
+  misaligned.args.checkpoint_rows = 2;
+  misaligned.args.checkpoint_dtype = DELTAC_F32;
+  expectRejected(misaligned, DELTAC_INVALID_ARGUMENT, "checkpoints must be 16-byte aligned");
+  ValidPrefill huge;
+  huge.args.checkpoints = huge.buffer(16);
+  huge.args.checkpoint_rows = int64_t(1) << 40;
+  huge.args.checkpoint_dtype = DELTAC_F32;
+  expectRejected(huge, DELTAC_INVALID_ARGUMENT,
+                 "checkpoints (checkpoint_rows * HV * K * V) would span more than 2^48 bytes");
+  ValidPrefill everyWithoutStarts;
+  everyWithoutStarts.args.checkpoints = everyWithoutStarts.buffer(2 * perRow * 4);
+  everyWithoutStarts.args.checkpoint_rows = 2;
+  everyWithoutStarts.args.checkpoint_dtype = DELTAC_F32;
+  everyWithoutStarts.args.checkpoint_every_n_tokens = 64;
+  expectRejected(everyWithoutStarts, DELTAC_INVALID_ARGUMENT,
+                 "checkpoint_every_n_tokens = 64 needs checkpoint_starts");
+  ValidPrefill stray;
+  stray.args.checkpoint_every_n_tokens = 128;
+  expectRejected(stray, DELTAC_INVALID_ARGUMENT,
+                 "checkpoint_every_n_tokens = 128 is set but checkpoints is null");
+  // FlashInfer's form: a positive multiple of the chunk, int64 starts.
+  for (int64_t n : {int64_t(0), int64_t(-64), int64_t(96)}) {
+    ValidPrefill every;
+    every.args.checkpoints = every.buffer(perRow * 4);
+    every.args.checkpoint_rows = 1;
+    every.args.checkpoint_dtype = DELTAC_F32;
+    every.args.checkpoint_starts = static_cast<const int64_t *>(every.buffer(3 * 8));
+    every.args.checkpoint_every_n_tokens = n;
+    expectRejected(every, DELTAC_INVALID_ARGUMENT,
+                   "checkpoint_every_n_tokens = " + std::to_string(n) +
+                       " must be a positive multiple of the spec's chunk (64)");
+  }
+  ValidPrefill starts;
+  starts.args.checkpoints = starts.buffer(perRow * 4);
+  starts.args.checkpoint_rows = 1;
+  starts.args.checkpoint_dtype = DELTAC_F32;
+  starts.args.checkpoint_starts =
+      reinterpret_cast<const int64_t *>(static_cast<char *>(starts.buffer(32)) + 4);
+  starts.args.checkpoint_every_n_tokens = 64;
+  expectRejected(starts, DELTAC_INVALID_ARGUMENT,
+                 "checkpoint_starts must be 8-byte aligned (int64)");
+  ValidPrefill noTensor;
+  noTensor.args.checkpoint_rows = 3;
+  noTensor.args.checkpoint_starts = static_cast<const int64_t *>(noTensor.buffer(3 * 8));
+  noTensor.args.checkpoint_every_n_tokens = 64;
+  expectRejected(noTensor, DELTAC_INVALID_ARGUMENT,
+                 "checkpoints is null but checkpoint_starts is set and checkpoint_rows = 3");
+}
+
 TEST(PrefillHost, ScaleAndDtypes) {
   ValidPrefill nan;
   nan.args.scale = std::numeric_limits<float>::quiet_NaN();

@@ -36,7 +36,8 @@ enum Param {
   pQ, pK, pV, pO, pG, pBeta, pALog, pDtBias, pInitial, pFinal, pInIdx,
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
   pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw,
-  pTma, pQMap, pKMap, pVMap, pLowerBound, pSlotStride
+  pTma, pQMap, pKMap, pVMap, pLowerBound, pSlotStride, pCkpt, pCkptStarts,
+  pCkptEvery, pCkptRows, pCkptF32
 };
 
 /// kda's diagonal blocks go through the product form where, in every
@@ -70,6 +71,16 @@ enum RecurBarrier : int64_t {
 
 /// What recur's state warps share with the rest of the kernel: the chunk
 /// range, the state slots and the operand ring.
+/// Calls `store(x, d, col)` for every state element the thread holds: x
+/// (f32), d its K index, col its column in the V tile.
+using StateElements =
+    function_ref<void(function_ref<void(Value x, Value d, Value col)>)>;
+
+/// Stores the state at chunk boundary c (a chunk index in [c0, c1]: the
+/// state entering chunk c, or at c1 the final one) to the call's
+/// checkpoints where the call keeps that boundary (PrefillCheckpoints.cpp).
+using CheckpointStore = std::function<void(Value c, StateElements each)>;
+
 struct RecurFrame {
   Value c0, c1;               ///< the sequence's chunks [c0, c1)
   Value readOk, writeOk;      ///< initial state read / final state written
@@ -84,6 +95,7 @@ struct RecurFrame {
   std::function<Value(Value which)> sCopy, vCopy;
   int64_t wb, kd, ub, gl;     ///< stage offsets of W, Kd, the U tile, G_last
   int64_t prefetchRegs, accumulators;
+  CheckpointStore checkpoint;
 };
 
 /// What every form of recur knows of its block's sequence, value head and
@@ -95,6 +107,17 @@ struct RecurSequence {
   Value readOk, writeOk, inSlot, outSlot;
   /// Element (d, col) of the state in `slot` (d: K index, col: in the V tile).
   std::function<Value(Value slot, Value d, Value col)> stateIndex;
+  CheckpointStore checkpoint;
+};
+
+/// What recurCheckpoints needs of the block's sequence.
+struct CheckpointSite {
+  Value n, position;          ///< the sequence, and its place in the grid
+  Value hv, v0;               ///< value head, first column of the V tile
+  Value c0, c1;               ///< its chunks [c0, c1), also when skipped
+  Value c1Run;                ///< the chain's end (c0 when skipped)
+  Value bos, eos;             ///< its tokens [bos, eos) (i64)
+  Value kept, mapOk;          ///< not skipped; cu_seqlens valid
 };
 
 /// recur's operand ring: its depth, read from the launch's dynamic shared
@@ -238,6 +261,20 @@ private:
   /// recur's mma.sync forms (RecurForm::SharedRows, ::RegisterState): the
   /// state and output warp roles around the operand ring (PrefillRecur.cpp).
   void recurRows(const RecurSequence &q);
+  /// The checkpoint store of the block's sequence (PrefillCheckpoints.cpp);
+  /// also zeroes the rows a skipped sequence or call would have stored.
+  CheckpointStore recurCheckpoints(const CheckpointSite &q);
+  /// The chain's loop over chunks [c0, c1) carrying `init`, `body` the step
+  /// of chunk c (it returns the next carried values), with the checkpoint
+  /// of boundary c0 before the loop and of c + 1 at the end of chunk c's
+  /// step, after its products completed (`bind` shows the carried values
+  /// to `each`). Returns the final carried values. (A store at the top of
+  /// the step made ptxas serialise every wgmma of the sm_90a forms, its
+  /// warning C7520, and recur 8-22 % slower on an H100 although no call
+  /// kept a state; at the end the same run is within 1-3 %.)
+  SmallVector<Value> chainLoop(const CheckpointStore &ck, Value c0, Value c1, ValueRange init,
+                               function_ref<void(ValueRange)> bind, StateElements each,
+                               function_ref<SmallVector<Value>(Value c, ValueRange carried)> body);
   /// The warpgroup forms' ring: chunk c's operands into its stage (at
   /// `base`, the aligned shared memory), one thread's five bulk copies
   /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.

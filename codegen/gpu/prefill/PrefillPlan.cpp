@@ -32,6 +32,13 @@ const KernelParam kParams[] = {
     {"lower_bound", ParamKind::F32},
     // Elements between state slots (>= HV * K * V: vLLM's hybrid cache).
     {"slot_stride", ParamKind::I64},
+    // State checkpoints (PrefillCheckpoints.cpp): the tensor (null: none),
+    // FlashInfer's per-sequence first rows (null: FLA's every chunk), the
+    // chunks between FlashInfer's checkpoints, the tensor's rows, and
+    // nonzero for f32 (else the io dtype).
+    {"checkpoints", ParamKind::Pointer}, {"checkpoint_starts", ParamKind::Pointer},
+    {"checkpoint_every", ParamKind::I32},  {"checkpoint_rows", ParamKind::I64},
+    {"checkpoint_f32", ParamKind::I32},
 };
 } // namespace
 

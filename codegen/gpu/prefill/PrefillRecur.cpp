@@ -43,7 +43,8 @@ void PrefillEmitter::emitRecur() {
   Value flat = blockId(gpu::Dimension::x);
   Value vt = remu(flat, cI32(tiles)), rest = divu(flat, cI32(tiles));
   ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
-  Value hv = remu(rest, param(pHV)), n = longestFirst(map, divu(rest, param(pHV)));
+  Value position = divu(rest, param(pHV));
+  Value hv = remu(rest, param(pHV)), n = longestFirst(map, position);
   Value v0 = mul(vt, cI32(BV));
   // Slots: in_idx / out_idx (null: row n; out null: the slot read).
   // Negative = padding (no read / no write); >= slots raises the flag.
@@ -103,8 +104,12 @@ void PrefillEmitter::emitRecur() {
   std::tie(bos, eos) = sequenceBounds(map, n);
   // A skipped sequence runs no chunk; this block zeroes its share of o.
   ifThen(skipped, [&] { zeroSequence(bos, eos, hv, v0, BV); });
-  c1 = arith::SelectOp::create(b, skipped, c0, c1);
-  RecurSequence seq{hv, v0, c0, c1, bos, eos, readOk, writeOk, inSlot, outSlot, stateIndex};
+  Value c1Run = arith::SelectOp::create(b, skipped, c0, c1);
+  CheckpointStore checkpoint = recurCheckpoints(
+      CheckpointSite{n, position, hv, v0, c0, c1, c1Run, bos, eos, kept, map.ok});
+  c1 = c1Run;
+  RecurSequence seq{hv,     v0,      c0,      c1,         bos,       eos,
+                    readOk, writeOk, inSlot, outSlot, stateIndex, checkpoint};
   // One body per recur form.
   switch (plan.recur) {
   case RecurForm::Transposed:
@@ -220,7 +225,7 @@ void PrefillEmitter::recurRows(const RecurSequence &q) {
   auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
   RecurFrame frame{c0, c1, readOk, writeOk, inSlot, outSlot, stateIndex, stageAt,
                    waitBulk, sCopy, vCopy, L.wb, L.kd, L.ub, L.gl,
-                   products.prefetchRegs, products.accumulators};
+                   products.prefetchRegs, products.accumulators, q.checkpoint};
   auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(plan.stateWarps)), true);
   {
     OpBuilder::InsertionGuard g(b);
@@ -362,16 +367,20 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     storeS(cI32(0));
     namedArrive(barrierId(kSReady, cI32(0)), all);
   });
+  // The thread's state elements, for the checkpoints.
+  auto elements = [&](function_ref<void(Value, Value, Value)> store) {
+    forEachElement(K, BV, S, [&](Value d, Value col, Value x) { store(x, d, col); });
+  };
   SmallVector<Value> init;
   for (Frag &t : S)
     init.append(t.c, t.c + 4);
-  auto loop = scf::ForOp::create(b, c0, c1, cI32(1), init);
-  {
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value c = loop.getInductionVar();
+  auto bind = [&](ValueRange carried) {
     for (size_t i = 0; i < S.size() * 4; ++i)
-      S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+      S[i / 4].c[i % 4] = carried[i];
+  };
+  SmallVector<Value> last = chainLoop(f.checkpoint, c0, c1, init, bind, elements,
+                                      [&](Value c, ValueRange carried) {
+    bind(carried);
     Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
     // Also a barrier of the state warps: every one has stored S.
     namedSync(barrierId(kLanded, parity), all);
@@ -413,10 +422,9 @@ void PrefillEmitter::recurStateShared(const RecurFrame &f) {
     SmallVector<Value> nextS;
     for (Frag &t : S)
       nextS.append(t.c, t.c + 4);
-    scf::YieldOp::create(b, nextS);
-  }
-  for (size_t i = 0; i < S.size() * 4; ++i)
-    S[i / 4].c[i % 4] = loop.getResult(i);
+    return nextS;
+  });
+  bind(last);
   // The last chunk's done round (every round completes).
   ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
     namedSync(barrierId(kDone, remu(sub(sub(c1, c0), cI32(1)), cI32(2))), all);

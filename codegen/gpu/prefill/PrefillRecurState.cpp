@@ -66,6 +66,14 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
         store(packed[2 * j + h], at,
               divu(add(mul(vOf(2 * h), cI32(K + kRowPad)), colOf(j, 0)), cI32(2)), 4);
   };
+  // The thread's state elements, for the checkpoints (indices from the
+  // emitter's members at the call: recurCheckpoints makes them opaque).
+  auto elements = [&](function_ref<void(Value, Value, Value)> store) {
+    Value v16 = mul(warp, cI32(16));
+    for (int64_t j = 0; j < tilesS; ++j)
+      for (int64_t e = 0; e < 4; ++e)
+        store(S[j].c[e], colOf(j, e), add(v16, add(group, cI32(e >= 2 ? 8 : 0))));
+  };
   SmallVector<Value> pairs = packS();
   ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
     storeS(cI32(0), pairs);
@@ -75,15 +83,15 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
   for (Frag &t : S)
     init.append(t.c, t.c + 4);
   init.append(pairs);
-  auto loop = scf::ForOp::create(b, f.c0, f.c1, cI32(1), init);
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value c = loop.getInductionVar();
+  auto bind = [&](ValueRange carried) {
     for (int64_t i = 0; i < tilesS * 4; ++i)
-      S[i / 4].c[i % 4] = loop.getRegionIterArg(i);
+      S[i / 4].c[i % 4] = carried[i];
     for (int64_t i = 0; i < tilesS * 2; ++i)
-      pairs[i] = loop.getRegionIterArg(tilesS * 4 + i);
+      pairs[i] = carried[tilesS * 4 + i];
+  };
+  SmallVector<Value> last = chainLoop(f.checkpoint, f.c0, f.c1, init, bind, elements,
+                                      [&](Value c, ValueRange carried) {
+    bind(carried);
     Value parity = remu(sub(c, f.c0), cI32(2)), other = sub(cI32(1), parity);
     namedSync(barrierId(kLanded, parity), all);
     f.waitBulk(c);
@@ -149,10 +157,9 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
     for (Frag &t : S)
       next.append(t.c, t.c + 4);
     next.append(pairs);
-    scf::YieldOp::create(b, next);
-  }
-  for (int64_t i = 0; i < tilesS * 4; ++i)
-    S[i / 4].c[i % 4] = loop.getResult(i);
+    return next;
+  });
+  bind(last);
   // The last chunk's done round (every round completes).
   ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {
     namedSync(barrierId(kDone, remu(sub(sub(f.c1, f.c0), cI32(1)), cI32(2))), all);

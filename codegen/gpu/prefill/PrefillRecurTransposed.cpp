@@ -269,17 +269,23 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       ifThen(notI(rawOn), [&] { fillRing(ring, c1, copies); });
     else
       fillRing(ring, c1, copies);
+    // The thread's state elements, for the checkpoints (indices from the
+    // emitter's members at the call: recurCheckpoints makes them opaque).
+    auto elements = [&](function_ref<void(Value, Value, Value)> store) {
+      Value w = remu(warp, cI32(4));
+      for (int64_t kb = 0; kb < kBlocks; ++kb)
+        for (int64_t j = 0; j < nT; ++j)
+          for (int64_t e = 0; e < 4; ++e)
+            store(S[kb * nT * 4 + 4 * j + e], add(cI32(64 * kb), wgCol(j, e)), wgRow(w, e));
+    };
     SmallVector<Type> sTypes(sRegs, f32);
     SmallVector<Value> S0 = S; // each form's loop starts from these
     S = forms(sTypes, [&](bool raw, bool w) -> SmallVector<Value> {
       S = S0;
-      auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(loop.getBody());
-        Value c = loop.getInductionVar();
-        for (int64_t i = 0; i < sRegs; ++i)
-          S[i] = loop.getRegionIterArg(i);
+      auto bind = [&](ValueRange carried) { S.assign(carried.begin(), carried.end()); };
+      return chainLoop(q.checkpoint, c0, c1, S, bind, elements,
+                       [&](Value c, ValueRange carried) -> SmallVector<Value> {
+        bind(carried);
         Value parity = remu(sub(c, c0), cI32(2));
         // S^T as A fragments, before the stage lands.
         SmallVector<Value> sFrag;
@@ -411,9 +417,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
           }
         }
         namedArrive(add(cI32(kTrOReady), parity), both);
-        scf::YieldOp::create(b, S);
-      }
-      return SmallVector<Value>(loop.getResults());
+        return S;
+      });
     });
     syncLastRounds(kTrODone, c0, c1, both); // every oDone round completes
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);

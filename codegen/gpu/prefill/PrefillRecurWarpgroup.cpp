@@ -205,13 +205,19 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       namedSync(cI32(kStateOnly), 128);
       namedArrive(barrierId(kWgSReady, cI32(0)), both);
     });
-    auto loop = scf::ForOp::create(b, c0, c1, cI32(1), S);
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value c = loop.getInductionVar();
-      for (int64_t i = 0; i < sRegs; ++i)
-        S[i] = loop.getRegionIterArg(i);
+    // The thread's state elements, for the checkpoints (indices from the
+    // emitter's members at the call: recurCheckpoints makes them opaque).
+    auto elements = [&](function_ref<void(Value, Value, Value)> store) {
+      Value w = remu(warp, cI32(4));
+      for (int64_t mb = 0; mb < mBlocks; ++mb)
+        for (int64_t j = 0; j < nT; ++j)
+          for (int64_t e = 0; e < 4; ++e)
+            store(S[mb * nT * 4 + 4 * j + e], add(cI32(64 * mb), wgRow(w, e)), wgCol(j, e));
+    };
+    auto bind = [&](ValueRange carried) { S.assign(carried.begin(), carried.end()); };
+    SmallVector<Value> last = chainLoop(q.checkpoint, c0, c1, S, bind, elements,
+                                        [&](Value c, ValueRange carried) {
+      bind(carried);
       Value parity = remu(sub(c, c0), cI32(2)), other = sub(cI32(1), parity);
       mbarWait(barOf(c), phaseOf(c));
       // V' = U - W S (U: [V tile / 16][C][16], read while W S runs).
@@ -280,10 +286,9 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
         namedSync(cI32(kStateOnly), 128);
         namedArrive(barrierId(kWgSReady, other), both);
       });
-      scf::YieldOp::create(b, S);
-    }
-    for (int64_t i = 0; i < sRegs; ++i)
-      S[i] = loop.getResult(i);
+      return S;
+    });
+    bind(last);
     syncLastRounds(kWgDone, c0, c1, both); // every done round completes
     auto ifWrite = scf::IfOp::create(b, q.writeOk, false);
     b.setInsertionPointToStart(ifWrite.thenBlock());

@@ -20,7 +20,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: gpu.func @kimi_k64_v64_prefill_prep(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = prep, code = all, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 256,
 // CHECK: gpu.func @kimi_k64_v64_prefill_chunks(
-// CHECK-SAME: %[[BOUND:[[:alnum:]_]+]]: f32, %{{[[:alnum:]_]+}}: i64) kernel
+// CHECK-SAME: %[[BOUND:[[:alnum:]_]+]]: f32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i32) kernel
 // CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 512,
 // The raw gate's form is the call's: lower_bound (before slot_stride) a
 // number gives FLA's bounded gate lower_bound * sigmoid(s x), NaN the
@@ -30,10 +30,23 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: llvm.call_intrinsic "llvm.nvvm.div.approx.f"(%[[BOUND]], %{{.*}})
 // CHECK: nvvm.mma.sync {{.*}} multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK: gpu.func @kimi_k64_v64_prefill_recur(
-// CHECK-SAME: %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64) kernel
+// CHECK-SAME: %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[CK:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias}, %[[CKSTARTS:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias}, %[[CKEVERY:[[:alnum:]_]+]]: i32, %[[CKROWS:[[:alnum:]_]+]]: i64, %[[CKF32:[[:alnum:]_]+]]: i32) kernel
 // States slot_stride elements apart (vLLM's hybrid cache keeps other data
 // in a slot): the slot index is scaled by the parameter.
 // CHECK: arith.muli %{{.*}}, %[[SLOTSTRIDE]] : i64
+// State checkpoints (PrefillCheckpoints.cpp): FlashInfer's form with
+// checkpoint_starts alone, every >= 1, the first row read from
+// checkpoint_starts[n] and bounded by checkpoint_rows before any store.
+// CHECK: llvm.icmp "ne" %[[CKSTARTS]], %{{.*}} : !llvm.ptr<1>
+// CHECK: arith.maxsi %[[CKEVERY]], %{{.*}} : i32
+// CHECK: llvm.getelementptr %[[CKSTARTS]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i64
+// CHECK: arith.subi %[[CKROWS]], %{{.*}} : i64
+// The chain's loop stores the state at the end of each chunk's step where
+// that boundary is kept, in f32 or the io dtype (bf16).
+// CHECK: scf.for
+// CHECK: arith.cmpi ne, %[[CKF32]], %{{.*}} : i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: gpu.func @kimi_log_k64_v64_prefill_chunks(
 // CHECK-SAME: block_threads = 512,
 // Two copy groups, the decays' first: the cumsum waits for that one alone.

@@ -129,17 +129,18 @@ module attributes {delta.targets = ["sm_90a"]} {
 // PTX-NOT: mma.sync
 // PTX-SAME: griddepcontrol.wait
 // PTX-SAME: cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
-// The state warpgroup: W S (A = W from its image), V'^T stored transposed,
-// then Kd^T V' (imm-trans-a = 1: Kd's image read transposed).
+// The output warpgroup (LLVM lays its blocks out first): Qg S + P V', 12
+// k steps.
+// PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// The state warpgroup: W S (A = W from its image, 8 k steps), V'^T stored
+// transposed, then Kd^T V' (imm-trans-a = 1: Kd's image read transposed).
 // PTX-SAME: wgmma.fence.sync.aligned
-// PTX-SAME: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
 // PTX-SAME: wgmma.commit_group.sync.aligned
 // PTX-SAME: wgmma.wait_group.sync.aligned 0
 // PTX-SAME: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-SAME: fence.proxy.async.shared::cta
-// PTX-SAME: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1, 0;
-// The output warpgroup: Qg S + P V', 12 k steps.
-// PTX-COUNT-12: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 0, 0;
+// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{[^;]*}}, p, 1, 1, 1, 0;
 // PTX-NOT: wgmma.mma_async
 
 // The variant table, one named field per line: the tile-64 row with sm_90a's
