@@ -66,8 +66,8 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
         store(packed[2 * j + h], at,
               divu(add(mul(vOf(2 * h), cI32(K + kRowPad)), colOf(j, 0)), cI32(2)), 4);
   };
-  // The thread's state elements, for the checkpoints (indices from the
-  // emitter's members at the call: recurCheckpoints makes them opaque).
+  // The thread's state elements, for the checkpoints (their indices
+  // recomputed at the store from the emitter's members).
   auto elements = [&](function_ref<void(Value, Value, Value)> store) {
     Value v16 = mul(warp, cI32(16));
     for (int64_t j = 0; j < tilesS; ++j)

@@ -269,8 +269,8 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       ifThen(notI(rawOn), [&] { fillRing(ring, c1, copies); });
     else
       fillRing(ring, c1, copies);
-    // The thread's state elements, for the checkpoints (indices from the
-    // emitter's members at the call: recurCheckpoints makes them opaque).
+    // The thread's state elements, for the checkpoints (their indices
+    // recomputed at the store from the emitter's members).
     auto elements = [&](function_ref<void(Value, Value, Value)> store) {
       Value w = remu(warp, cI32(4));
       for (int64_t kb = 0; kb < kBlocks; ++kb)

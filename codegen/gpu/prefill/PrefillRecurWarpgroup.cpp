@@ -205,8 +205,8 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       namedSync(cI32(kStateOnly), 128);
       namedArrive(barrierId(kWgSReady, cI32(0)), both);
     });
-    // The thread's state elements, for the checkpoints (indices from the
-    // emitter's members at the call: recurCheckpoints makes them opaque).
+    // The thread's state elements, for the checkpoints (their indices
+    // recomputed at the store from the emitter's members).
     auto elements = [&](function_ref<void(Value, Value, Value)> store) {
       Value w = remu(warp, cI32(4));
       for (int64_t mb = 0; mb < mBlocks; ++mb)
