@@ -960,6 +960,9 @@ class Library:
         a.checkpoint_starts, a.checkpoint_every_n_tokens = _ptr(ck_starts), ck_every
         self._call(spec, a, entry="prefill")
         if intermediate_dtype is not None:
+            if ck is None:  # no chunk (T = 0): FLA's empty h
+                ck = torch.empty(((B, 0) if cu is None else (1, 0)) + per,
+                                 dtype=intermediate_dtype, device=q.device)
             return o, final, ck
         return o, final
 
@@ -998,7 +1001,7 @@ class Library:
                                        else cu.cpu()).to(torch.int64)
                 nt = int(((host[1:] - host[:-1] + 63) // 64).sum())
                 h = torch.empty((1, nt) + per, dtype=intermediate_dtype, device=q.device)
-            # No chunk (T = 0): nothing to keep; the kernels need one row.
+            # No chunk (T = 0): nothing to keep (the C API needs a row).
             if h.numel() == 0:
                 return None, 0, None, None, 0
             return h, h.shape[0] * h.shape[1], intermediate_dtype, None, 0
