@@ -39,7 +39,6 @@ CheckpointStore PrefillEmitter::recurCheckpoints(const CheckpointSite &q) {
   // (0 rows, maybe null) must still flag a sequence that has checkpoints.
   Value perStarts = notNull(param(pCkptStarts)), on = orI(notNull(ck), perStarts);
   Value every = arith::MaxSIOp::create(b, param(pCkptEvery), cI32(1));
-  Value first = sel(perStarts, every, cI32(0));
   Value count = sel(perStarts, toI32(divu(sub(q.eos, q.bos), mul(toI64(every), cI64(C)))),
                     sub(q.c1, q.c0));
   // The first row: checkpoint_starts[n] (a device value, bounded below
@@ -69,15 +68,20 @@ CheckpointStore PrefillEmitter::recurCheckpoints(const CheckpointSite &q) {
     Value vcol = toI64(add(v0, col));
     return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
   };
+  // x (f32) at element at() of the checkpoints in the io dtype (the
+  // conversion emitted first).
+  auto storeLow = [this, ck, lowType, lowBytes](Value x, function_ref<Value()> at) {
+    Value low = lowType.isF32() ? x : arith::TruncFOp::create(b, lowType, x).getResult();
+    store(low, ck, at(), lowBytes);
+  };
   // x (f32) at `at`, in the checkpoints' dtype.
-  auto storeElement = [this, ck, lowType, lowBytes](Value f32Out, Value x, Value at) {
+  auto storeElement = [this, ck, storeLow](Value f32Out, Value x, Value at) {
     auto pick = scf::IfOp::create(b, f32Out, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(pick.thenBlock());
     store(x, ck, at, 4);
     b.setInsertionPointToStart(pick.elseBlock());
-    Value low = lowType.isF32() ? x : arith::TruncFOp::create(b, lowType, x).getResult();
-    store(low, ck, at, lowBytes);
+    storeLow(x, [&] { return at; });
   };
 
   // Checkpoints that would hold a skipped sequence's states (a pool index
@@ -141,10 +145,7 @@ CheckpointStore PrefillEmitter::recurCheckpoints(const CheckpointSite &q) {
       b.setInsertionPointToStart(pick.thenBlock());
       each([&](Value x, Value d, Value col) { store(x, ck, index(row, d, col), 4); });
       b.setInsertionPointToStart(pick.elseBlock());
-      each([&](Value x, Value d, Value col) {
-        Value low = lowType.isF32() ? x : arith::TruncFOp::create(b, lowType, x).getResult();
-        store(low, ck, index(row, d, col), lowBytes);
-      });
+      each([&](Value x, Value d, Value col) { storeLow(x, [&] { return index(row, d, col); }); });
     });
   };
 }

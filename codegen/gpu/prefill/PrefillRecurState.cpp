@@ -66,13 +66,11 @@ void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
         store(packed[2 * j + h], at,
               divu(add(mul(vOf(2 * h), cI32(K + kRowPad)), colOf(j, 0)), cI32(2)), 4);
   };
-  // The thread's state elements, for the checkpoints (their indices
-  // recomputed at the store from the emitter's members).
+  // The thread's state elements, for the checkpoints.
   auto elements = [&](function_ref<void(Value, Value, Value)> store) {
-    Value v16 = mul(warp, cI32(16));
     for (int64_t j = 0; j < tilesS; ++j)
       for (int64_t e = 0; e < 4; ++e)
-        store(S[j].c[e], colOf(j, e), add(v16, add(group, cI32(e >= 2 ? 8 : 0))));
+        store(S[j].c[e], colOf(j, e), vOf(e));
   };
   SmallVector<Value> pairs = packS();
   ifThen(cmp(arith::CmpIPredicate::slt, f.c0, f.c1), [&] {

@@ -269,14 +269,12 @@ void PrefillEmitter::recurTransposed(const RecurSequence &q) {
       ifThen(notI(rawOn), [&] { fillRing(ring, c1, copies); });
     else
       fillRing(ring, c1, copies);
-    // The thread's state elements, for the checkpoints (their indices
-    // recomputed at the store from the emitter's members).
+    // The thread's state elements, for the checkpoints.
     auto elements = [&](function_ref<void(Value, Value, Value)> store) {
-      Value w = remu(warp, cI32(4));
       for (int64_t kb = 0; kb < kBlocks; ++kb)
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t e = 0; e < 4; ++e)
-            store(S[kb * nT * 4 + 4 * j + e], add(cI32(64 * kb), wgCol(j, e)), wgRow(w, e));
+            store(S[kb * nT * 4 + 4 * j + e], add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e));
     };
     SmallVector<Type> sTypes(sRegs, f32);
     SmallVector<Value> S0 = S; // each form's loop starts from these

@@ -205,14 +205,12 @@ void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
       namedSync(cI32(kStateOnly), 128);
       namedArrive(barrierId(kWgSReady, cI32(0)), both);
     });
-    // The thread's state elements, for the checkpoints (their indices
-    // recomputed at the store from the emitter's members).
+    // The thread's state elements, for the checkpoints.
     auto elements = [&](function_ref<void(Value, Value, Value)> store) {
-      Value w = remu(warp, cI32(4));
       for (int64_t mb = 0; mb < mBlocks; ++mb)
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t e = 0; e < 4; ++e)
-            store(S[mb * nT * 4 + 4 * j + e], add(cI32(64 * mb), wgRow(w, e)), wgCol(j, e));
+            store(S[mb * nT * 4 + 4 * j + e], add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e));
     };
     auto bind = [&](ValueRange carried) { S.assign(carried.begin(), carried.end()); };
     SmallVector<Value> last = chainLoop(q.checkpoint, c0, c1, S, bind, elements,
