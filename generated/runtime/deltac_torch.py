@@ -230,6 +230,15 @@ def _check_cuda(name, t, device):
         raise ValueError(f"{name} is on {t.device}, expected {device} (the device of q)")
 
 
+def _caller_buffer(name, t, shape, dtype, device, dtype_name=None):
+    """A caller-owned output (output= / output_state=): on q's device,
+    contiguous, of exactly this shape and dtype."""
+    _check_cuda(name, t, device)
+    if tuple(t.shape) != tuple(shape) or t.dtype != dtype or not t.is_contiguous():
+        raise ValueError(f"{name} must be a contiguous {dtype_name or dtype} tensor of shape "
+                         f"{tuple(shape)}, got {tuple(t.shape)} {t.dtype}")
+
+
 def _check_gpu_q(q):
     if not isinstance(q, torch.Tensor) or not q.is_cuda:
         raise ValueError(f"q must be a CUDA tensor, got {getattr(q, 'device', type(q).__name__)}")
@@ -530,11 +539,7 @@ class Library:
         if output_state is not None:
             if not output_final_state:
                 raise ValueError(f"{fn}: output_state needs output_final_state=True")
-            _check_cuda("output_state", output_state, q.device)
-            if tuple(output_state.shape) != shape or output_state.dtype != torch.float32 \
-                    or not output_state.is_contiguous():
-                raise ValueError(f"output_state must be a contiguous f32 tensor of shape {shape}, "
-                                 f"got {tuple(output_state.shape)} {output_state.dtype}")
+            _caller_buffer("output_state", output_state, shape, torch.float32, q.device, "f32")
             final = output_state
         elif output_final_state:
             # Written whole by the kernel (a skipped row's as 0).
@@ -542,11 +547,7 @@ class Library:
         else:
             final = None
         if output is not None:
-            _check_cuda("output", output, q.device)
-            if tuple(output.shape) != (B, T, HV, V) or output.dtype != q.dtype \
-                    or not output.is_contiguous():
-                raise ValueError(f"output must be a contiguous {q.dtype} tensor of shape "
-                                 f"{(B, T, HV, V)}, got {tuple(output.shape)} {output.dtype}")
+            _caller_buffer("output", output, (B, T, HV, V), q.dtype, q.device)
             o = output
         else:
             # Every row of o is written by the kernel (a skipped row's as 0).
@@ -900,12 +901,7 @@ class Library:
                                  f"(the pool is updated in place)")
             if not output_final_state:
                 raise ValueError(f"{fn}: output_state needs output_final_state=True")
-            _check_cuda("output_state", output_state, q.device)
-            if tuple(output_state.shape) != (N,) + per or output_state.dtype != sdt \
-                    or not output_state.is_contiguous():
-                raise ValueError(f"output_state must be a contiguous {sdt} tensor of shape "
-                                 f"{(N,) + per}, got {tuple(output_state.shape)} "
-                                 f"{output_state.dtype}")
+            _caller_buffer("output_state", output_state, (N,) + per, sdt, q.device)
         if pooled:
             final = initial_state if output_final_state else None
         elif output_state is not None:
@@ -916,11 +912,7 @@ class Library:
             # cu_seqlens skips them all), so its row must not be garbage.
             final = torch.zeros((N,) + per, dtype=sdt, device=q.device) if output_final_state else None
         if output is not None:
-            _check_cuda("output", output, q.device)
-            if tuple(output.shape) != (B, T, HV, V) or output.dtype != q.dtype \
-                    or not output.is_contiguous():
-                raise ValueError(f"output must be a contiguous {q.dtype} tensor of shape "
-                                 f"{(B, T, HV, V)}, got {tuple(output.shape)} {output.dtype}")
+            _caller_buffer("output", output, (B, T, HV, V), q.dtype, q.device)
             o = output
         else:
             # Every token of o is written by the kernels (skipped ones as 0).
