@@ -129,6 +129,27 @@ protected:
     scf::YieldOp::create(b, load());
     return ifNull.getResult(0);
   }
+  /// beta[index] as f32 from an array of `ioType` (16-bit), or of f32
+  /// where `isF32` (FLA's tests and layers may pass f32 beta with bf16 q;
+  /// it is read as given, never rounded). No branch: two 16-bit loads serve
+  /// both (a branch per token made the kv decode kernels spill). An f32 at
+  /// byte 4i is its high half at 4i + 2 and low half at 4i; a 16-bit value
+  /// at 2i is the high half of both loads (the low one is dropped), so
+  /// neither reads past the array.
+  Value loadBeta(Value base, Value index, Value isF32, Type ioType) {
+    Type i16 = b.getI16Type();
+    index = toI64(index);
+    Value loHalf = arith::SelectOp::create(b, isF32, mul(index, cI64(2)), index);
+    Value hiHalf = arith::SelectOp::create(b, isF32, add(loHalf, cI64(1)), index);
+    Value lo = LLVM::LoadOp::create(b, i16, gep(base, i16, loHalf), 2);
+    Value hi = LLVM::LoadOp::create(b, i16, gep(base, i16, hiHalf), 2);
+    Value bits = arith::OrIOp::create(
+        b, arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i32, hi), cI32(16)),
+        arith::ExtUIOp::create(b, i32, lo));
+    Value asF32 = arith::BitcastOp::create(b, f32, bits);
+    Value asIo = toF32(arith::BitcastOp::create(b, ioType, hi));
+    return arith::SelectOp::create(b, isF32, asF32, asIo);
+  }
   Value blockId(gpu::Dimension d) {
     return arith::IndexCastOp::create(b, i32, gpu::BlockIdOp::create(b, d));
   }

@@ -195,6 +195,9 @@ typedef struct deltac_prefill_args {
   deltac_dtype checkpoint_dtype;
   const int64_t *checkpoint_starts;
   int64_t checkpoint_every_n_tokens;
+  /* Nonzero: beta is f32 (read as given, never rounded; FLA's callers may
+   * pass f32 beta with bf16 q), 4-byte aligned. Else the io dtype. */
+  int32_t beta_f32;
 } deltac_prefill_args;
 
 #ifdef __cplusplus

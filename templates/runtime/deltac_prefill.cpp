@@ -481,6 +481,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   const char *indexType = a.indices_i64 ? "int64" : "int32";
   const int64_t gateBytes =
       rawGate(v.gate) ? dtypeBytes(v.io) : 4;
+  const int64_t betaBytes = a.beta_f32 ? 4 : dtypeBytes(v.io);
   // Natural alignment of what the kernels load one element at a time.
   for (std::string e :
        {needAligned("g", a.g, gateBytes,
@@ -491,7 +492,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                     indexBytes, indexType),
         needAligned("output_state_indices", a.output_state_indices,
                     indexBytes, indexType),
-        needAligned("error_flag", a.error_flag, 4, "int32")})
+        needAligned("error_flag", a.error_flag, 4, "int32"),
+        needAligned("beta", a.beta, betaBytes, a.beta_f32 ? "f32" : "the io dtype")})
     if (!e.empty())
       return invalid(e);
   // dt_bias may be null (0: FLA's dt_bias=None).
@@ -535,6 +537,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
        {checkExtent("q", {a.T, qs, ioBytes}), checkExtent("k", {a.T, ks, ioBytes}),
         checkExtent("v", {a.T, vs, ioBytes}), checkExtent("o", {a.T, os, ioBytes}),
         checkExtent("g", {a.T, a.HV, perChannel(v.gate) ? v.K : 1, gateBytes}),
+        checkExtent("beta", {a.T, a.HV, betaBytes}),
         checkExtent("the states (slots * slot_stride)",
                     {slots, slotStride, stateBytes})})
     if (!e.empty())
@@ -786,7 +789,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                              kernelLowerBound(a.bounded_gate, a.lower_bound), slotStride,
                              a.checkpoints, a.checkpoint_starts, ckEvery,
                              a.checkpoints || a.checkpoint_starts ? a.checkpoint_rows : 0,
-                             a.checkpoint_dtype == DELTAC_F32 ? 1 : 0};
+                             a.checkpoint_dtype == DELTAC_F32 ? 1 : 0,
+                             a.beta_f32 ? 1 : 0};
   ParamPack pack;
   packPrefillParams(values, pack);
   void **params = pack.args();
@@ -885,6 +889,7 @@ void packPrefillParams(const PrefillParams &p, ParamPack &pack) {
   pack.add("checkpoint_every", &p.checkpointEvery);
   pack.add("checkpoint_rows", &p.checkpointRows);
   pack.add("checkpoint_f32", &p.checkpointF32);
+  pack.add("beta_f32", &p.betaF32);
 }
 
 const ParamInfo *prefillParamLayout(int *count) {

@@ -235,6 +235,7 @@ struct PrefillParams {
   int32_t checkpointEvery; ///< chunks between FlashInfer's checkpoints
   int64_t checkpointRows;
   int32_t checkpointF32;
+  int32_t betaF32;
 };
 void packPrefillParams(const PrefillParams &p, ParamPack &pack);
 const ParamInfo *prefillParamLayout(int *count);

@@ -113,6 +113,7 @@ class _PrefillArgs(ctypes.Structure):
         ("checkpoints", ctypes.c_void_p), ("checkpoint_rows", ctypes.c_int64),
         ("checkpoint_dtype", ctypes.c_int32), ("checkpoint_starts", ctypes.c_void_p),
         ("checkpoint_every_n_tokens", ctypes.c_int64),
+        ("beta_f32", ctypes.c_int32),
     ]
 
 
@@ -867,7 +868,9 @@ class Library:
             g = g.to(gdt).contiguous()
         if tuple(beta.shape) != (B, T, HV):
             raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
-        beta = beta.to(q.dtype).contiguous()  # read in the io dtype, never clamped
+        if beta.dtype not in (torch.float32, q.dtype):
+            beta = beta.to(torch.float32)  # read in f32 or q's dtype, never rounded
+        beta = beta.contiguous()
         if raw:
             A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device,
                                               per_key=K if kda else None,
@@ -932,6 +935,7 @@ class Library:
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
+        a.beta_f32 = int(beta.dtype == torch.float32)
         a.A_log, a.dt_bias = _ptr(A_log if raw else None), _ptr(dt_bias if raw else None)
         a.bounded_gate = int(lower_bound is not None)
         a.lower_bound = 0.0 if lower_bound is None else lower_bound

@@ -115,6 +115,8 @@ struct Case {
   int ckMode = 0;
   int64_t ckEvery = 1;
   bool ckF32 = true;
+  // beta passed as f32 (beta_f32), unrounded: the reference sees the same.
+  bool betaF32 = false;
 };
 
 struct Run {
@@ -188,9 +190,12 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   int64_t callN = c.padTail ? N - 1 : N;
   int64_t covered = p.cuSeqlens[callN];
   // Round what the GPU reads to its dtypes.
-  for (auto *t : {&in.q, &in.k, &in.v, &in.beta})
+  for (auto *t : {&in.q, &in.k, &in.v})
     for (double &x : *t)
       x = roundTo(s.io, x);
+  deltac_dtype betaType = c.betaF32 ? DELTAC_F32 : s.io;
+  for (double &x : in.beta)
+    x = roundTo(betaType, x);
   if (s.gate == ref::GateForm::Raw)
     for (double &x : in.g)
       x = roundTo(s.io, x);
@@ -235,7 +240,7 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
     pool = in.initialState;
 
   DeviceBuffer q(sz.q * bytesOf(s.io)), k(sz.k * bytesOf(s.io)),
-      v(sz.v * bytesOf(s.io)), beta(sz.beta * bytesOf(s.io));
+      v(sz.v * bytesOf(s.io)), beta(sz.beta * bytesOf(betaType));
   Guarded o(sz.o * bytesOf(s.io));
   deltac_dtype gType = s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32;
   DeviceBuffer g(std::max<size_t>(sz.g, 1) * bytesOf(gType));
@@ -251,7 +256,7 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   up(q, encode(s.io, in.q));
   up(k, encode(s.io, in.k));
   up(v, encode(s.io, in.v));
-  up(beta, encode(s.io, in.beta));
+  up(beta, encode(betaType, in.beta));
   if (sz.g)
     up(g, encode(gType, in.g));
   if (sz.aLog) {
@@ -331,6 +336,7 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   a.o = o.ptr();
   a.g = sz.g ? g.ptr : nullptr;
   a.beta = beta.ptr;
+  a.beta_f32 = c.betaF32;
   a.A_log = sz.aLog ? static_cast<float *>(aLog.ptr) : nullptr;
   a.dt_bias = sz.aLog ? static_cast<float *>(dt.ptr) : nullptr;
   a.initial_state = c.initialState || c.pool ? states.ptr() : nullptr;
@@ -695,6 +701,16 @@ int main(int argc, char **argv) {
     checkpoints({"d64 41 seqs (prep)", d64, many, 1, 2, true, false, false}, 2, 2, true);
     checkpoints({"d64 41 seqs (prep)", d64, many, 1, 2, true, false, false}, 1, 1, false);
   }
+  // f32 beta (FLA's callers may pass it with bf16 q), read as given: the
+  // given form, and the sigmoid of f32 logits.
+  cases.push_back({"gkv varlen, f32 beta", gkv, {37, 1, 64, 130}, 2, 4, true, false, false});
+  cases.back().betaF32 = true;
+  cases.push_back({"qwen3_next varlen, f32 beta logits", qwen, {300, 5, 64}, 2, 4, true, false,
+                   true});
+  cases.back().betaF32 = true;
+  cases.push_back({"kraw varlen, f32 beta logits", kraw, {31, 32, 33, 150}, 1, 3, true, false,
+                   true});
+  cases.back().betaF32 = true;
   for (const Case &c : cases) {
     Run r = runCase(c);
     // K = 256's recur keeps no checkpoints: refused before any launch.

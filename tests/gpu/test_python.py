@@ -958,6 +958,38 @@ def checkpoint_section():
         output_state=out_state), "output_final_state")
 
 
+# 5c. f32 beta with bf16 q (as FLA's callers may pass it): read as given
+# by the kernels (no conversion on the side, no rounding), against FLA on
+# the same f32 beta and fp64.
+def beta_f32_section():
+    lens = [5, 100, 64, 300]
+    q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 2, 4, seed=21)
+    beta = torch.rand(beta.shape, device="cuda", generator=torch.Generator(
+        device="cuda").manual_seed(22)) * 0.9 + 0.05  # f32, not a bf16 value
+    scale = 128 ** -0.5
+    ro, rh = H.ref_fp64(q, k, v, g, beta, h0, scale, cu.tolist())
+    fo, fh = fla_chunk(q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+                       use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    call = lambda: gdn.chunk_gated_delta_rule(  # noqa: E731
+        q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    po, ph = call()
+    n = kernels_launched(call)
+    rounded = gdn.chunk_gated_delta_rule(
+        q, k, v, g, beta.to(torch.bfloat16), scale=scale, initial_state=h0,
+        output_final_state=True, use_qk_l2norm_in_kernel=True, cu_seqlens=cu)[0]
+    # No conversion on the side: torch's dtype casts run as elementwise
+    # (copy) kernels; the final state's zero fill is a FillFunctor.
+    casts = [x for x in n if "copy" in x.lower() or ("elementwise" in x and "Fill" not in x)]
+    e = dict(fo=R(fo, ro), fh=R(fh, rh), do=R(po, ro), dh=R(ph, rh))
+    check("chunk_gated_delta_rule f32 beta read as f32 (vs FLA and fp64)",
+          e["do"] < 1e-2 and e["dh"] < 1e-2 and not torch.equal(po, rounded) and not casts and
+          (FLA is None or (e["do"] <= max(1.05 * e["fo"], 1e-3) and
+                           e["dh"] <= max(1.05 * e["fh"], 1e-3))),
+          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}); "
+          f"launched {n}; differs from bf16-rounded beta")
+
+
 # 6. The module's API contract: the checks that need no GPU (on the
 # generated copy), FLA's signatures against the FLA imported here, FLA's
 # keywords, and the error contract (issue 31, items 3 and 4).
@@ -1230,6 +1262,7 @@ section("FLA's signatures", fla_signatures)
 section("FLA's keywords", fla_keywords)
 section("error contract", error_contract)
 section("state checkpoints", checkpoint_section)
+section("f32 beta in prefill", beta_f32_section)
 
 # 5. Cold start: a new process to its first result.
 cold = """

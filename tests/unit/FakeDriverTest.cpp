@@ -411,6 +411,27 @@ TEST(FakeDriver, PrefillCheckpoints) {
   }
 }
 
+// f32 beta with a 16-bit spec: the kernels get the flag (0 in the struct).
+TEST(FakeDriver, PrefillBetaF32) {
+  Buffers m;
+  deltac_prefill_args p = prefillArgs(m);
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  ASSERT_GE(launches.size(), 2u);
+  for (const Launch &l : launches)
+    EXPECT_EQ(l.params.at("beta_f32"), 0) << l.kernel;
+  p.beta = m.get(128 * 4 * 4);
+  p.beta_f32 = 1;
+  watch(&deltac_rt::prefillParamLayout);
+  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+      << qwen3_next_gdn_last_error();
+  for (const Launch &l : launches) {
+    EXPECT_EQ(l.params.at("beta_f32"), 1) << l.kernel;
+    EXPECT_EQ(l.params.at("beta"), address(p.beta)) << l.kernel;
+  }
+}
+
 // Prefill's debug mode: cu_seqlens (int32 or int64) and the indices read
 // through the driver and checked entry by entry before any launch.
 TEST(FakeDriver, PrefillDebugChecks) {

@@ -285,6 +285,15 @@ TEST(PrefillHost, Checkpoints) {
                  "checkpoints is null but checkpoint_starts is set and checkpoint_rows = 3");
 }
 
+// f32 beta (beta_f32) is loaded as f32: 4-byte aligned.
+TEST(PrefillHost, BetaF32) {
+  ValidPrefill misaligned;
+  misaligned.args.beta =
+      static_cast<char *>(misaligned.buffer(ValidPrefill::T * ValidPrefill::HV * 4 + 16)) + 2;
+  misaligned.args.beta_f32 = 1;
+  expectRejected(misaligned, DELTAC_INVALID_ARGUMENT, "beta must be 4-byte aligned (f32)");
+}
+
 TEST(PrefillHost, ScaleAndDtypes) {
   ValidPrefill nan;
   nan.args.scale = std::numeric_limits<float>::quiet_NaN();

@@ -598,25 +598,8 @@ std::pair<Value, Value> EmitterBase::loadGateBeta(Value tok) {
 }
 
 Value EmitterBase::loadBeta(Value index) {
-  // beta is the io dtype, or f32 with kBetaF32 (FLA's tests pass f32 beta
-  // with bf16 q). No branch per token (one made the kv decode kernels
-  // spill): two 16-bit loads serve both. An f32 at byte 4i is its high
-  // half at 4i + 2 and low half at 4i; a 16-bit value at 2i is the high
-  // half of both loads (the low one is dropped).
-  Value isF32 = flag(kBetaF32);
-  Value base = param(pBeta);
-  Type i16 = b.getI16Type();
-  Value loHalf = arith::SelectOp::create(b, isF32, mul(index, cI64(2)), index);
-  Value hiHalf = arith::SelectOp::create(b, isF32, add(loHalf, cI64(1)), index);
-  Value lo = LLVM::LoadOp::create(b, i16, gep(base, i16, loHalf), 2);
-  Value hi = LLVM::LoadOp::create(b, i16, gep(base, i16, hiHalf), 2);
-  Value bits = arith::OrIOp::create(
-      b,
-      arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i32, hi), cI32(16)),
-      arith::ExtUIOp::create(b, i32, lo));
-  Value asF32 = arith::BitcastOp::create(b, f32, bits);
-  Value asIo = toF32(arith::BitcastOp::create(b, s.ioType, hi));
-  return arith::SelectOp::create(b, isF32, asF32, asIo);
+  // beta is the io dtype, or f32 with kBetaF32.
+  return KernelEmitter::loadBeta(param(pBeta), index, flag(kBetaF32), s.ioType);
 }
 
 SmallVector<Value> EmitterBase::enteringState(

@@ -209,7 +209,12 @@ Value PrefillEmitter::loadF32Or(Value base, Value idx, double otherwise) {
 
 Value PrefillEmitter::betaOf(Value tok, Value hv) {
   Value at = add(mul(tok, toI64(param(pHV))), toI64(hv));
-  Value beta = loadF32(param(pBeta), s.betaType, at);
+  // A 16-bit spec reads beta in its type or, where the call says so, f32.
+  Value beta = s.betaType.isF32()
+                   ? loadF32(param(pBeta), f32, at)
+                   : loadBeta(param(pBeta), at,
+                              cmp(arith::CmpIPredicate::ne, param(pBetaF32), cI32(0)),
+                              s.betaType);
   if (s.beta != BetaForm::given) {
     Value factor = cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0);
     beta = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));

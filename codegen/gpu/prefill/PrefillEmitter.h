@@ -37,7 +37,7 @@ enum Param {
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
   pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw,
   pTma, pQMap, pKMap, pVMap, pLowerBound, pSlotStride, pCkpt, pCkptStarts,
-  pCkptEvery, pCkptRows, pCkptF32
+  pCkptEvery, pCkptRows, pCkptF32, pBetaF32
 };
 
 /// kda's diagonal blocks go through the product form where, in every

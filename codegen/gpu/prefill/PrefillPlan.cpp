@@ -39,6 +39,8 @@ const KernelParam kParams[] = {
     {"checkpoints", ParamKind::Pointer}, {"checkpoint_starts", ParamKind::Pointer},
     {"checkpoint_every", ParamKind::I32},  {"checkpoint_rows", ParamKind::I64},
     {"checkpoint_f32", ParamKind::I32},
+    // Nonzero: a 16-bit spec's beta is f32 (read as given, never rounded).
+    {"beta_f32", ParamKind::I32},
 };
 } // namespace
 
