@@ -123,11 +123,6 @@ LogicalResult SpecOp::verify() {
   if (!state.isF32() && !state.isBF16() && !state.isF16())
     return emitOpError() << "state type must be f32, bf16 or f16, got "
                          << state;
-  // An f16 pool is a decode pool: the prefill kernels' f16 state is not
-  // tested on a GPU (no such spec in the GPU tests' libraries).
-  if (state.isF16() && hasEntry(EntryKind::prefill))
-    return emitOpError("state type f16 is supported for the 'decode' entry "
-                       "only (prefill keeps f32 or bf16 states)");
 
   if (std::optional<std::string> why = checkRuleGate(getRule(), getGate()))
     return emitOpError() << *why;

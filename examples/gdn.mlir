@@ -5,8 +5,8 @@
 // l2norm at K = V in {64, 128}, plain DeltaNet (chunk_delta_rule,
 // fused_recurrent_delta_rule), Kimi Delta Attention (chunk_kda,
 // fused_recurrent_kda), and the serving form of Qwen3-Next /
-// Qwen3.5 (raw a with A_log/dt_bias, sigmoid b) with an fp32 or bf16 state
-// pool. Decode advances up to 8 tokens per call (speculative decoding,
+// Qwen3.5 (raw a with A_log/dt_bias, sigmoid b) with an fp32, bf16 or f16
+// state pool. Decode advances up to 8 tokens per call (speculative decoding,
 // multi-token prediction). K = V = 256 prefill uses chunks of 32 tokens: a
 // chunk of 64 needs more shared memory than a block has.
 
@@ -62,10 +62,16 @@ delta.spec @serving_bf16 rule = gated dims = [128x128] io = bf16
     state = bf16 layout = vk gate = raw beta = sigmoid l2norm chunk = 64
     entries = [prefill, decode] max_t = 8
 
+// ... and an f16 pool with f16 activations.
+delta.spec @serving_f16 rule = gated dims = [128x128] io = f16
+    state = f16 layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+    entries = [prefill, decode] max_t = 8
+
 // Kimi Delta Attention (decays per key channel): FLA's chunk_kda and
-// fused_recurrent_kda (kv state, log decays, given beta, l2norm), and the
+// fused_recurrent_kda (kv state, log decays, given beta, l2norm), the
 // serving decode of Kimi Linear (raw gate with A_log / dt_bias, sigmoid
-// beta).
+// beta), and FLA's KDA layer (raw gate, sigmoid beta, l2norm,
+// state_v_first) for prefill and decode.
 delta.spec @kda_kv rule = kda dims = [128x128] io = bf16 state = f32
     layout = kv gate = channel_log beta = given l2norm chunk = 64
     entries = [prefill, decode] max_t = 8
@@ -77,3 +83,7 @@ delta.spec @kda_kv_raw rule = kda dims = [128x128] io = bf16 state = f32
 delta.spec @kda_vk rule = kda dims = [128x128] io = bf16 state = f32
     layout = vk gate = channel_log beta = given l2norm chunk = 64
     entries = [decode] max_t = 8
+
+delta.spec @kda_vk_raw rule = kda dims = [128x128] io = bf16 state = f32
+    layout = vk gate = channel_raw beta = sigmoid l2norm chunk = 64
+    entries = [prefill, decode] max_t = 8

@@ -259,7 +259,7 @@ const deltac_rt::PrefillVariant *glin_prefill_variants() {
       v.V = 128;
       v.chunk = 32;
       v.io = DELTAC_BF16;
-      v.state = DELTAC_F32;
+      v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.threads = 128;
@@ -281,7 +281,7 @@ const deltac_rt::PrefillVariant *glin_prefill_variants() {
       v.V = 128;
       v.chunk = 32;
       v.io = DELTAC_BF16;
-      v.state = DELTAC_F32;
+      v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.threads = 128;

@@ -23,7 +23,7 @@ from deltac_torch import Library
 SPECS = [
     dict(name="gkv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
     dict(name="dn", rule="delta", gate="none", beta="sigmoid2", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
-    dict(name="glin", rule="gated", gate="linear", beta="given", l2norm=False, io="bf16", state="f32", layout="vk", dims=[(64, 128)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="glin", rule="gated", gate="linear", beta="given", l2norm=False, io="bf16", state="f16", layout="vk", dims=[(64, 128)], entries=["prefill"], max_t=0, chunk=32),
     dict(name="d64", rule="delta", gate="none", beta="sigmoid", l2norm=True, io="f16", state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=64),
     dict(name="kkv", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
     dict(name="kraw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=False, io="bf16", state="f32", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),

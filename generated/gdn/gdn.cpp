@@ -163,6 +163,15 @@ extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_sh
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_prep_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_chunks_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_queue_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_chunks_raw_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_images;
@@ -174,6 +183,13 @@ extern const deltac_rt::KernelImages gdn_kda_kv_raw_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_raw_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_prep_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_chunks_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_recur_v32_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_decode_small_images;
 
 
 namespace {
@@ -333,6 +349,15 @@ deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_shared_kernel(gdn_serving
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v16_kernel(gdn_serving_bf16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_kernel(gdn_serving_bf16_k128_v128_decode_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_small_kernel(gdn_serving_bf16_k128_v128_decode_small_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_prep_kernel(gdn_serving_f16_k128_v128_prefill_prep_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_chunks_kernel(gdn_serving_f16_k128_v128_prefill_chunks_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_queue_kernel(gdn_serving_f16_k128_v128_prefill_queue_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_chunks_raw_kernel(gdn_serving_f16_k128_v128_prefill_chunks_raw_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_kernel(gdn_serving_f16_k128_v128_prefill_recur_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_shared_kernel(gdn_serving_f16_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_v16_kernel(gdn_serving_f16_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel serving_f16_k128_v128_decode_kernel(gdn_serving_f16_k128_v128_decode_images);
+deltac_rt::Kernel serving_f16_k128_v128_decode_small_kernel(gdn_serving_f16_k128_v128_decode_small_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_prep_kernel(gdn_kda_kv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_chunks_kernel(gdn_kda_kv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_kernel(gdn_kda_kv_k128_v128_prefill_recur_images);
@@ -344,6 +369,13 @@ deltac_rt::Kernel kda_kv_raw_k128_v128_decode_kernel(gdn_kda_kv_raw_k128_v128_de
 deltac_rt::Kernel kda_kv_raw_k128_v128_decode_small_kernel(gdn_kda_kv_raw_k128_v128_decode_small_images);
 deltac_rt::Kernel kda_vk_k128_v128_decode_kernel(gdn_kda_vk_k128_v128_decode_images);
 deltac_rt::Kernel kda_vk_k128_v128_decode_small_kernel(gdn_kda_vk_k128_v128_decode_small_images);
+deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_prep_kernel(gdn_kda_vk_raw_k128_v128_prefill_prep_images);
+deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_chunks_kernel(gdn_kda_vk_raw_k128_v128_prefill_chunks_images);
+deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_recur_kernel(gdn_kda_vk_raw_k128_v128_prefill_recur_images);
+deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_recur_v32_kernel(gdn_kda_vk_raw_k128_v128_prefill_recur_v32_images);
+deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_recur_v16_kernel(gdn_kda_vk_raw_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel kda_vk_raw_k128_v128_decode_kernel(gdn_kda_vk_raw_k128_v128_decode_images);
+deltac_rt::Kernel kda_vk_raw_k128_v128_decode_small_kernel(gdn_kda_vk_raw_k128_v128_decode_small_images);
 
 } // namespace
 
@@ -1072,6 +1104,54 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 }
 
 namespace {
+const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &serving_f16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &serving_f16_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::serving_f16::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(serving_f16_decode_variants(), 2, args, stream);
+}
+
+extern "C" int gdn_serving_f16_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::serving_f16::decode(*args, stream));
+}
+
+namespace {
 const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
   static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
     std::array<deltac_rt::DecodeVariant, 2> t{};
@@ -1213,6 +1293,54 @@ extern "C" int gdn_kda_vk_decode(const deltac_decode_args *args, void *stream) {
   if (!args)
     return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
   return deltac_rt::setLastError(gdn::kda_vk::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *kda_vk_raw_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &kda_vk_raw_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &kda_vk_raw_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::kda_vk_raw::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(kda_vk_raw_decode_variants(), 2, args, stream);
+}
+
+extern "C" int gdn_kda_vk_raw_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::kda_vk_raw::decode(*args, stream));
 }
 
 namespace {
@@ -2594,6 +2722,96 @@ extern "C" int64_t gdn_serving_bf16_prefill_workspace_bytes(int64_t K, int64_t V
 }
 
 namespace {
+const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 2> table = [] {
+    std::array<deltac_rt::PrefillVariant, 2> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 1;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 195328;
+      v.smemRecurStage = 70912;
+      v.prep = &serving_f16_k128_v128_prefill_prep_kernel;
+      v.chunks = &serving_f16_k128_v128_prefill_chunks_kernel;
+      v.recur = &serving_f16_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 155648;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+      v.overlapBlocksPerSM = 1;
+      v.queue = &serving_f16_k128_v128_prefill_queue_kernel;
+      v.chunksRaw = &serving_f16_k128_v128_prefill_chunks_raw_kernel;
+      v.recurShared = &serving_f16_k128_v128_prefill_recur_shared_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 256;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 72192;
+      v.smemRecur = 143104;
+      v.smemRecurStage = 64768;
+      v.prep = &serving_f16_k128_v128_prefill_prep_kernel;
+      v.chunks = &serving_f16_k128_v128_prefill_chunks_kernel;
+      v.recur = &serving_f16_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 135168;
+      v.smemRecurAltStage = 60416;
+      v.chunksAltThreads = 256;
+      v.smemChunksAlt = 71184;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::serving_f16::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(serving_f16_prefill_variants(), 2, args, stream);
+}
+
+int64_t gdn::serving_f16::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(serving_f16_prefill_variants(), 2, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int gdn_serving_f16_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::serving_f16::prefill(*args, stream));
+}
+
+extern "C" int64_t gdn_serving_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return gdn::serving_f16::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
 const deltac_rt::PrefillVariant *kda_kv_prefill_variants() {
   static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
     std::array<deltac_rt::PrefillVariant, 3> t{};
@@ -2705,6 +2923,120 @@ extern "C" int gdn_kda_kv_prefill(const deltac_prefill_args *args, void *stream)
 
 extern "C" int64_t gdn_kda_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   return gdn::kda_kv::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant *kda_vk_raw_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
+    std::array<deltac_rt::PrefillVariant, 3> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 256;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 195840;
+      v.smemRecurStage = 71168;
+      v.prep = &kda_vk_raw_k128_v128_prefill_prep_kernel;
+      v.chunks = &kda_vk_raw_k128_v128_prefill_chunks_kernel;
+      v.recur = &kda_vk_raw_k128_v128_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 186368;
+      v.smemRecurAltStage = 67584;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 128;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 161024;
+      v.smemRecurStage = 67072;
+      v.prep = &kda_vk_raw_k128_v128_prefill_prep_kernel;
+      v.chunks = &kda_vk_raw_k128_v128_prefill_chunks_kernel;
+      v.recur = &kda_vk_raw_k128_v128_prefill_recur_v32_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 153600;
+      v.smemRecurAltStage = 63488;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.chunk = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelRaw;
+      v.stateVFirst = true;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 96;
+      v.valueTiles = 8;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 156160;
+      v.smemRecur = 143616;
+      v.smemRecurStage = 65024;
+      v.prep = &kda_vk_raw_k128_v128_prefill_prep_kernel;
+      v.chunks = &kda_vk_raw_k128_v128_prefill_chunks_kernel;
+      v.recur = &kda_vk_raw_k128_v128_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 137216;
+      v.smemRecurAltStage = 61440;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 156160;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::kda_vk_raw::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(kda_vk_raw_prefill_variants(), 3, args, stream);
+}
+
+int64_t gdn::kda_vk_raw::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kda_vk_raw_prefill_variants(), 3, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int gdn_kda_vk_raw_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::kda_vk_raw::prefill(*args, stream));
+}
+
+extern "C" int64_t gdn_kda_vk_raw_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return gdn::kda_vk_raw::prefill_workspace_bytes(K, V, T, N, HV);
 }
 
 

@@ -59,6 +59,10 @@ namespace serving_bf16 {
 /// Decode (T = 1..max_t tokens per row) for spec @serving_bf16; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace serving_bf16
+namespace serving_f16 {
+/// Decode (T = 1..max_t tokens per row) for spec @serving_f16; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace serving_f16
 namespace kda_kv {
 /// Decode (T = 1..max_t tokens per row) for spec @kda_kv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
@@ -71,6 +75,10 @@ namespace kda_vk {
 /// Decode (T = 1..max_t tokens per row) for spec @kda_vk; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace kda_vk
+namespace kda_vk_raw {
+/// Decode (T = 1..max_t tokens per row) for spec @kda_vk_raw; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace kda_vk_raw
 namespace fla_kv {
 /// Chunked prefill for spec @fla_kv; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -148,6 +156,13 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace serving_bf16
+namespace serving_f16 {
+/// Chunked prefill for spec @serving_f16; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace serving_f16
 namespace kda_kv {
 /// Chunked prefill for spec @kda_kv; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -155,6 +170,13 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace kda_kv
+namespace kda_vk_raw {
+/// Chunked prefill for spec @kda_vk_raw; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace kda_vk_raw
 
 /// The kernels the calling thread's last call (of this library) launched,
 /// in launch order, names joined by ','; "" after a rejected call.
@@ -186,12 +208,16 @@ int gdn_deltanet_kv_nonorm_decode(const deltac_decode_args *args, void *stream);
 int gdn_serving_decode(const deltac_decode_args *args, void *stream);
 /* spec @serving_bf16: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_serving_bf16_decode(const deltac_decode_args *args, void *stream);
+/* spec @serving_f16: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_serving_f16_decode(const deltac_decode_args *args, void *stream);
 /* spec @kda_kv: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_kv_decode(const deltac_decode_args *args, void *stream);
 /* spec @kda_kv_raw: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_kv_raw_decode(const deltac_decode_args *args, void *stream);
 /* spec @kda_vk: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_vk_decode(const deltac_decode_args *args, void *stream);
+/* spec @kda_vk_raw: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_vk_raw_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_kv: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
@@ -225,9 +251,15 @@ int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int
 /* spec @serving_bf16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_serving_bf16_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_serving_bf16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @serving_f16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_serving_f16_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_serving_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 /* spec @kda_kv: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_kv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_kda_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kda_vk_raw: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_vk_raw_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_kda_vk_raw_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *gdn_last_error(void);

@@ -32,9 +32,11 @@ SPECS = [
     dict(name="deltanet_kv_nonorm", rule="delta", gate="none", beta="given", l2norm=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="serving", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="serving_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="serving_f16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="f16", state="f16", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="kda_kv", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="kda_kv_raw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
     dict(name="kda_vk", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="kda_vk_raw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
 ]
 
 _library = Library("gdn", SPECS, __file__)

@@ -196,7 +196,7 @@ typedef struct deltac_prefill_args {
   const int64_t *checkpoint_starts;
   int64_t checkpoint_every_n_tokens;
   /* Nonzero: beta is f32 (read as given, never rounded; FLA's callers may
-   * pass f32 beta with bf16 q), 4-byte aligned. Else the io dtype. */
+   * pass f32 beta with bf16 q). Else the io dtype; 16-byte aligned either way. */
   int32_t beta_f32;
 } deltac_prefill_args;
 

@@ -492,8 +492,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                     indexBytes, indexType),
         needAligned("output_state_indices", a.output_state_indices,
                     indexBytes, indexType),
-        needAligned("error_flag", a.error_flag, 4, "int32"),
-        needAligned("beta", a.beta, betaBytes, a.beta_f32 ? "f32" : "the io dtype")})
+        needAligned("error_flag", a.error_flag, 4, "int32")})
     if (!e.empty())
       return invalid(e);
   // dt_bias may be null (0: FLA's dt_bias=None).

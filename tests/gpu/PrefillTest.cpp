@@ -65,7 +65,7 @@ const Spec kSpecs[] = {
     {"glin", deltac_test_prefill_glin_prefill,
      deltac_test_prefill_glin_prefill_workspace_bytes,
      deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Gated, ref::GateForm::Linear,
-     ref::BetaForm::Given, false, DELTAC_BF16, DELTAC_F32, ref::Layout::Vk,
+     ref::BetaForm::Given, false, DELTAC_BF16, DELTAC_F16, ref::Layout::Vk,
      64, 128, false, 32},
     {"d64", deltac_test_prefill_d64_prefill,
      deltac_test_prefill_d64_prefill_workspace_bytes,
@@ -612,6 +612,8 @@ int main(int argc, char **argv) {
   cases.push_back({"gkv weak decay no state", gkv, {256, 1}, 2, 2, false, false, false, -0.02, 0.0});
   cases.push_back({"dn varlen", dn, {33, 64, 1, 95}, 2, 4, true, true, false});
   cases.push_back({"glin varlen", glin, {31, 32, 33, 150}, 1, 3, true, false, true, -0.5, 0.0});
+  // glin's state is f16: read and written as f16, here in a pool by index.
+  cases.push_back({"glin f16 pool", glin, {31, 100, 7}, 1, 3, true, true, false, -0.5, 0.0});
   // Chunk 64, K = V = 64, no decay; the wide grid takes the V tile 64
   // recur (sm_90a: the transposed form) by the table.
   cases.push_back({"d64 varlen pool", d64, {37, 1, 64, 200, 130}, 2, 4, true, true, false});

@@ -3,12 +3,13 @@
 // (examples/qwen3_next_gdn.mlir: vk pool, raw gate, sigmoid beta, L2 norm)
 // covers the serving form; these add FLA's chunk_gated_delta_rule form
 // (kv state, log gate, given beta, L2 norm: what the benchmark compares), plain
-// DeltaNet with a bf16 state and a linear gate with chunk 32.
+// DeltaNet with a bf16 state and a linear gate with chunk 32 and an f16
+// state.
 delta.spec @gkv rule = gated dims = [128x128] io = bf16 state = f32
     layout = kv gate = log beta = given l2norm chunk = 64 entries = [prefill]
 delta.spec @dn rule = delta dims = [64x64] io = bf16 state = bf16
     layout = vk gate = none beta = sigmoid2 l2norm chunk = 32 entries = [prefill]
-delta.spec @glin rule = gated dims = [64x128] io = bf16 state = f32
+delta.spec @glin rule = gated dims = [64x128] io = bf16 state = f16
     layout = vk gate = linear beta = given chunk = 32 entries = [prefill]
 // Plain DeltaNet with chunk 64, K = V = 64 and f16 activations: on sm_90a
 // the transposed recur without a decay, with one 64-column block of K and

@@ -285,13 +285,14 @@ TEST(PrefillHost, Checkpoints) {
                  "checkpoints is null but checkpoint_starts is set and checkpoint_rows = 3");
 }
 
-// f32 beta (beta_f32) is loaded as f32: 4-byte aligned.
+// f32 beta (beta_f32) keeps beta's 16-byte alignment rule: a pointer 4
+// bytes past one (an f32 boundary) is rejected before any launch.
 TEST(PrefillHost, BetaF32) {
   ValidPrefill misaligned;
   misaligned.args.beta =
-      static_cast<char *>(misaligned.buffer(ValidPrefill::T * ValidPrefill::HV * 4 + 16)) + 2;
+      static_cast<char *>(misaligned.buffer(ValidPrefill::T * ValidPrefill::HV * 4 + 16)) + 4;
   misaligned.args.beta_f32 = 1;
-  expectRejected(misaligned, DELTAC_INVALID_ARGUMENT, "beta must be 4-byte aligned (f32)");
+  expectRejected(misaligned, DELTAC_INVALID_ARGUMENT, "beta must be 16-byte aligned");
 }
 
 TEST(PrefillHost, ScaleAndDtypes) {

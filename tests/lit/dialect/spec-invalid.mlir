@@ -68,12 +68,6 @@ delta.spec @bad_state rule = gated dims = [128x128] io = bf16 state = i8
 
 // -----
 
-// expected-error @+1 {{state type f16 is supported for the 'decode' entry only}}
-delta.spec @f16_prefill rule = gated dims = [128x128] io = bf16 state = f16
-    layout = vk gate = log beta = given chunk = 64 entries = [prefill, decode] max_t = 2
-
-// -----
-
 // expected-error @+1 {{rule 'kda' needs a per-channel gate (channel_log or channel_raw), got 'log'}}
 delta.spec @kda_per_head rule = kda dims = [128x128] io = bf16 state = f32
     layout = vk gate = log beta = given chunk = 64 entries = [prefill]
