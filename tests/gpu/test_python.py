@@ -840,14 +840,15 @@ def kda_layer_form():
     h0 = rnd(len(lens), HV, K, K) * 0.1  # [N, HV, K, V]
     cu = torch.tensor([0, 31, 32, 102, 232], device="cuda", dtype=torch.int32)
     x = a.double() + dt_bias.view(HV, K).double()
+    h0_vk = h0.transpose(-1, -2).contiguous()
     for what, bound in (("softplus gate", None), ("bounded gate, lower_bound -5", -5.0)):
         gf = (-A_log.double().exp()[:, None] * F.softplus(x) if bound is None else
               bound * torch.sigmoid(A_log.double().exp()[:, None] * x))
         ro, rh = kda_ref_fp64(q, k, v, gf, torch.sigmoid(b.double()), h0, K ** -0.5,
                               cu.tolist())
         call = lambda: gdn.chunk_kda(  # noqa: E731
-            q, k, v, a, b, A_log=A_log, dt_bias=dt_bias,
-            initial_state=h0.transpose(-1, -2).contiguous(), output_final_state=True,
+            q, k, v, a, b, A_log=A_log, dt_bias=dt_bias, initial_state=h0_vk,
+            output_final_state=True,
             use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
             use_beta_sigmoid_in_kernel=True, lower_bound=bound, state_v_first=True,
             cu_seqlens=cu)
@@ -867,9 +868,10 @@ def kda_layer_form():
     gd = -A_log.double().exp()[:, None] * F.softplus(ad.double() + dt_bias.view(HV, K).double())
     ro, rh = kda_ref_fp64(flat(qd), flat(kd), flat(vd), flat(gd), flat(torch.sigmoid(bd.double())),
                           hd, K ** -0.5, [i * Td for i in range(Bd + 1)])
+    hd_vk = hd.transpose(-1, -2).contiguous()  # outside the call: the call is one kernel
     call = lambda: gdn.fused_recurrent_kda(  # noqa: E731
         qd, kd, vd, ad, bd, A_log=A_log, dt_bias=dt_bias,
-        initial_state=hd.transpose(-1, -2).contiguous(), output_final_state=True,
+        initial_state=hd_vk, output_final_state=True,
         use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True,
         state_v_first=True)
     do, dh = call()
