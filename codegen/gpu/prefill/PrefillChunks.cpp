@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/prefill/PrefillChunksForms.h"
 
 using namespace mlir;
 using namespace mlir::delta;
@@ -71,18 +71,31 @@ void PrefillEmitter::chunkItem(Value flat) {
   Value t0 = add(bos, mul(toI64(j), cI64(C)));
   Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
   ChunkSite site{c, hv, keyHead(hv), t0, rows};
-  // One body per chunks form.
+  // One builder per chunks form (PrefillChunksForms.h).
   switch (plan.chunks) {
   case ChunksForm::Warpgroup:
   case ChunksForm::WarpgroupRawQK:
-    return chunksWarpgroup(site);
+    return buildChunksWarpgroup(*this, site);
   case ChunksForm::Rows:
   case ChunksForm::RowsForWarpgroupRecur:
-    return chunksRows(site);
+    return buildChunksRows(*this, site);
   }
 }
 
-void PrefillEmitter::chunksRows(const ChunkSite &site) {
+namespace {
+/// ChunksForm::Rows and ::RowsForWarpgroupRecur.
+class ChunksRowsBuilder : public ChunksBuilder {
+public:
+  using ChunksBuilder::ChunksBuilder;
+  void build(const ChunkSite &site);
+};
+} // namespace
+
+void mlir::delta::prefill::buildChunksRows(const PrefillEmitter &e, const ChunkSite &site) {
+  ChunksRowsBuilder(e).build(site);
+}
+
+void ChunksRowsBuilder::build(const ChunkSite &site) {
   int64_t C = s.chunk, K = s.k, V = s.v;
   ChunksSmem L(s);
   Value c = site.c, hv = site.hv, h = site.h, t0 = site.t0, rows = site.rows;
@@ -550,7 +563,7 @@ void PrefillEmitter::chunksRows(const ChunkSite &site) {
 }
 
 
-void PrefillEmitter::loadRowGates(const ChunkSite &site, const RowFactors &f) {
+void ChunksBuilder::loadRowGates(const ChunkSite &site, const RowFactors &f) {
   threadLoop(s.chunk, [&](Value i) {
     Value valid = cmp(arith::CmpIPredicate::slt, i, site.rows);
     Value tok = add(site.t0, toI64(sel(valid, i, cI32(0))));
@@ -560,7 +573,7 @@ void PrefillEmitter::loadRowGates(const ChunkSite &site, const RowFactors &f) {
   }, /*unroll=*/true);
 }
 
-void PrefillEmitter::scalarGateCumsum(const RowFactors &f) {
+void ChunksBuilder::scalarGateCumsum(const RowFactors &f) {
   // By warp 0: C / 32 rows per lane, a shuffle scan; padding rows have
   // g = 0, so they repeat the last decay.
   int64_t C = s.chunk;
@@ -593,7 +606,7 @@ void PrefillEmitter::scalarGateCumsum(const RowFactors &f) {
   }
 }
 
-void PrefillEmitter::solveTril(Value lf, Value af, bool zeroAbove) {
+void ChunksBuilder::solveTril(Value lf, Value af, bool zeroAbove) {
   int64_t C = s.chunk;
   int64_t nb = C / 16, ldL = C + 4; // fp32 rows of L and A, 16-byte aligned
   {

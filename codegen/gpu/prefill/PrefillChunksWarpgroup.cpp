@@ -27,7 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/prefill/PrefillChunksForms.h"
 
 using namespace mlir;
 using namespace mlir::delta;
@@ -38,7 +38,20 @@ namespace {
 enum ChunksBarrier : int64_t { kWarpgroup = 1 };
 } // namespace
 
-void PrefillEmitter::chunksWarpgroup(const ChunkSite &site) {
+namespace {
+/// ChunksForm::Warpgroup and ::WarpgroupRawQK.
+class ChunksWarpgroupBuilder : public ChunksBuilder {
+public:
+  using ChunksBuilder::ChunksBuilder;
+  void build(const ChunkSite &site);
+};
+} // namespace
+
+void mlir::delta::prefill::buildChunksWarpgroup(const PrefillEmitter &e, const ChunkSite &site) {
+  ChunksWarpgroupBuilder(e).build(site);
+}
+
+void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
   int64_t C = s.chunk, K = s.k, V = s.v;
   assert(C == kWarpgroupChunk && "prefillWarpgroupFits holds this form to its chunk");
   ChunksWarpgroupSmem L(s);

@@ -9,7 +9,10 @@
 // nothing is transposed in memory), on sm_90a wgmma. Rows are padded by 8
 // elements: 16-byte aligned, and the 8 rows of an ldmatrix matrix fall in
 // different banks. The kernels' bodies live in PrefillEmitter.cpp (prep and
-// the helpers), PrefillChunks*.cpp, PrefillRecur*.cpp and PrefillOverlap.cpp.
+// the helpers), PrefillChunks*.cpp, PrefillRecur*.cpp and PrefillOverlap.cpp;
+// the chunks and recur forms are builder types over this class's
+// primitives (PrefillChunksForms.h, PrefillRecurForms.h), each copied from
+// the part's emitter at its one dispatch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,7 +168,7 @@ struct RowFactors {
   Value gam, gr, beta, eg, egl, beg;
 };
 
-class PrefillEmitter : KernelEmitter {
+class PrefillEmitter : protected KernelEmitter {
 public:
   PrefillEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                  const PrefillSpec &s, const PrefillPlan &plan, Value smem)
@@ -186,14 +189,9 @@ public:
   void emitQueue();
   void emitRecur();
 
-private:
-  /// chunks on sm_90a (ChunksForm::Warpgroup,
-  /// PrefillChunksWarpgroup.cpp).
-  void chunksWarpgroup(const ChunkSite &site);
-  /// chunks' mma.sync forms (ChunksForm::Rows, ::RowsForWarpgroupRecur):
-  /// one chunk of one value head (PrefillChunks.cpp).
-  void chunksRows(const ChunkSite &site);
-  /// One (chunk, value head) item of chunks: flat = chunk * HV + head.
+protected:
+  /// One (chunk, value head) item of chunks: flat = chunk * HV + head;
+  /// its body is the plan's form (PrefillChunksForms.h).
   void chunkItem(Value flat);
   // The overlapped launch (PrefillOverlap.cpp): chunks takes its items
   // from a queue and publishes each one's ready flag; recur, launched
@@ -220,47 +218,6 @@ private:
       return waitForPrerequisiteGrid();
     ifThen(notI(overlapped()), [&] { waitForPrerequisiteGrid(); });
   }
-  /// The gate and beta of the chunk's rows (0 on padding rows), a thread
-  /// per row.
-  void loadRowGates(const ChunkSite &site, const RowFactors &f);
-  /// chunk_cumsum of a scalar gate and the per-row factors every later
-  /// step uses: e^G, e^(G_last - G), beta e^G.
-  void scalarGateCumsum(const RowFactors &f);
-  /// solve_tril: A = (I + L)^-1 (fp32 rows of C + 4 in shared memory),
-  /// blocked by 16: (a) each diagonal 16x16 block inverted by forward
-  /// substitution, one lane per column with the column in registers
-  /// (A_ij = -sum_{m<i} L_im A_mj); (b) doubling, 16 -> 32 -> 64: for each
-  /// pair of diagonal blocks, A_21 = -A_22 (L_21 A_11), the product in
-  /// parentheses kept in the pair's block above the diagonal. Blocks above
-  /// the diagonal hold those products afterwards, or zero where
-  /// `zeroAbove`. All in fp32, every sum unrolled with its loads issued
-  /// together. Two levels and four barriers at C = 64, where the block
-  /// rows by distance from the diagonal took three and six (the last with
-  /// a quarter of the threads).
-  void solveTril(Value lf, Value af, bool zeroAbove);
-  Value loadF32x4(Value base, Value idx) {
-    return LLVM::LoadOp::create(b, VectorType::get({4}, f32), gep(base, f32, idx), 16).getResult();
-  }
-  Value f32x4(ArrayRef<Value> x) {
-    Value v = LLVM::UndefOp::create(b, VectorType::get({4}, f32));
-    for (int64_t i = 0; i < 4; ++i)
-      v = LLVM::InsertElementOp::create(b, v, x[i], cI32(i));
-    return v;
-  }
-  /// recur's state warps (RecurForm::RegisterState or not).
-  void recurStateShared(const RecurFrame &f);
-  void recurStateRegisters(const RecurFrame &f);
-  /// The state warps' end of chunk c: the next chunk's S (the state after
-  /// c) goes to S copy `other` once the output warps are done with chunk
-  /// c - 1's, and is announced (sReady).
-  void handOverNextS(const RecurFrame &f, Value c, Value other,
-                     function_ref<void(Value)> storeS);
-  /// recur as wgmma warpgroups (RecurForm::Warpgroup,
-  /// PrefillRecurWarpgroup.cpp).
-  void recurWarpgroup(const RecurSequence &q);
-  /// recur's mma.sync forms (RecurForm::SharedRows, ::RegisterState): the
-  /// state and output warp roles around the operand ring (PrefillRecur.cpp).
-  void recurRows(const RecurSequence &q);
   /// The checkpoint store of the block's sequence (PrefillCheckpoints.cpp);
   /// also zeroes the rows a skipped sequence or call would have stored.
   CheckpointStore recurCheckpoints(const CheckpointSite &q);
@@ -275,32 +232,6 @@ private:
   SmallVector<Value> chainLoop(const CheckpointStore &ck, Value c0, Value c1, ValueRange init,
                                function_ref<void(ValueRange)> bind, StateElements each,
                                function_ref<SmallVector<Value>(Value c, ValueRange carried)> body);
-  /// The warpgroup forms' ring: chunk c's operands into its stage (at
-  /// `base`, the aligned shared memory), one thread's five bulk copies
-  /// (six for kda: e^G_last per channel) completing on the stage's mbarrier.
-  /// rawQK (the transposed recur's raw form): no Qg and Kd, and P comes
-  /// with the factors fq, fk after G_last.
-  /// `tma` (rawQK only; i1, null: never): also copy the chunk's raw q and
-  /// k rows into the stage, by TMA tensor copies (q_map, k_map). `rawW`
-  /// (rawQK only): chunks wrote A_w's C x C image where W would be, and
-  /// only that is copied (recur computes W).
-  void copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
-                 const RecurSequence &q, Value c, bool rawQK = false, Value tma = {},
-                 bool rawW = false);
-  /// Thread 0 initialises the ring's three stage mbarriers at `base` (each
-  /// phase completing after `arrivals` arrivals and its bytes), then a
-  /// block barrier.
-  void initRingBarriers(Value base, Value arrivals = Value());
-  /// Thread 0 issues `copies` for the sequence's first chunks, one per
-  /// stage the launch granted.
-  void fillRing(const RecurRing &ring, Value c1, function_ref<void(Value)> copies);
-  /// The last two rounds (or the only one) of a hand-over named barrier
-  /// `id` + chunk parity that the loop over chunks [c0, c1) left pending:
-  /// each waited for, so every round the other side signals completes.
-  void syncLastRounds(int64_t id, Value c0, Value c1, int64_t threads);
-  /// recur with S^T and V'^T as wgmma's register A operand
-  /// (RecurForm::Transposed, PrefillRecurTransposed.cpp).
-  void recurTransposed(const RecurSequence &q);
   /// The `count` initial-state elements that `load` pushes (each state
   /// form's own order), read where `readOk`, else zeros.
   SmallVector<Value> initialStateOrZero(Value readOk, int64_t count,

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/prefill/PrefillRecurForms.h"
 
 using namespace mlir;
 using namespace mlir::delta;
@@ -110,22 +110,26 @@ void PrefillEmitter::emitRecur() {
   c1 = c1Run;
   RecurSequence seq{hv,     v0,      c0,      c1,         bos,       eos,
                     readOk, writeOk, inSlot, outSlot, stateIndex, checkpoint};
-  // One body per recur form.
+  // One builder per recur form (PrefillRecurForms.h).
   switch (plan.recur) {
   case RecurForm::Transposed:
   case RecurForm::TransposedRawQK:
   case RecurForm::TransposedOverlap:
   case RecurForm::TransposedShared:
-    return recurTransposed(seq);
+    return buildRecurTransposed(*this, seq);
   case RecurForm::Warpgroup:
-    return recurWarpgroup(seq);
+    return buildRecurWarpgroup(*this, seq);
   case RecurForm::SharedRows:
   case RecurForm::RegisterState:
-    return recurRows(seq);
+    return buildRecurRows(*this, seq);
   }
 }
 
-void PrefillEmitter::recurRows(const RecurSequence &q) {
+void mlir::delta::prefill::buildRecurRows(const PrefillEmitter &e, const RecurSequence &q) {
+  RecurRowsBuilder(e).build(q);
+}
+
+void RecurRowsBuilder::build(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
   RecurSmem L(s, BV, plan.registerState());
   // Registers of the state tile per state thread where the state warps
@@ -320,7 +324,7 @@ void PrefillEmitter::recurRows(const RecurSequence &q) {
   }
 }
 
-void PrefillEmitter::handOverNextS(const RecurFrame &f, Value c, Value other,
+void RecurRowsBuilder::handOverNextS(const RecurFrame &f, Value c, Value other,
                                    function_ref<void(Value)> storeS) {
   // The other S copy holds chunk c - 1's state until its output is done.
   ifThen(cmp(arith::CmpIPredicate::sgt, c, f.c0),
@@ -333,7 +337,7 @@ void PrefillEmitter::handOverNextS(const RecurFrame &f, Value c, Value other,
 
 // The state warps share the [K, V tile] state by rows; W S needs all of it,
 // so each chunk hands S and V' through shared memory between them.
-void PrefillEmitter::recurStateShared(const RecurFrame &f) {
+void RecurRowsBuilder::recurStateShared(const RecurFrame &f) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile, all = plan.threads,
           half = plan.stateWarps;
   Value c0 = f.c0, c1 = f.c1, readOk = f.readOk, writeOk = f.writeOk, inSlot = f.inSlot,

@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/prefill/PrefillRecurForms.h"
 
 using namespace mlir;
 using namespace mlir::delta;
@@ -28,7 +28,7 @@ using namespace mlir::delta::prefill;
 // W^T (16 registers each at C = 64), one of Kd (32).
 static constexpr int64_t kStatePrefetchRegs = 32;
 
-void PrefillEmitter::recurStateRegisters(const RecurFrame &f) {
+void RecurRowsBuilder::recurStateRegisters(const RecurFrame &f) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile, all = plan.threads;
   int64_t tilesS = K / 8, tilesV = C / 8;
   auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };

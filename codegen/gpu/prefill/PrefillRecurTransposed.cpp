@@ -42,7 +42,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/prefill/PrefillRecurForms.h"
 
 #include <limits>
 
@@ -58,7 +58,20 @@ using namespace mlir::delta::prefill;
 //              has read A_w before W's stores overwrite it
 enum TransposedBarrier : int64_t { kTrOReady = 2, kTrODone = 4, kTrPReady = 6, kTrOutputs = 8 };
 
-void PrefillEmitter::recurTransposed(const RecurSequence &q) {
+namespace {
+/// RecurForm::Transposed and its raw q/k, overlapped and shared variants.
+class RecurTransposedBuilder : public WgmmaRecurBuilder {
+public:
+  using WgmmaRecurBuilder::WgmmaRecurBuilder;
+  void build(const RecurSequence &q);
+};
+} // namespace
+
+void mlir::delta::prefill::buildRecurTransposed(const PrefillEmitter &e, const RecurSequence &q) {
+  RecurTransposedBuilder(e).build(q);
+}
+
+void RecurTransposedBuilder::build(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   RecurWarpgroupSmem L(s, BV, /*transposed=*/true);
   int64_t kBlocks = K / 64, both = 256;

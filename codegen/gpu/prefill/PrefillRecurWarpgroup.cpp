@@ -26,7 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/prefill/PrefillRecurForms.h"
 
 using namespace mlir;
 using namespace mlir::delta;
@@ -43,7 +43,7 @@ using namespace mlir::delta::prefill;
 enum WarpgroupBarrier : int64_t { kStateOnly = 1, kWgSReady = 2, kWgVReady = 4, kWgDone = 6,
                                   kWgADone = 8 };
 
-void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
+void WgmmaRecurBuilder::copyStage(const RecurWarpgroupSmem &L, const RecurRing &ring, Value base,
                                const RecurSequence &q, Value c, bool rawQK, Value tma,
                                bool rawW) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
@@ -95,7 +95,7 @@ void PrefillEmitter::copyStage(const RecurWarpgroupSmem &L, const RecurRing &rin
     bulkCopy(stagePtr(c, L.gl), from(1), K * 4, bar);
 }
 
-void PrefillEmitter::initRingBarriers(Value base, Value arrivals) {
+void WgmmaRecurBuilder::initRingBarriers(Value base, Value arrivals) {
   if (!arrivals)
     arrivals = cI32(1);
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
@@ -106,7 +106,7 @@ void PrefillEmitter::initRingBarriers(Value base, Value arrivals) {
   barrier(); // the mbarriers are initialised
 }
 
-void PrefillEmitter::fillRing(const RecurRing &ring, Value c1,
+void WgmmaRecurBuilder::fillRing(const RecurRing &ring, Value c1,
                               function_ref<void(Value)> copies) {
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
     for (int64_t i = 0; i < 3; ++i) {
@@ -118,7 +118,7 @@ void PrefillEmitter::fillRing(const RecurRing &ring, Value c1,
   });
 }
 
-void PrefillEmitter::syncLastRounds(int64_t id, Value c0, Value c1, int64_t threads) {
+void WgmmaRecurBuilder::syncLastRounds(int64_t id, Value c0, Value c1, int64_t threads) {
   ifThen(cmp(arith::CmpIPredicate::slt, c0, c1), [&] {
     Value last = sub(c1, cI32(1));
     ifThen(cmp(arith::CmpIPredicate::sgt, last, c0), [&] {
@@ -128,7 +128,20 @@ void PrefillEmitter::syncLastRounds(int64_t id, Value c0, Value c1, int64_t thre
   });
 }
 
-void PrefillEmitter::recurWarpgroup(const RecurSequence &q) {
+namespace {
+/// RecurForm::Warpgroup.
+class RecurWarpgroupBuilder : public WgmmaRecurBuilder {
+public:
+  using WgmmaRecurBuilder::WgmmaRecurBuilder;
+  void build(const RecurSequence &q);
+};
+} // namespace
+
+void mlir::delta::prefill::buildRecurWarpgroup(const PrefillEmitter &e, const RecurSequence &q) {
+  RecurWarpgroupBuilder(e).build(q);
+}
+
+void RecurWarpgroupBuilder::build(const RecurSequence &q) {
   int64_t C = s.chunk, K = s.k, BV = plan.valueTile;
   RecurWarpgroupSmem L(s, BV);
   int64_t nT = BV / 8, mBlocks = K / 64, both = 256;
