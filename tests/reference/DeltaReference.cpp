@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "tests/reference/DeltaReference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -470,6 +471,101 @@ double relErr(const T *got, const double *ref, size_t n) {
   return std::sqrt(num) / std::sqrt(den);
 }
 } // namespace
+
+std::string runSegmented(const Problem &p, const Inputs &in, int64_t segments,
+                         Outputs &out) {
+  if (segments < 1)
+    return "segments: must be >= 1 (got " + std::to_string(segments) + ")";
+  std::string err = validate(p, in);
+  if (!err.empty())
+    return err;
+  const int64_t N = numSequences(p), T = p.T, H = p.H, HV = p.HV, K = p.K,
+                V = p.V;
+  const Sizes sizes = sizesOf(p);
+  const size_t KV = prod({K, V}), KK = prod({K, K});
+  // The chain runs in the Kv layout; the io layout is converted at the ends.
+  std::vector<double> start =
+      in.initialState.empty()
+          ? std::vector<double>(sizes.state, 0.0)
+          : convertStateLayout(in.initialState, K, V, p.layout, Layout::Kv);
+  out.o.assign(sizes.o, 0.0);
+  out.finalState.assign(sizes.state, 0.0);
+  out.stepStates.clear();
+  const int64_t gPerToken =
+      p.rule == Rule::Delta ? 0 : p.rule == Rule::Kda ? HV * K : HV;
+  // Tokens [t0, t1) of the flattened [B, T] axis as a one-sequence call on
+  // `cols` value columns: v as given (cols = V) or zeros (cols = K).
+  auto piece = [&](int64_t t0, int64_t t1, int64_t cols, bool zeroV,
+                   const std::vector<double> &init, Outputs &res) {
+    Problem q = p;
+    q.B = 1;
+    q.T = t1 - t0;
+    q.V = cols;
+    q.layout = Layout::Kv;
+    q.cuSeqlens.clear();
+    Inputs x;
+    auto slice = [&](const std::vector<double> &src, int64_t perToken) {
+      return std::vector<double>(src.begin() + t0 * perToken,
+                                 src.begin() + t1 * perToken);
+    };
+    x.q = slice(in.q, H * K);
+    x.k = slice(in.k, H * K);
+    x.v = zeroV ? std::vector<double>(prod({q.T, HV, cols}), 0.0)
+                : slice(in.v, HV * V);
+    if (gPerToken)
+      x.g = slice(in.g, gPerToken);
+    x.beta = slice(in.beta, HV);
+    x.aLog = in.aLog;
+    x.dtBias = in.dtBias;
+    x.initialState = init;
+    return run(q, x, res);
+  };
+  std::vector<double> identity(prod({HV, K, K}), 0.0);
+  for (int64_t hv = 0; hv < HV; ++hv)
+    for (int64_t i = 0; i < K; ++i)
+      identity[hv * KK + i * K + i] = 1.0;
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t begin = p.cuSeqlens.empty() ? n * T : p.cuSeqlens[n];
+    const int64_t end = p.cuSeqlens.empty() ? (n + 1) * T : p.cuSeqlens[n + 1];
+    // This sequence's state entering the piece, [HV, K, V] (Kv).
+    std::vector<double> S(start.begin() + n * HV * KV,
+                          start.begin() + (n + 1) * HV * KV);
+    for (int64_t s = 0; s < segments; ++s) {
+      const int64_t t0 = begin + (end - begin) * s / segments;
+      const int64_t t1 = begin + (end - begin) * (s + 1) / segments;
+      if (t0 == t1)
+        continue;
+      Outputs zero, transfer;
+      if (std::string e = piece(t0, t1, V, false, {}, zero); !e.empty())
+        return e;
+      if (std::string e = piece(t0, t1, K, true, identity, transfer); !e.empty())
+        return e;
+      // o_t = O0_t + S^T oM_t, per value head.
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t hv = 0; hv < HV; ++hv)
+          for (int64_t j = 0; j < V; ++j) {
+            double acc = zero.o[((t - t0) * HV + hv) * V + j];
+            for (int64_t i = 0; i < K; ++i)
+              acc += S[hv * KV + i * V + j] *
+                     transfer.o[((t - t0) * HV + hv) * K + i];
+            out.o[(t * HV + hv) * V + j] = acc;
+          }
+      // S <- M S + b.
+      std::vector<double> next(zero.finalState);
+      for (int64_t hv = 0; hv < HV; ++hv)
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t m = 0; m < K; ++m) {
+            const double mim = transfer.finalState[hv * KK + i * K + m];
+            for (int64_t j = 0; j < V; ++j)
+              next[hv * KV + i * V + j] += mim * S[hv * KV + m * V + j];
+          }
+      S = std::move(next);
+    }
+    std::copy(S.begin(), S.end(), out.finalState.begin() + n * HV * KV);
+  }
+  out.finalState = convertStateLayout(out.finalState, K, V, Layout::Kv, p.layout);
+  return "";
+}
 
 double relativeError(const double *got, const double *ref, size_t n) {
   return relErr(got, ref, n);

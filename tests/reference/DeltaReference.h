@@ -136,6 +136,19 @@ std::string validate(const Problem &p, const Inputs &in);
 std::string run(const Problem &p, const Inputs &in, Outputs &out,
                 bool wantStepStates = false);
 
+/// The same call as run() computed in `segments` pieces the way context
+/// parallelism splits a sequence (docs/context-parallelism.md): each piece
+/// of every sequence is run from a zero state (its outputs O0 and final
+/// state b) and, on K value columns of zeros, from the identity (its
+/// transfer M and per-token outputs oM); the pieces are then chained,
+/// S_start(s + 1) = M_s S_start(s) + b_s, and each output corrected,
+/// o_t = O0_t + S_start^T oM_t. Pieces split every sequence's tokens as
+/// evenly as they go (any length, odd ones too; an empty piece is the
+/// identity). What the GPU's segmented forms must match; equal to run()
+/// up to fp64 rounding. Errors as run()'s, and for segments < 1.
+std::string runSegmented(const Problem &p, const Inputs &in, int64_t segments,
+                         Outputs &out);
+
 /// ||got - ref||_2 / ||ref||_2, the error measure of every numeric test. When
 /// ref is all zeros it returns ||got||_2 (so an exact zero still gives 0).
 /// The vector forms return +inf when the sizes differ; a NaN in got gives

@@ -947,3 +947,104 @@ TEST(ReferenceHelpers, RandomInputsHonourOptions) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The segmented schedule of context parallelism (runSegmented; issue 35,
+// docs/context-parallelism.md): every sequence in pieces run from a zero
+// state and, on K more columns, from the identity, then chained and its
+// outputs corrected, equals the token-by-token run for every rule, gate
+// form and layout, with odd piece lengths and varlen sequences.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct SegmentCase {
+  const char *name;
+  Rule rule;
+  GateForm gate;
+  BetaForm beta;
+  Layout layout;
+  bool l2;
+};
+
+class Segmented : public ::testing::TestWithParam<SegmentCase> {};
+
+TEST_P(Segmented, EqualsTheSerialRun) {
+  const SegmentCase &c = GetParam();
+  Problem p = makeProblem(c.rule, 1, 0, 2, 4, 8, 6);
+  p.gate = c.gate;
+  p.beta = c.beta;
+  p.layout = c.layout;
+  p.qkL2Norm = c.l2;
+  p.scale = 0.35;
+  // Varlen: a sequence shorter than the pieces, an empty one, odd lengths.
+  p.cuSeqlens = cuSeqlensFromLengths({37, 2, 0, 61});
+  p.T = p.cuSeqlens.back();
+  Inputs in = randomInputs(p, 71);
+  Outputs serial;
+  ASSERT_EQ(run(p, in, serial), "");
+  for (int64_t segments : {1, 2, 3, 7}) {
+    Outputs seg;
+    ASSERT_EQ(runSegmented(p, in, segments, seg), "");
+    EXPECT_LT(relativeError(seg.o, serial.o), kTol) << segments << " segments";
+    EXPECT_LT(relativeError(seg.finalState, serial.finalState), kTol)
+        << segments << " segments";
+  }
+}
+
+const SegmentCase kSegmentCases[] = {
+    {"DeltaGiven", Rule::Delta, GateForm::None, BetaForm::Given, Layout::Kv, false},
+    {"DeltaSigmoid2L2Vk", Rule::Delta, GateForm::None, BetaForm::Sigmoid2, Layout::Vk, true},
+    {"GatedLog", Rule::Gated, GateForm::Log, BetaForm::Given, Layout::Kv, false},
+    {"GatedRawSigmoidL2Vk", Rule::Gated, GateForm::Raw, BetaForm::Sigmoid, Layout::Vk, true},
+    {"GatedLinear", Rule::Gated, GateForm::Linear, BetaForm::Given, Layout::Kv, false},
+    {"KdaLogL2", Rule::Kda, GateForm::Log, BetaForm::Given, Layout::Kv, true},
+    {"KdaRawSigmoidVk", Rule::Kda, GateForm::Raw, BetaForm::Sigmoid, Layout::Vk, false},
+};
+
+INSTANTIATE_TEST_SUITE_P(Reference, Segmented, ::testing::ValuesIn(kSegmentCases),
+                         [](const auto &info) { return std::string(info.param.name); });
+
+// DeltaNet has no decay, so M does not contract: a long sequence in 8
+// pieces still equals the serial run (the chain of transfers is exact).
+TEST(ReferenceSegmented, LongDeltaNetWithoutDecay) {
+  Problem p = makeProblem(Rule::Delta, 1, 2048, 1, 2, 8, 8);
+  Inputs in = randomInputs(p, 5);
+  Outputs serial, seg;
+  ASSERT_EQ(run(p, in, serial), "");
+  ASSERT_EQ(runSegmented(p, in, 8, seg), "");
+  EXPECT_LT(relativeError(seg.o, serial.o), 1e-10);
+  EXPECT_LT(relativeError(seg.finalState, serial.finalState), 1e-10);
+}
+
+// A wrong chain is caught: dropping the correction of the outputs (the
+// pieces' outputs from a zero state) differs from the serial run.
+TEST(ReferenceSegmented, PiecesFromZeroAloneDiffer) {
+  Problem p = makeProblem(Rule::Gated, 1, 40, 1, 1, 4, 4);
+  Inputs in = randomInputs(p, 9);
+  Outputs serial, seg;
+  ASSERT_EQ(run(p, in, serial), "");
+  ASSERT_EQ(runSegmented(p, in, 2, seg), "");
+  // The second half from a zero state, as a segment would see it alone.
+  Problem half = p;
+  half.T = 20;
+  Inputs second = in;
+  auto tail = [](const std::vector<double> &x, size_t per) {
+    return std::vector<double>(x.begin() + 20 * per, x.end());
+  };
+  second.q = tail(in.q, 4);
+  second.k = tail(in.k, 4);
+  second.v = tail(in.v, 4);
+  second.g = tail(in.g, 1);
+  second.beta = tail(in.beta, 1);
+  second.initialState.clear();
+  Outputs alone;
+  ASSERT_EQ(run(half, second, alone), "");
+  std::vector<double> serialTail(serial.o.begin() + 80, serial.o.end());
+  std::vector<double> segTail(seg.o.begin() + 80, seg.o.end());
+  EXPECT_LT(relativeError(segTail, serialTail), kTol);
+  EXPECT_GT(relativeError(alone.o, serialTail), 1e-3);
+  EXPECT_NE(runSegmented(p, in, 0, seg), "");
+}
+
+} // namespace
