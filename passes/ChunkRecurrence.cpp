@@ -49,7 +49,7 @@ Value readIndex(OpBuilder &b, Location loc, Value tensor, Value i) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), x);
 }
 
-LogicalResult chunk(ChunkedRecurrenceOp op) {
+LogicalResult chunk(ChunkedRecurrenceOp op, int64_t segments) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto f32 = b.getF32Type();
@@ -89,6 +89,19 @@ LogicalResult chunk(ChunkedRecurrenceOp op) {
   Value s0 = emptyLike(b, loc, sType, {numSeqs, valueHeads});
   Value zeroState = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(state, b.getF32FloatAttr(0.0f)));
+  // The segmented form's transfer runs on K columns from -I with zero
+  // values.
+  auto transfer = RankedTensorType::get({K, K}, f32);
+  Value negIdentity, zeroRowsK;
+  if (segments > 1) {
+    SmallVector<float> minusI(K * K, 0.0f);
+    for (int64_t i = 0; i < K; ++i)
+      minusI[i * K + i] = -1.0f;
+    negIdentity = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(transfer, ArrayRef<float>(minusI)));
+    zeroRowsK = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(rowsK, b.getF32FloatAttr(0.0f)));
+  }
 
   auto seqLoop = scf::ForOp::create(
       b, loc, zero, numSeqs, one, ValueRange{o0, s0},
@@ -112,47 +125,119 @@ LogicalResult chunk(ChunkedRecurrenceOp op) {
                                             layout)
                             .getResult()
                       : zeroState;
-              auto chunkLoop = scf::ForOp::create(
-                  b, loc, zero, numChunks, one,
-                  ValueRange{entering, headIter[0]},
-                  [&](OpBuilder &b, Location loc, Value c, ValueRange it) {
-                    Value s = it[0];
-                    Value t0 = arith::AddIOp::create(
-                        b, loc, bos, arith::MulIOp::create(b, loc, c, cC));
-                    Value rows = arith::MinUIOp::create(
-                        b, loc, cC, arith::SubIOp::create(b, loc, eos, t0));
-                    auto load = [&](Type type, Value src, Value head,
-                                    bool edge = false) -> Value {
-                      auto ld = ChunkLoadOp::create(b, loc, type, src, row,
-                                                    t0, head, rows);
-                      if (edge)
-                        ld.setEdge(true);
-                      return ld;
-                    };
-                    Value qc = load(rowsK, q, h), kc = load(rowsK, k, h);
-                    Value vc = load(rowsV, v, hv), bc = load(col, beta, hv);
-                    Value gc =
-                        gamma ? load(gammaType, gamma, hv, /*edge=*/true)
-                              : Value();
-                    Value l = ChunkKktOp::create(b, loc, square, kc, bc, gc);
-                    Value a = SolveTrilOp::create(b, loc, square, l);
-                    auto wy = ChunkWyOp::create(b, loc, rowsK, rowsV, a, kc,
-                                                vc, bc, gc);
-                    Value vn = ChunkResidualOp::create(
-                        b, loc, rowsV, wy.getU(), wy.getW(), s);
-                    Value oc = ChunkOutputOp::create(b, loc, rowsV, qc, kc, vn,
-                                                     s, op.getScale(), gc);
-                    Value next =
-                        ChunkStateStepOp::create(b, loc, state, s, kc, vn, gc);
-                    Value o = ChunkStoreOp::create(b, loc, oType, oc, it[1], row, t0,
-                                                   hv, rows);
-                    scf::YieldOp::create(b, loc, ValueRange{next, o});
-                  });
-              Value leaving = chunkLoop.getResult(0);
-              Value sf = StateStoreOp::create(b, loc, sType, leaving, headIter[1], n,
-                                              hv, layout);
-              scf::YieldOp::create(b, loc,
-                                   ValueRange{chunkLoop.getResult(1), sf});
+              // Chunk c's rows and the ops that do not read the state:
+              // its loads, I + L, its inverse and the WY factors.
+              struct Prepared {
+                Value t0, rows, qc, kc, gc, w, u;
+              };
+              auto prepare = [&](OpBuilder &b, Location loc, Value c) {
+                Prepared x;
+                x.t0 = arith::AddIOp::create(
+                    b, loc, bos, arith::MulIOp::create(b, loc, c, cC));
+                x.rows = arith::MinUIOp::create(
+                    b, loc, cC, arith::SubIOp::create(b, loc, eos, x.t0));
+                auto load = [&](Type type, Value src, Value head,
+                                bool edge = false) -> Value {
+                  auto ld = ChunkLoadOp::create(b, loc, type, src, row, x.t0,
+                                                head, x.rows);
+                  if (edge)
+                    ld.setEdge(true);
+                  return ld;
+                };
+                x.qc = load(rowsK, q, h);
+                x.kc = load(rowsK, k, h);
+                Value vc = load(rowsV, v, hv), bc = load(col, beta, hv);
+                x.gc = gamma ? load(gammaType, gamma, hv, /*edge=*/true)
+                             : Value();
+                Value l = ChunkKktOp::create(b, loc, square, x.kc, bc, x.gc);
+                Value a = SolveTrilOp::create(b, loc, square, l);
+                auto wy = ChunkWyOp::create(b, loc, rowsK, rowsV, a, x.kc, vc,
+                                            bc, x.gc);
+                x.w = wy.getW();
+                x.u = wy.getU();
+                return x;
+              };
+              Value leavingState, outputs;
+              if (segments <= 1) {
+                auto chunkLoop = scf::ForOp::create(
+                    b, loc, zero, numChunks, one,
+                    ValueRange{entering, headIter[0]},
+                    [&](OpBuilder &b, Location loc, Value c, ValueRange it) {
+                      Value s = it[0];
+                      Prepared x = prepare(b, loc, c);
+                      Value vn = ChunkResidualOp::create(b, loc, rowsV, x.u,
+                                                         x.w, s);
+                      Value oc = ChunkOutputOp::create(b, loc, rowsV, x.qc,
+                                                       x.kc, vn, s,
+                                                       op.getScale(), x.gc);
+                      Value next = ChunkStateStepOp::create(b, loc, state, s,
+                                                            x.kc, vn, x.gc);
+                      Value o = ChunkStoreOp::create(b, loc, oType, oc, it[1],
+                                                     row, x.t0, hv, x.rows);
+                      scf::YieldOp::create(b, loc, ValueRange{next, o});
+                    });
+                leavingState = chunkLoop.getResult(0);
+                outputs = chunkLoop.getResult(1);
+              } else {
+                // Segment j: chunks [N j / n, N (j + 1) / n).
+                Value nSeg = cst(b, loc, segments);
+                auto segLoop = scf::ForOp::create(
+                    b, loc, zero, nSeg, one, ValueRange{entering, headIter[0]},
+                    [&](OpBuilder &b, Location loc, Value j, ValueRange seg) {
+                      Value start = seg[0];
+                      auto bound = [&](Value i) -> Value {
+                        return arith::DivUIOp::create(
+                            b, loc, arith::MulIOp::create(b, loc, numChunks, i),
+                            nSeg);
+                      };
+                      Value c0 = bound(j),
+                            c1 = bound(arith::AddIOp::create(b, loc, j, one));
+                      auto inner = scf::ForOp::create(
+                          b, loc, c0, c1, one,
+                          ValueRange{zeroState, negIdentity, seg[1]},
+                          [&](OpBuilder &b, Location loc, Value c,
+                              ValueRange it) {
+                            Value s = it[0], x = it[1];
+                            Prepared p = prepare(b, loc, c);
+                            // From the zero state: O0 and b.
+                            Value vn = ChunkResidualOp::create(b, loc, rowsV,
+                                                               p.u, p.w, s);
+                            Value o0 = ChunkOutputOp::create(
+                                b, loc, rowsV, p.qc, p.kc, vn, s,
+                                op.getScale(), p.gc);
+                            Value next = ChunkStateStepOp::create(
+                                b, loc, state, s, p.kc, vn, p.gc);
+                            // The same ops on K columns of zero values from
+                            // X = -Mpre: -W X, -Qh and -M Mpre.
+                            Value vx = ChunkResidualOp::create(
+                                b, loc, rowsK, zeroRowsK, p.w, x);
+                            Value negQh = ChunkOutputOp::create(
+                                b, loc, rowsK, p.qc, p.kc, vx, x,
+                                op.getScale(), p.gc);
+                            Value nextX = ChunkStateStepOp::create(
+                                b, loc, transfer, x, p.kc, vx, p.gc);
+                            // O = O0 + Qh S_start.
+                            Value oc = ChunkResidualOp::create(
+                                b, loc, rowsV, o0, negQh, start);
+                            Value o = ChunkStoreOp::create(
+                                b, loc, oType, oc, it[2], row, p.t0, hv,
+                                p.rows);
+                            scf::YieldOp::create(b, loc,
+                                                 ValueRange{next, nextX, o});
+                          });
+                      // S_end = b + M S_start.
+                      Value end = ChunkResidualOp::create(
+                          b, loc, state, inner.getResult(0),
+                          inner.getResult(1), start);
+                      scf::YieldOp::create(
+                          b, loc, ValueRange{end, inner.getResult(2)});
+                    });
+                leavingState = segLoop.getResult(0);
+                outputs = segLoop.getResult(1);
+              }
+              Value sf = StateStoreOp::create(b, loc, sType, leavingState,
+                                              headIter[1], n, hv, layout);
+              scf::YieldOp::create(b, loc, ValueRange{outputs, sf});
             });
         scf::YieldOp::create(b, loc, headLoop.getResults());
       });
@@ -162,11 +247,12 @@ LogicalResult chunk(ChunkedRecurrenceOp op) {
 }
 
 struct ChunkRecurrence : impl::DeltaChunkBase<ChunkRecurrence> {
+  using DeltaChunkBase::DeltaChunkBase;
   void runOnOperation() override {
     SmallVector<ChunkedRecurrenceOp> work;
     getOperation()->walk([&](ChunkedRecurrenceOp op) { work.push_back(op); });
     for (ChunkedRecurrenceOp op : work)
-      if (failed(chunk(op)))
+      if (failed(chunk(op, segments)))
         return signalPassFailure();
   }
 };

@@ -86,7 +86,23 @@ def DeltaChunk : Pass<"delta-chunk", "::mlir::func::FuncOp"> {
     `chunk_store` of the outputs; `state_load` / `state_store` translate
     the initial and final states from and to their layout. The result is
     target-independent: `delta-chunk-to-linalg` runs it on the CPU.
+
+    With `segments` = n > 1 each sequence's chunks are split into n
+    segments (chunk j of N in segment floor(j n / N)) computed the way
+    context parallelism computes them, without their entering state
+    (docs/context-parallelism.md): from a zero state (outputs O0, leaving
+    state b) and, as the same chunk ops on K more columns with zero values,
+    from -I (X = -Mpre, whose outputs are -Qh); then each chunk's output is
+    corrected, `chunk_residual(O0, -Qh, S_start)` = O0 + Qh S_start, and the
+    segment's leaving state is `chunk_residual(b, -M, S_start)`. The CPU
+    pipeline runs it against the fp64 reference (ChunkCpuTest); the GPU
+    lowering takes the serial form only.
   }];
+  let options = [
+    Option<"segments", "segments", "int64_t", /*default=*/"1",
+           "segments per sequence, each computed without its entering "
+           "state and then chained (1: the serial loop)">
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -18,12 +18,12 @@
 
 using namespace mlir;
 
-void mlir::delta::buildSpecToChunkPipeline(OpPassManager &pm) {
+void mlir::delta::buildSpecToChunkPipeline(OpPassManager &pm, int64_t segments) {
   pm.addPass(createDeltaExpandSpec());
   pm.addPass(createDeltaNormalizeOptions());
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createDeltaPrepareChunking());
-  fn.addPass(createDeltaChunk());
+  fn.addPass(createDeltaChunk(DeltaChunkOptions{segments}));
   fn.addPass(createCanonicalizerPass());
 }
 
@@ -58,7 +58,7 @@ void mlir::delta::registerDeltacPipelines() {
       "delta-spec-to-chunk",
       "spec -> sequence level -> chunk-level IR (expand, normalize, "
       "prepare-chunking, delta-chunk)",
-      buildSpecToChunkPipeline);
+      [](OpPassManager &pm) { buildSpecToChunkPipeline(pm); });
   PassPipelineRegistration<>(
       "delta-cpu-pipeline",
       "chunk-level IR -> LLVM dialect for the CPU (delta-chunk-to-linalg, "

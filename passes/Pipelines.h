@@ -8,8 +8,9 @@ namespace mlir::delta {
 
 /// delta.spec ops to chunk-level IR: one function per specialization and
 /// entry, prefill recurrences rewritten by `delta-chunk` (decode functions
-/// keep their `delta.recurrence`).
-void buildSpecToChunkPipeline(OpPassManager &pm);
+/// keep their `delta.recurrence`). `segments` > 1 gives `delta-chunk`'s
+/// segmented form (context parallelism's schedule; CPU only).
+void buildSpecToChunkPipeline(OpPassManager &pm, int64_t segments = 1);
 
 /// Chunk-level IR to the LLVM dialect for the host CPU. Function results are
 /// memrefs the function allocates with `malloc` (their sizes are dynamic).

@@ -76,6 +76,9 @@ struct Case {
   bool initialState;
   double gMin, gMax;
   Io io = Io::F32;
+  /// delta-chunk's segments: > 1 runs context parallelism's schedule
+  /// (segments without their entering state, chained and corrected).
+  int64_t segments = 1;
 };
 
 std::ostream &operator<<(std::ostream &os, const Case &c) { return os << c.name; }
@@ -142,7 +145,7 @@ struct Compiled {
   std::string error;
 };
 
-void compile(const std::string &spec, Compiled &out) {
+void compile(const std::string &spec, int64_t segments, Compiled &out) {
   mlir::DialectRegistry registry;
   deltac::registerDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
@@ -156,7 +159,7 @@ void compile(const std::string &spec, Compiled &out) {
     return;
   }
   mlir::PassManager toChunks(&out.context);
-  mlir::delta::buildSpecToChunkPipeline(toChunks);
+  mlir::delta::buildSpecToChunkPipeline(toChunks, segments);
   if (mlir::failed(toChunks.run(*module))) {
     out.error = "delta-spec-to-chunk failed";
     return;
@@ -261,7 +264,7 @@ TEST_P(ChunkCpu, MatchesTokenByTokenReference) {
     in.initialState.assign(sz.state, 0.0);
 
   Compiled compiled;
-  compile(specText(c), compiled);
+  compile(specText(c), c.segments, compiled);
   ASSERT_TRUE(compiled.engine) << compiled.error;
 
   int64_t N = numSequences(p), T = p.T, H = p.H, HV = p.HV, K = p.K, V = p.V;
@@ -415,6 +418,29 @@ std::vector<Case> cases() {
   add({"GatedBf16Io", Rule::Gated, Layout::Vk, GateForm::Raw,
        BetaForm::Sigmoid, true, 64, 64, 64, 2, 4, kMixed, true, -1.0, 0.0,
        Io::BF16});
+  // Context parallelism's schedule (issue 35): each sequence's chunks in
+  // segments computed from zero and, on K more columns, from -I, then
+  // chained and corrected; odd segment lengths (90 tokens of chunk 16: 6
+  // chunks in 4 segments), a one-chunk sequence in more segments than
+  // chunks, strong decay, DeltaNet (M does not contract), KDA, bf16 io.
+  auto segmented = [&](Case c, int64_t segments) {
+    c.name += "Segments" + std::to_string(segments);
+    c.segments = segments;
+    add(c);
+  };
+  segmented({"GatedLogKv", Rule::Gated, Layout::Kv, GateForm::Log, BetaForm::Given,
+             false, 16, 16, 32, 2, 4, kMixed, true, -1.0, 0.0}, 4);
+  segmented({"GatedStrongDecayVk", Rule::Gated, Layout::Vk, GateForm::Log,
+             BetaForm::Given, false, 16, 16, 16, 1, 1, kMixed, true, -17.0, -15.0}, 3);
+  segmented({"GatedRawL2Vk", Rule::Gated, Layout::Vk, GateForm::Raw,
+             BetaForm::Sigmoid, true, 32, 32, 32, 2, 4, kMixed, true, -1.0, 0.0}, 2);
+  segmented({"DeltaLong", Rule::Delta, Layout::Kv, GateForm::None, BetaForm::Sigmoid2,
+             true, 16, 16, 16, 1, 1, {1000}, true, 0.0, 0.0}, 8);
+  segmented({"KdaRawL2Kv", Rule::Kda, Layout::Kv, GateForm::Raw, BetaForm::Sigmoid,
+             true, 16, 32, 16, 2, 4, kMixed, true, -1.0, 0.0}, 3);
+  segmented({"GatedBf16IoVk", Rule::Gated, Layout::Vk, GateForm::Raw,
+             BetaForm::Sigmoid, true, 32, 32, 32, 2, 4, kMixed, true, -1.0, 0.0,
+             Io::BF16}, 4);
   return all;
 }
 
