@@ -210,7 +210,8 @@ Sizes sizesOf(const Problem &p) {
   s.q = s.k = prod({B, T, H, K});
   s.v = prod({B, T, HV, V});
   s.o = s.v;
-  s.beta = prod({B, T, HV});
+  s.beta = p.betaPerValue ? prod({B, T, HV, V}) : prod({B, T, HV});
+  s.gv = prod({B, T, HV, V});
   s.g = p.rule == Rule::Delta ? 0
         : p.rule == Rule::Kda ? prod({B, T, HV, K})
                               : prod({B, T, HV});
@@ -302,7 +303,8 @@ std::string validate(const Problem &p, const Inputs &in) {
                         : p.rule == Rule::Kda ? "[B, T, HV, K]"
                                               : "[B, T, HV]"))
            .empty() ||
-      !(err = checkSize("beta", in.beta.size(), s.beta, "[B, T, HV]"))
+      !(err = checkSize("beta", in.beta.size(), s.beta,
+                        p.betaPerValue ? "[B, T, HV, V]" : "[B, T, HV]"))
            .empty() ||
       !(err = checkSize("aLog", in.aLog.size(), s.aLog,
                         s.aLog ? "[HV]" : "only with gate form raw"))
@@ -311,6 +313,10 @@ std::string validate(const Problem &p, const Inputs &in) {
                         !s.dtBias              ? "only with gate form raw"
                         : p.rule == Rule::Kda ? "[HV * K]"
                                                : "[HV]"))
+           .empty())
+    return err;
+  if (!in.gv.empty() &&
+      !(err = checkSize("gv", in.gv.size(), s.gv, "[B, T, HV, V] or empty"))
            .empty())
     return err;
   if (!in.initialState.empty())
@@ -378,11 +384,15 @@ std::string run(const Problem &p, const Inputs &in, Outputs &out,
           }
         }
 
-        double beta = in.beta[head];
-        if (p.beta == BetaForm::Sigmoid)
-          beta = sigmoid(beta);
-        else if (p.beta == BetaForm::Sigmoid2)
-          beta = 2.0 * sigmoid(beta);
+        // beta of value column j (one per head unless betaPerValue).
+        auto betaOf = [&](int64_t j) {
+          double x = in.beta[p.betaPerValue ? head * V + j : head];
+          if (p.beta == BetaForm::Sigmoid)
+            return sigmoid(x);
+          if (p.beta == BetaForm::Sigmoid2)
+            return 2.0 * sigmoid(x);
+          return x;
+        };
 
         // Per-row decay of S (the K axis); all rows alike unless kda.
         switch (p.rule) {
@@ -414,10 +424,14 @@ std::string run(const Problem &p, const Inputs &in, Outputs &out,
           break;
         }
 
-        // S = Diag(decay) S.
+        // S = Diag(decay) S, and each value column by e^gv_j (FLA's gv).
         for (int64_t i = 0; i < K; ++i)
           for (int64_t j = 0; j < V; ++j)
             S[i * V + j] *= decay[i];
+        if (!in.gv.empty())
+          for (int64_t i = 0; i < K; ++i)
+            for (int64_t j = 0; j < V; ++j)
+              S[i * V + j] *= std::exp(in.gv[head * V + j]);
         // kS = S^T k.
         for (int64_t j = 0; j < V; ++j)
           kS[j] = 0.0;
@@ -427,7 +441,7 @@ std::string run(const Problem &p, const Inputs &in, Outputs &out,
         // u = beta (v - S^T k);  S += k u^T.
         const double *v = &in.v[head * V];
         for (int64_t j = 0; j < V; ++j) {
-          const double u = beta * (v[j] - kS[j]);
+          const double u = betaOf(j) * (v[j] - kS[j]);
           for (int64_t i = 0; i < K; ++i)
             S[i * V + j] += k[i] * u;
         }
@@ -476,6 +490,9 @@ std::string runSegmented(const Problem &p, const Inputs &in, int64_t segments,
                          Outputs &out) {
   if (segments < 1)
     return "segments: must be >= 1 (got " + std::to_string(segments) + ")";
+  if (p.betaPerValue || !in.gv.empty())
+    return "segments: gv and a per-value beta give each value column its own "
+           "transition (no K x K transfer)";
   std::string err = validate(p, in);
   if (!err.empty())
     return err;

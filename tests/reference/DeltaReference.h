@@ -74,6 +74,9 @@ struct Problem {
   /// Normalise q and k per token and head inside the recurrence:
   /// x / sqrt(sum x^2 + 1e-6), as FLA's use_qk_l2norm_in_kernel does.
   bool qkL2Norm = false;
+  /// beta is [B, T, HV, V], one per value column (FLA's fused_recurrent
+  /// with a beta that is not head-wise): u_j = beta_j (v_j - (S^T k)_j).
+  bool betaPerValue = false;
   /// Output scale; FLA's default is K^-0.5, the reference has no default
   /// opinion and uses what it is given.
   double scale = 1.0;
@@ -89,12 +92,15 @@ struct Problem {
 ///   v             [B, T, HV, V]
 ///   g             Gated: [B, T, HV]; Kda: [B, T, HV, K]; Delta: empty
 ///                 (holds log g, alpha or raw a per Problem::gate)
-///   beta          [B, T, HV]   (beta or logits per Problem::beta)
+///   beta          [B, T, HV]   (beta or logits per Problem::beta);
+///                 [B, T, HV, V] with Problem::betaPerValue
+///   gv            [B, T, HV, V] log decays per value column (FLA's gv:
+///                 S[:, j] *= e^gv_j after the gate's decay), or empty
 ///   aLog          [HV]         GateForm::Raw only, else empty
 ///   dtBias        Gated: [HV], Kda: [HV * K] (per channel); Raw only
 ///   initialState  [N, HV, K, V] (Kv) or [N, HV, V, K] (Vk); empty = zeros
 struct Inputs {
-  std::vector<double> q, k, v, g, beta, aLog, dtBias, initialState;
+  std::vector<double> q, k, v, g, beta, aLog, dtBias, initialState, gv;
 };
 
 /// What a call produces.
@@ -113,6 +119,8 @@ struct Outputs {
 /// per-step states. Handy for allocating device copies.
 struct Sizes {
   size_t q, k, v, g, beta, aLog, dtBias, state, o, stepStates;
+  /// gv when given ([B, T, HV, V]).
+  size_t gv;
 };
 Sizes sizesOf(const Problem &p);
 
@@ -145,7 +153,9 @@ std::string run(const Problem &p, const Inputs &in, Outputs &out,
 /// o_t = O0_t + S_start^T oM_t. Pieces split every sequence's tokens as
 /// evenly as they go (any length, odd ones too; an empty piece is the
 /// identity). What the GPU's segmented forms must match; equal to run()
-/// up to fp64 rounding. Errors as run()'s, and for segments < 1.
+/// up to fp64 rounding. Errors as run()'s, for segments < 1, and for gv or
+/// betaPerValue: with them each value column has its own transition, so no
+/// one K x K transfer exists (they are decode options in FLA).
 std::string runSegmented(const Problem &p, const Inputs &in, int64_t segments,
                          Outputs &out);
 

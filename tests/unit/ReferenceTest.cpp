@@ -1048,3 +1048,83 @@ TEST(ReferenceSegmented, PiecesFromZeroAloneDiffer) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// FLA's fused_recurrent options per value column: gv (log decays of each
+// value column of S) and a beta per value column (issue 32).
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// One token, K = 1, V = 2, g = 0: S_j = s_j e^gv_j, u_j = beta_j (v_j -
+// S_j k), S_j += k u_j, o_j = scale S_j q.
+TEST(ReferencePerValue, OneTokenByHand) {
+  Problem p = makeProblem(Rule::Gated, 1, 1, 1, 1, 1, 2);
+  p.betaPerValue = true;
+  p.scale = 0.5;
+  Inputs in;
+  in.q = {2.0};
+  in.k = {1.0};
+  in.v = {1.0, -2.0};
+  in.g = {0.0};
+  in.beta = {0.25, 0.75};
+  in.gv = {std::log(0.5), std::log(2.0)};
+  in.initialState = {4.0, 1.0};
+  Outputs out;
+  ASSERT_EQ(run(p, in, out), "");
+  // Column 0: S = 2, u = 0.25 (1 - 2) = -0.25, S = 1.75, o = 0.5 * 1.75 * 2.
+  // Column 1: S = 2, u = 0.75 (-2 - 2) = -3, S = -1, o = 0.5 * -1 * 2.
+  EXPECT_NEAR(out.finalState[0], 1.75, 1e-15);
+  EXPECT_NEAR(out.finalState[1], -1.0, 1e-15);
+  EXPECT_NEAR(out.o[0], 1.75, 1e-15);
+  EXPECT_NEAR(out.o[1], -1.0, 1e-15);
+}
+
+// gv = 0 and a per-value beta equal to the head's beta in every column give
+// the head-wise call's bits; gv on column 0 alone changes column 0 alone.
+TEST(ReferencePerValue, ReducesToTheHeadWiseCall) {
+  for (Layout layout : {Layout::Kv, Layout::Vk}) {
+    Problem p = makeProblem(Rule::Kda, 1, 9, 2, 4, 8, 6);
+    p.layout = layout;
+    Inputs in = randomInputs(p, 13);
+    Outputs base;
+    ASSERT_EQ(run(p, in, base), "");
+    Problem pv = p;
+    pv.betaPerValue = true;
+    Inputs wide = in;
+    wide.beta.clear();
+    for (double b : in.beta)
+      wide.beta.insert(wide.beta.end(), p.V, b);
+    wide.gv.assign(sizesOf(pv).gv, 0.0);
+    Outputs same;
+    ASSERT_EQ(run(pv, wide, same), "");
+    EXPECT_EQ(same.o, base.o);
+    EXPECT_EQ(same.finalState, base.finalState);
+    for (size_t t = 0; t < wide.gv.size(); t += p.V)
+      wide.gv[t] = -0.3;
+    Outputs col0;
+    ASSERT_EQ(run(pv, wide, col0), "");
+    for (size_t i = 0; i < base.o.size(); ++i) {
+      if (i % p.V == 0)
+        EXPECT_NE(col0.o[i], base.o[i]) << i;
+      else
+        EXPECT_EQ(col0.o[i], base.o[i]) << i;
+    }
+  }
+}
+
+TEST(ReferencePerValue, SizesAreChecked) {
+  Problem p = makeProblem(Rule::Gated, 1, 3, 1, 2, 4, 4);
+  Inputs in = randomInputs(p, 3);
+  in.gv.assign(5, 0.0);
+  Outputs out;
+  EXPECT_EQ(run(p, in, out).rfind("gv:", 0), 0u);
+  in.gv.clear();
+  p.betaPerValue = true; // beta still [B, T, HV]
+  EXPECT_EQ(run(p, in, out).rfind("beta:", 0), 0u);
+  // No K x K transfer with per-value terms: runSegmented refuses them.
+  Inputs wide = randomInputs(p, 3);
+  EXPECT_NE(runSegmented(p, wide, 2, out), "");
+}
+
+} // namespace
