@@ -45,7 +45,11 @@ public:
   void build(const RecurSequence &q);
 
 private:
+  /// The state warps with S in shared memory, shared by rows
+  /// (RecurForm::SharedRows, PrefillRecur.cpp).
   void recurStateShared(const RecurFrame &f);
+  /// The state warps with S^T in their own registers, 16 columns a warp
+  /// (RecurForm::RegisterState, PrefillRecurState.cpp).
   void recurStateRegisters(const RecurFrame &f);
   /// The state warps' end of chunk c: the next chunk's S (the state after
   /// c) goes to S copy `other` once the output warps are done with chunk
