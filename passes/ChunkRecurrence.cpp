@@ -157,21 +157,28 @@ LogicalResult chunk(ChunkedRecurrenceOp op, int64_t segments) {
                 x.u = wy.getU();
                 return x;
               };
+              // The ops that read the carried state s, with values u (`rows`
+              // columns, a state of type `st`): the chunk's outputs and the
+              // state leaving it.
+              auto advance = [&](OpBuilder &b, Location loc, const Prepared &x,
+                                 Value u, Value s, RankedTensorType rows,
+                                 RankedTensorType st) -> std::pair<Value, Value> {
+                Value vn = ChunkResidualOp::create(b, loc, rows, u, x.w, s);
+                Value oc = ChunkOutputOp::create(b, loc, rows, x.qc, x.kc, vn,
+                                                 s, op.getScale(), x.gc);
+                Value next =
+                    ChunkStateStepOp::create(b, loc, st, s, x.kc, vn, x.gc);
+                return {oc, next};
+              };
               Value leavingState, outputs;
               if (segments <= 1) {
                 auto chunkLoop = scf::ForOp::create(
                     b, loc, zero, numChunks, one,
                     ValueRange{entering, headIter[0]},
                     [&](OpBuilder &b, Location loc, Value c, ValueRange it) {
-                      Value s = it[0];
                       Prepared x = prepare(b, loc, c);
-                      Value vn = ChunkResidualOp::create(b, loc, rowsV, x.u,
-                                                         x.w, s);
-                      Value oc = ChunkOutputOp::create(b, loc, rowsV, x.qc,
-                                                       x.kc, vn, s,
-                                                       op.getScale(), x.gc);
-                      Value next = ChunkStateStepOp::create(b, loc, state, s,
-                                                            x.kc, vn, x.gc);
+                      auto [oc, next] =
+                          advance(b, loc, x, x.u, it[0], rowsV, state);
                       Value o = ChunkStoreOp::create(b, loc, oType, oc, it[1],
                                                      row, x.t0, hv, x.rows);
                       scf::YieldOp::create(b, loc, ValueRange{next, o});
@@ -200,22 +207,12 @@ LogicalResult chunk(ChunkedRecurrenceOp op, int64_t segments) {
                             Value s = it[0], x = it[1];
                             Prepared p = prepare(b, loc, c);
                             // From the zero state: O0 and b.
-                            Value vn = ChunkResidualOp::create(b, loc, rowsV,
-                                                               p.u, p.w, s);
-                            Value o0 = ChunkOutputOp::create(
-                                b, loc, rowsV, p.qc, p.kc, vn, s,
-                                op.getScale(), p.gc);
-                            Value next = ChunkStateStepOp::create(
-                                b, loc, state, s, p.kc, vn, p.gc);
+                            auto [o0, next] =
+                                advance(b, loc, p, p.u, s, rowsV, state);
                             // The same ops on K columns of zero values from
-                            // X = -Mpre: -W X, -Qh and -M Mpre.
-                            Value vx = ChunkResidualOp::create(
-                                b, loc, rowsK, zeroRowsK, p.w, x);
-                            Value negQh = ChunkOutputOp::create(
-                                b, loc, rowsK, p.qc, p.kc, vx, x,
-                                op.getScale(), p.gc);
-                            Value nextX = ChunkStateStepOp::create(
-                                b, loc, transfer, x, p.kc, vx, p.gc);
+                            // X = -Mpre: -Qh and -M Mpre.
+                            auto [negQh, nextX] = advance(
+                                b, loc, p, zeroRowsK, x, rowsK, transfer);
                             // O = O0 + Qh S_start.
                             Value oc = ChunkResidualOp::create(
                                 b, loc, rowsV, o0, negQh, start);
