@@ -69,6 +69,13 @@ void watch(LayoutFn layout) {
 
 int64_t address(const void *p) { return int64_t(reinterpret_cast<uintptr_t>(p)); }
 
+/// The Qwen3-Next prefill entry with its launches recorded afresh
+/// (launches, by the prefill parameter layout); its status.
+int watchedPrefill(const deltac_prefill_args &a) {
+  watch(&deltac_rt::prefillParamLayout);
+  return qwen3_next_gdn_qwen3_next_prefill(&a, nullptr);
+}
+
 /// Host buffers standing in for device memory (16-byte aligned).
 struct Buffers {
   std::vector<std::vector<unsigned char>> all;
@@ -250,8 +257,7 @@ TEST(FakeDriver, PrefillLaunchesAreReported) {
   a.workspace = m.get(size_t(a.workspace_bytes));
   a.error_flag = static_cast<int32_t *>(m.get(4));
   a.scale = 0.088f;
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&a, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(a), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   ASSERT_GE(launches.size(), 2u);
   std::string names;
@@ -330,8 +336,7 @@ TEST(FakeDriver, BoundedGateParameters) {
   p.lower_bound = -2.5f;
   p.A_log = nullptr;
   p.dt_bias = nullptr;
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   ASSERT_GE(launches.size(), 2u);
   for (const Launch &l : launches) {
@@ -341,8 +346,7 @@ TEST(FakeDriver, BoundedGateParameters) {
   }
   p.bounded_gate = 0;
   p.A_log = static_cast<const float *>(m.get(16));
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   for (const Launch &l : launches)
     EXPECT_TRUE(std::isnan(asFloat(l.params.at("lower_bound")))) << l.kernel;
@@ -353,8 +357,7 @@ TEST(FakeDriver, BoundedGateParameters) {
 TEST(FakeDriver, PrefillSlotStride) {
   Buffers m;
   deltac_prefill_args p = prefillArgs(m);
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   ASSERT_GE(launches.size(), 2u);
   for (const Launch &l : launches)
@@ -363,8 +366,7 @@ TEST(FakeDriver, PrefillSlotStride) {
   void *pool = m.get(2 * size_t(p.slot_stride) * 4);
   p.initial_state = pool;
   p.final_state = pool;
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   for (const Launch &l : launches)
     EXPECT_EQ(l.params.at("slot_stride"), 4 * 128 * 128 + 96) << l.kernel;
@@ -376,8 +378,7 @@ TEST(FakeDriver, PrefillSlotStride) {
 TEST(FakeDriver, PrefillCheckpoints) {
   Buffers m;
   deltac_prefill_args p = prefillArgs(m);
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   ASSERT_GE(launches.size(), 2u);
   for (const Launch &l : launches) {
@@ -388,8 +389,7 @@ TEST(FakeDriver, PrefillCheckpoints) {
   p.checkpoints = m.get(2 * 4 * 128 * 128 * 2);
   p.checkpoint_rows = 2;
   p.checkpoint_dtype = DELTAC_BF16;
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   for (const Launch &l : launches) {
     EXPECT_EQ(l.params.at("checkpoints"), address(p.checkpoints)) << l.kernel;
@@ -401,8 +401,7 @@ TEST(FakeDriver, PrefillCheckpoints) {
   p.checkpoint_dtype = DELTAC_F32;
   p.checkpoint_starts = static_cast<const int64_t *>(m.get(3 * 8));
   p.checkpoint_every_n_tokens = 192;
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   for (const Launch &l : launches) {
     EXPECT_EQ(l.params.at("checkpoint_starts"), address(p.checkpoint_starts)) << l.kernel;
@@ -415,16 +414,14 @@ TEST(FakeDriver, PrefillCheckpoints) {
 TEST(FakeDriver, PrefillBetaF32) {
   Buffers m;
   deltac_prefill_args p = prefillArgs(m);
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   ASSERT_GE(launches.size(), 2u);
   for (const Launch &l : launches)
     EXPECT_EQ(l.params.at("beta_f32"), 0) << l.kernel;
   p.beta = m.get(128 * 4 * 4);
   p.beta_f32 = 1;
-  watch(&deltac_rt::prefillParamLayout);
-  ASSERT_EQ(qwen3_next_gdn_qwen3_next_prefill(&p, nullptr), DELTAC_OK)
+  ASSERT_EQ(watchedPrefill(p), DELTAC_OK)
       << qwen3_next_gdn_last_error();
   for (const Launch &l : launches) {
     EXPECT_EQ(l.params.at("beta_f32"), 1) << l.kernel;
