@@ -542,7 +542,9 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     if (!e.empty())
       return invalid(e);
   int32_t ckEvery = 1;
-  if ((a.checkpoints || a.checkpoint_starts) && v.K > deltac_abi::kCheckpointMaxK)
+  // The call keeps state checkpoints (either published form).
+  const bool keeps = a.checkpoints || a.checkpoint_starts;
+  if (keeps && v.K > deltac_abi::kCheckpointMaxK)
     return {DELTAC_UNSUPPORTED, "state checkpoints need K <= " +
                                     std::to_string(deltac_abi::kCheckpointMaxK) + " (K = " +
                                     std::to_string(v.K) +
@@ -591,7 +593,6 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   bool forcedShare = force.form == PrefillForm::OverlapShared;
   // The shared recur keeps no state checkpoints (PrefillCheckpoints.cpp):
   // a call with them never takes it, and a request for it is refused.
-  bool keeps = a.checkpoints || a.checkpoint_starts;
   if (keeps && (forcedShare || force.form == PrefillForm::SharedRecur))
     return refuse("the shared recur keeps no state checkpoints (its chain has no registers "
                   "for them)");
@@ -787,7 +788,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                              overlap, qkRaw, tma, qMap, kMap, vMap,
                              kernelLowerBound(a.bounded_gate, a.lower_bound), slotStride,
                              a.checkpoints, a.checkpoint_starts, ckEvery,
-                             a.checkpoints || a.checkpoint_starts ? a.checkpoint_rows : 0,
+                             keeps ? a.checkpoint_rows : 0,
                              a.checkpoint_dtype == DELTAC_F32 ? 1 : 0,
                              a.beta_f32 ? 1 : 0};
   ParamPack pack;
