@@ -66,6 +66,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.rule = delta::stringifyRule(spec.getRule()).str();
   k.beta = delta::stringifyBetaForm(spec.getBeta()).str();
   k.qkL2Norm = spec.getQkL2norm();
+  k.perValue = spec.getPerValue();
   return k;
 }
 } // namespace
@@ -338,6 +339,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
       row.set("state", dtypeEnum(k.stateType));
       row.set("gate", gateKind(k.gate));
       row.set("stateVFirst", k.layout == delta::StateLayout::vk ? "true" : "false");
+      row.set("perValue", k.perValue ? "true" : "false");
       row.set("maxT", k.maxT);
       row.set("gridX", k.gridX);
       row.set("threads", k.threads);
@@ -522,7 +524,8 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
                "\", gate=\"" +
                delta::stringifyGateForm(first->gate).str() + "\", beta=\"" +
                first->beta + "\", l2norm=" +
-               (first->qkL2Norm ? "True" : "False") + ", io=\"" +
+               (first->qkL2Norm ? "True" : "False") + ", per_value=" +
+               (first->perValue ? "True" : "False") + ", io=\"" +
                first->ioType + "\", state=\"" + first->stateType +
                "\", layout=\"" +
                delta::stringifyStateLayout(first->layout).str() +

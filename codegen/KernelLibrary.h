@@ -44,6 +44,7 @@ struct EmittedKernel {
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
   std::string rule, beta;         ///< as the spec spells them
   bool qkL2Norm = false;
+  bool perValue = false; ///< the spec's per_value (FLA's gv, per-value beta)
   mlir::delta::GateForm gate = mlir::delta::GateForm::none;
   mlir::delta::StateLayout layout = mlir::delta::StateLayout::vk;
   std::vector<std::pair<std::string, std::string>> ptx; ///< target, text

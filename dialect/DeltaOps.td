@@ -30,7 +30,11 @@ def Delta_SpecOp : Delta_Op<"spec", [Symbol]> {
     chunk size used by prefill and the entry points (decode with its largest
     T). Heads, lengths, batch, scale and pool sizes are run-time arguments
     and do not appear here. Every inconsistent combination is rejected by
-    the verifier.
+    the verifier. `per_value` adds flash-linear-attention's per-value terms
+    to the decode kernels: a log decay per value column (FLA's `gv`,
+    `[B, T, HV, V]`) and a beta per value column (`[B, T, HV, V]`); they
+    have no chunked form (each value column would carry its own transition),
+    so such a spec has no prefill entry.
 
     ```mlir
     delta.spec @qwen3_next rule = gated dims = [128x128] io = bf16
@@ -48,6 +52,7 @@ def Delta_SpecOp : Delta_Op<"spec", [Symbol]> {
     Delta_GateFormAttr:$gate,
     Delta_BetaFormAttr:$beta,
     UnitAttr:$qk_l2norm,
+    UnitAttr:$per_value,
     I64Attr:$chunk_size,
     Delta_EntryKindArrayAttr:$entries,
     OptionalAttr<I64Attr>:$max_t
@@ -56,6 +61,7 @@ def Delta_SpecOp : Delta_Op<"spec", [Symbol]> {
     $sym_name `rule` `=` `` $rule `dims` `=` custom<DimsList>($dims)
     `io` `=` $io_type `state` `=` $state_type `layout` `=` `` $layout
     `gate` `=` `` $gate `beta` `=` `` $beta (`l2norm` $qk_l2norm^)?
+    (`per_value` $per_value^)?
     `chunk` `=` $chunk_size `entries` `=` custom<EntryList>($entries)
     (`max_t` `=` $max_t^)? attr-dict
   }];
@@ -82,6 +88,10 @@ def Delta_RecurrenceOp : Delta_Op<"recurrence",
         o_t = scale S^T q_t
 
     (`kda`: S = Diag(exp(g_t)) S with g_t a K-vector; `delta`: no gate).
+    With `gv` (`[B, T, HV, V]`, log decays per value column, FLA's `gv`)
+    each column j of S is further scaled by exp(gv_t[j]) after the gate; a
+    `beta` of shape `[B, T, HV, V]` gives each value column its own beta.
+    Neither has a chunked form: such a recurrence lowers to decode only.
     Shapes: q, k `[B, T, H, K]`; v, o `[B, T, HV, V]` with HV % H == 0;
     g `[B, T, HV]` (`[B, T, HV, K]` for `kda`); beta `[B, T, HV]`; states
     `[N, HV, K, V]` (`kv`) or `[N, HV, V, K]` (`vk`). With `cu_seqlens`
@@ -110,6 +120,7 @@ def Delta_RecurrenceOp : Delta_Op<"recurrence",
     Delta_FloatTensor:$k,
     Delta_FloatTensor:$v,
     Optional<Delta_FloatTensor>:$g,
+    Optional<Delta_FloatTensor>:$gv,
     Delta_FloatTensor:$beta,
     Optional<Delta_FloatTensor>:$a_log,
     Optional<Delta_FloatTensor>:$dt_bias,
@@ -123,6 +134,7 @@ def Delta_RecurrenceOp : Delta_Op<"recurrence",
     (`l2norm` $qk_l2norm^)?
     `q` `(` $q `:` type($q) `)` `k` `(` $k `:` type($k) `)`
     `v` `(` $v `:` type($v) `)` (`g` `(` $g^ `:` type($g) `)`)?
+    (`gv` `(` $gv^ `:` type($gv) `)`)?
     `beta` `(` $beta `:` type($beta) `)`
     (`a_log` `(` $a_log^ `:` type($a_log) `)`)?
     (`dt_bias` `(` $dt_bias^ `:` type($dt_bias) `)`)?

@@ -18,6 +18,10 @@ struct SequenceOperands {
   StateLayout layout;
   Value q, k, v, g, beta, initialState, cuSeqlens, o, finalState;
   StringRef gName; // "g" or "gamma"
+  /// delta.recurrence's per-value terms: gv, and whether beta may be
+  /// [B, T, HV, V] (the chunked op has neither).
+  Value gv = {};
+  bool perValueTerms = false;
 };
 
 /// Collects static sizes of one quantity and reports the first mismatch.
@@ -71,13 +75,19 @@ static LogicalResult verifySequenceOperands(Operation *op,
   auto q = tensorType(s.q), k = tensorType(s.k), v = tensorType(s.v),
        g = tensorType(s.g), beta = tensorType(s.beta),
        s0 = tensorType(s.initialState), cu = tensorType(s.cuSeqlens),
-       o = tensorType(s.o), sN = tensorType(s.finalState);
+       o = tensorType(s.o), sN = tensorType(s.finalState),
+       gv = tensorType(s.gv);
   bool perChannel = s.rule == Rule::kda;
+  // beta per value column ([B, T, HV, V], FLA's non-headwise beta) where
+  // the op takes per-value terms.
+  bool betaPerValue = s.perValueTerms && beta.getRank() == 4;
 
   if (failed(expectRank(op, "q", q, 4, "[B, T, H, K]")) ||
       failed(expectRank(op, "k", k, 4, "[B, T, H, K]")) ||
       failed(expectRank(op, "v", v, 4, "[B, T, HV, V]")) ||
-      failed(expectRank(op, "beta", beta, 3, "[B, T, HV]")) ||
+      failed(expectRank(op, "beta", beta, betaPerValue ? 4 : 3,
+                        s.perValueTerms ? "[B, T, HV] or [B, T, HV, V]"
+                                        : "[B, T, HV]")) ||
       failed(expectRank(op, "o", o, 4, "[B, T, HV, V]")))
     return failure();
   StringRef stateShape =
@@ -96,6 +106,11 @@ static LogicalResult verifySequenceOperands(Operation *op,
     return failure();
   if (cu && failed(expectRank(op, "cu_seqlens", cu, 1, "[N + 1]")))
     return failure();
+  if (gv && failed(expectRank(op, "gv", gv, 4, "[B, T, HV, V]")))
+    return failure();
+  if (gv && !gv.getElementType().isF32())
+    return op->emitOpError() << "expects 'gv' (log decays) of f32, got "
+                             << gv.getElementType();
 
   if (q.getElementType() != k.getElementType())
     return op->emitOpError("expects 'q' and 'k' of one element type");
@@ -129,6 +144,13 @@ static LogicalResult verifySequenceOperands(Operation *op,
     bindings.push_back({"HV", s.gName, g, 2});
     if (perChannel)
       bindings.push_back({"K", s.gName, g, 3});
+  }
+  if (betaPerValue)
+    bindings.push_back({"V", "beta", beta, 3});
+  if (gv) {
+    static constexpr StringLiteral kGvAxes[] = {"B", "T", "HV", "V"};
+    for (auto [axis, what] : llvm::enumerate(kGvAxes))
+      bindings.push_back({what, "gv", gv, unsigned(axis)});
   }
   if (s0) {
     bindings.push_back({"N", "initial_state", s0, 0});
@@ -185,7 +207,7 @@ LogicalResult RecurrenceOp::verify() {
   return verifySequenceOperands(
       *this, {getRule(), getLayout(), getQ(), getK(), getV(), getG(),
               getBeta(), getInitialState(), getCuSeqlens(), getO(),
-              getFinalState(), "g"});
+              getFinalState(), "g", getGv(), /*perValueTerms=*/true});
 }
 
 LogicalResult ChunkedRecurrenceOp::verify() {

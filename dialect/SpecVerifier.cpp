@@ -81,7 +81,8 @@ static LogicalResult verifyNoDuplicateSibling(SpecOp op) {
                      static_cast<uint64_t>(spec.getLayout()) << 8 |
                      static_cast<uint64_t>(spec.getGate()) << 16 |
                      static_cast<uint64_t>(spec.getBeta()) << 24 |
-                     static_cast<uint64_t>(spec.getQkL2norm()) << 32;
+                     static_cast<uint64_t>(spec.getQkL2norm()) << 32 |
+                     static_cast<uint64_t>(spec.getPerValue()) << 33;
     for (auto [k, v] : spec.getDimPairs()) {
       DuplicateKey key{enums, spec.getIoType(), spec.getStateType(),
                        spec.getChunkSize(), k, v};
@@ -159,6 +160,13 @@ LogicalResult SpecOp::verify() {
                              << " kernel: " << stringifyEntryKind(kind)
                              << " supports " << *needs;
   }
+  // gv and a per-value beta give every value column its own transition:
+  // no K x K chunk transfer serves them (FLA's chunked kernels take
+  // neither), so only decode computes them.
+  if (getPerValue() && hasEntry(EntryKind::prefill))
+    return emitOpError("per_value (FLA's gv and per-value beta) has no "
+                       "chunked form: a per_value spec lists only the "
+                       "'decode' entry point");
   std::optional<int64_t> maxT = getMaxT();
   if (hasEntry(EntryKind::decode) && !maxT)
     return emitOpError("entry point 'decode' needs max_t, the largest number "

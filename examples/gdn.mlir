@@ -4,7 +4,8 @@
 // {64, 128, 256}, f16 activations and FLA's default of no in-kernel q/k
 // l2norm at K = V in {64, 128}, plain DeltaNet (chunk_delta_rule,
 // fused_recurrent_delta_rule), Kimi Delta Attention (chunk_kda,
-// fused_recurrent_kda), and the serving form of Qwen3-Next /
+// fused_recurrent_kda), FLA's per-value terms in decode (gv and a beta per
+// value column, with and without l2norm), and the serving form of Qwen3-Next /
 // Qwen3.5 (raw a with A_log/dt_bias, sigmoid b) with an fp32, bf16 or f16
 // state pool. Decode advances up to 8 tokens per call (speculative decoding,
 // multi-token prediction). K = V = 256 prefill uses chunks of 32 tokens: a
@@ -87,3 +88,18 @@ delta.spec @kda_vk rule = kda dims = [128x128] io = bf16 state = f32
 delta.spec @kda_vk_raw rule = kda dims = [128x128] io = bf16 state = f32
     layout = vk gate = channel_raw beta = sigmoid l2norm chunk = 64
     entries = [prefill, decode] max_t = 8
+
+// FLA's per-value terms: fused_recurrent_gated_delta_rule's gv (log decays
+// per value column) and a beta [B, T, HV, V]; fused_recurrent_delta_rule's
+// per-value beta. Decode only: they have no chunked form.
+delta.spec @fla_kv_pv rule = gated dims = [64x64, 128x128] io = bf16
+    state = f32 layout = kv gate = log beta = given per_value chunk = 64
+    entries = [decode] max_t = 8
+
+delta.spec @fla_kv_pv_l2norm rule = gated dims = [64x64, 128x128] io = bf16
+    state = f32 layout = kv gate = log beta = given l2norm per_value
+    chunk = 64 entries = [decode] max_t = 8
+
+delta.spec @deltanet_kv_pv rule = delta dims = [64x64, 128x128] io = bf16
+    state = f32 layout = kv gate = none beta = given per_value chunk = 64
+    entries = [decode] max_t = 8

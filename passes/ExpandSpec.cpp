@@ -53,8 +53,15 @@ public:
       g = add(isRaw(gate) ? "a" : "g",
               kda ? tensor({batch, kDyn, kDyn, k}, gateElement)
                   : tensor({batch, kDyn, kDyn}, gateElement));
+    // per_value: FLA's gv (log decays per value column) and a beta per
+    // value column (the host also takes one per head: a flag of the call).
+    bool perValue = spec.getPerValue();
+    std::optional<size_t> gv;
+    if (perValue)
+      gv = add("gv", tensor({batch, kDyn, kDyn, v}, f32));
     size_t beta = add(spec.getBeta() == BetaForm::given ? "beta" : "b",
-                      tensor({batch, kDyn, kDyn}, io));
+                      perValue ? tensor({batch, kDyn, kDyn, v}, io)
+                               : tensor({batch, kDyn, kDyn}, io));
     std::optional<size_t> aLog, dtBias;
     if (isRaw(gate)) {
       aLog = add("A_log", tensor({kDyn}, f32));
@@ -101,7 +108,7 @@ public:
     auto rec = RecurrenceOp::create(
         fb, spec.getLoc(), TypeRange{out, state}, spec.getRule(),
         spec.getLayout(), gate, spec.getBeta(), spec.getQkL2norm(),
-        arg(q), arg(key), arg(val), arg(g), arg(beta), arg(aLog),
+        arg(q), arg(key), arg(val), arg(g), arg(gv), arg(beta), arg(aLog),
         arg(dtBias), arg(s0), arg(cu), arg(scale));
     func::ReturnOp::create(fb, spec.getLoc(), rec->getResults());
     return func;

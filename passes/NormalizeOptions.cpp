@@ -54,7 +54,7 @@ void normalize(RecurrenceOp op) {
   auto canonical = RecurrenceOp::create(
       b, loc, op->getResultTypes(), op.getRule(), op.getLayout(),
       canonicalGate, BetaForm::given, /*qk_l2norm=*/false, q, k, op.getV(),
-      g, beta, /*a_log=*/Value(), /*dt_bias=*/Value(), op.getInitialState(),
+      g, op.getGv(), beta, /*a_log=*/Value(), /*dt_bias=*/Value(), op.getInitialState(),
       op.getCuSeqlens(), op.getScale());
   op->replaceAllUsesWith(canonical->getResults());
   op->erase();

@@ -49,6 +49,14 @@ struct PrepareChunking : impl::DeltaPrepareChunkingBase<PrepareChunking> {
                      "delta-normalize-options before delta-prepare-chunking");
         return WalkResult::interrupt();
       }
+      // Each value column with its own decay or beta has its own
+      // transition: no K x K chunk transfer carries it.
+      if (op.getGv() ||
+          cast<RankedTensorType>(op.getBeta().getType()).getRank() == 4) {
+        op.emitError("per-value terms (gv, a beta per value column) have no "
+                     "chunked form; they lower to decode only");
+        return WalkResult::interrupt();
+      }
       OpBuilder b(op);
       Value gamma;
       if (Value g = op.getG())

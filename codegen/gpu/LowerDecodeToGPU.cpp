@@ -39,6 +39,8 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
                   rec.getLayout(),       q.getElementType(),
                   state.getElementType(), q.getDimSize(3),
                   v.getDimSize(3),       maxT.getInt()};
+  spec.perValue = rec.getGv() ||
+                  cast<RankedTensorType>(rec.getBeta().getType()).getRank() == 4;
 
   // One gpu.module (and so one PTX file per target) per kernel variant.
   OpBuilder builder(func);

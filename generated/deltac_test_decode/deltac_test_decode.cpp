@@ -33,6 +33,18 @@ extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_de
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_kv_k128_v128_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_kv_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_kv_k64_v64_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_kv_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_vk_k128_v128_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_vk_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_kda_pv_kv_k128_v128_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_kda_pv_kv_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_kda_pv_vk_k64_v64_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_kda_pv_vk_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_dn_pv_vk_k64_v128_decode_images;
+extern const deltac_rt::KernelImages deltac_test_decode_dn_pv_vk_k64_v128_decode_small_images;
 
 
 namespace {
@@ -62,6 +74,18 @@ deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw
 deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images);
 deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_pv_kv_k128_v128_decode_kernel(deltac_test_decode_gdn_pv_kv_k128_v128_decode_images);
+deltac_rt::Kernel gdn_pv_kv_k128_v128_decode_small_kernel(deltac_test_decode_gdn_pv_kv_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_pv_kv_k64_v64_decode_kernel(deltac_test_decode_gdn_pv_kv_k64_v64_decode_images);
+deltac_rt::Kernel gdn_pv_kv_k64_v64_decode_small_kernel(deltac_test_decode_gdn_pv_kv_k64_v64_decode_small_images);
+deltac_rt::Kernel gdn_pv_vk_k128_v128_decode_kernel(deltac_test_decode_gdn_pv_vk_k128_v128_decode_images);
+deltac_rt::Kernel gdn_pv_vk_k128_v128_decode_small_kernel(deltac_test_decode_gdn_pv_vk_k128_v128_decode_small_images);
+deltac_rt::Kernel kda_pv_kv_k128_v128_decode_kernel(deltac_test_decode_kda_pv_kv_k128_v128_decode_images);
+deltac_rt::Kernel kda_pv_kv_k128_v128_decode_small_kernel(deltac_test_decode_kda_pv_kv_k128_v128_decode_small_images);
+deltac_rt::Kernel kda_pv_vk_k64_v64_decode_kernel(deltac_test_decode_kda_pv_vk_k64_v64_decode_images);
+deltac_rt::Kernel kda_pv_vk_k64_v64_decode_small_kernel(deltac_test_decode_kda_pv_vk_k64_v64_decode_small_images);
+deltac_rt::Kernel dn_pv_vk_k64_v128_decode_kernel(deltac_test_decode_dn_pv_vk_k64_v128_decode_images);
+deltac_rt::Kernel dn_pv_vk_k64_v128_decode_small_kernel(deltac_test_decode_dn_pv_vk_k64_v128_decode_small_images);
 
 } // namespace
 
@@ -77,6 +101,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -91,6 +116,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -105,6 +131,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -119,6 +146,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -153,6 +181,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -167,6 +196,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -201,6 +231,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -215,6 +246,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -229,6 +261,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -243,6 +276,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -277,6 +311,7 @@ const deltac_rt::DecodeVariant *deltanet_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
@@ -291,6 +326,7 @@ const deltac_rt::DecodeVariant *deltanet_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 2;
       v.gridX = 4;
       v.threads = 128;
@@ -325,6 +361,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -339,6 +376,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -353,6 +391,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -367,6 +406,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -401,6 +441,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -415,6 +456,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -429,6 +471,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 3;
       v.threads = 128;
@@ -443,6 +486,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 3;
       v.threads = 128;
@@ -477,6 +521,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
@@ -491,6 +536,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
@@ -525,6 +571,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -539,6 +586,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -573,6 +621,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -587,6 +636,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -607,6 +657,286 @@ extern "C" int deltac_test_decode_gdn_raw_kv_f16_decode(const deltac_decode_args
   if (!args)
     return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
   return deltac_rt::setLastError(deltac_test_decode::gdn_raw_kv_f16::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_pv_kv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_pv_kv_k128_v128_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_pv_kv_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_pv_kv_k64_v64_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_decode::gdn_pv_kv::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(gdn_pv_kv_decode_variants(), 4, args, stream);
+}
+
+extern "C" int deltac_test_decode_gdn_pv_kv_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::gdn_pv_kv::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *gdn_pv_vk_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &gdn_pv_vk_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &gdn_pv_vk_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_decode::gdn_pv_vk::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(gdn_pv_vk_decode_variants(), 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_gdn_pv_vk_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::gdn_pv_vk::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *kda_pv_kv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &kda_pv_kv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 4;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &kda_pv_kv_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_decode::kda_pv_kv::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(kda_pv_kv_decode_variants(), 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_kda_pv_kv_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::kda_pv_kv::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *kda_pv_vk_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = true;
+      v.perValue = true;
+      v.maxT = 2;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &kda_pv_vk_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = true;
+      v.perValue = true;
+      v.maxT = 2;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &kda_pv_vk_k64_v64_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_decode::kda_pv_vk::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(kda_pv_vk_decode_variants(), 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_kda_pv_vk_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::kda_pv_vk::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *dn_pv_vk_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = true;
+      v.perValue = true;
+      v.maxT = 2;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &dn_pv_vk_k64_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = true;
+      v.perValue = true;
+      v.maxT = 2;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &dn_pv_vk_k64_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_decode::dn_pv_vk::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(dn_pv_vk_decode_variants(), 2, args, stream);
+}
+
+extern "C" int deltac_test_decode_dn_pv_vk_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_decode::dn_pv_vk::decode(*args, stream));
 }
 
 

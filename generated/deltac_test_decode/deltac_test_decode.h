@@ -51,6 +51,26 @@ namespace gdn_raw_kv_f16 {
 /// Decode (T = 1..max_t tokens per row) for spec @gdn_raw_kv_f16; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace gdn_raw_kv_f16
+namespace gdn_pv_kv {
+/// Decode (T = 1..max_t tokens per row) for spec @gdn_pv_kv; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace gdn_pv_kv
+namespace gdn_pv_vk {
+/// Decode (T = 1..max_t tokens per row) for spec @gdn_pv_vk; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace gdn_pv_vk
+namespace kda_pv_kv {
+/// Decode (T = 1..max_t tokens per row) for spec @kda_pv_kv; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace kda_pv_kv
+namespace kda_pv_vk {
+/// Decode (T = 1..max_t tokens per row) for spec @kda_pv_vk; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace kda_pv_vk
+namespace dn_pv_vk {
+/// Decode (T = 1..max_t tokens per row) for spec @dn_pv_vk; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace dn_pv_vk
 
 /// The kernels the calling thread's last call (of this library) launched,
 /// in launch order, names joined by ','; "" after a rejected call.
@@ -78,6 +98,16 @@ int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *args, void *
 int deltac_test_decode_gdn_raw_f16_decode(const deltac_decode_args *args, void *stream);
 /* spec @gdn_raw_kv_f16: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
 int deltac_test_decode_gdn_raw_kv_f16_decode(const deltac_decode_args *args, void *stream);
+/* spec @gdn_pv_kv: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_gdn_pv_kv_decode(const deltac_decode_args *args, void *stream);
+/* spec @gdn_pv_vk: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_gdn_pv_vk_decode(const deltac_decode_args *args, void *stream);
+/* spec @kda_pv_kv: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_kda_pv_kv_decode(const deltac_decode_args *args, void *stream);
+/* spec @kda_pv_vk: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_kda_pv_vk_decode(const deltac_decode_args *args, void *stream);
+/* spec @dn_pv_vk: returns DELTAC_OK or a code; see deltac_test_decode_last_error(). */
+int deltac_test_decode_dn_pv_vk_decode(const deltac_decode_args *args, void *stream);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *deltac_test_decode_last_error(void);

@@ -21,15 +21,20 @@ if _RUNTIME not in _sys.path:
 from deltac_torch import Library
 
 SPECS = [
-    dict(name="gdn_log", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128), (64, 64)], entries=["decode"], max_t=8, chunk=0),
-    dict(name="gdn_raw_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
-    dict(name="gdn_linear", rule="gated", gate="linear", beta="sigmoid2", l2norm=False, io="f16", state="f32", layout="vk", dims=[(64, 128), (128, 64)], entries=["decode"], max_t=4, chunk=0),
-    dict(name="deltanet", rule="delta", gate="none", beta="given", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=2, chunk=0),
-    dict(name="gdn_log_kv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128), (64, 128)], entries=["decode"], max_t=8, chunk=0),
-    dict(name="gdn_raw_kv_bf16", rule="gated", gate="raw", beta="sigmoid2", l2norm=False, io="bf16", state="bf16", layout="kv", dims=[(128, 128), (128, 48)], entries=["decode"], max_t=4, chunk=0),
-    dict(name="deltanet_kv", rule="delta", gate="none", beta="sigmoid", l2norm=True, io="f16", state="f32", layout="kv", dims=[(64, 64)], entries=["decode"], max_t=2, chunk=0),
-    dict(name="gdn_raw_f16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="f16", state="f16", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
-    dict(name="gdn_raw_kv_f16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="f16", state="f16", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="gdn_log", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128), (64, 64)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="gdn_raw_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="gdn_linear", rule="gated", gate="linear", beta="sigmoid2", l2norm=False, per_value=False, io="f16", state="f32", layout="vk", dims=[(64, 128), (128, 64)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="deltanet", rule="delta", gate="none", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=2, chunk=0),
+    dict(name="gdn_log_kv", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(128, 128), (64, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="gdn_raw_kv_bf16", rule="gated", gate="raw", beta="sigmoid2", l2norm=False, per_value=False, io="bf16", state="bf16", layout="kv", dims=[(128, 128), (128, 48)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="deltanet_kv", rule="delta", gate="none", beta="sigmoid", l2norm=True, per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64)], entries=["decode"], max_t=2, chunk=0),
+    dict(name="gdn_raw_f16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="f16", state="f16", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="gdn_raw_kv_f16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="f16", state="f16", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="gdn_pv_kv", rule="gated", gate="log", beta="given", l2norm=False, per_value=True, io="bf16", state="f32", layout="kv", dims=[(128, 128), (64, 64)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="gdn_pv_vk", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="kda_pv_kv", rule="kda", gate="channel_log", beta="sigmoid", l2norm=True, per_value=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=4, chunk=0),
+    dict(name="kda_pv_vk", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=True, io="f16", state="f32", layout="vk", dims=[(64, 64)], entries=["decode"], max_t=2, chunk=0),
+    dict(name="dn_pv_vk", rule="delta", gate="none", beta="given", l2norm=False, per_value=True, io="bf16", state="f32", layout="vk", dims=[(64, 128)], entries=["decode"], max_t=2, chunk=0),
 ]
 
 _library = Library("deltac_test_decode", SPECS, __file__)

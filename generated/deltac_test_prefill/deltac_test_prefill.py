@@ -21,13 +21,13 @@ if _RUNTIME not in _sys.path:
 from deltac_torch import Library
 
 SPECS = [
-    dict(name="gkv", rule="gated", gate="log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
-    dict(name="dn", rule="delta", gate="none", beta="sigmoid2", l2norm=True, io="bf16", state="bf16", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
-    dict(name="glin", rule="gated", gate="linear", beta="given", l2norm=False, io="bf16", state="f16", layout="vk", dims=[(64, 128)], entries=["prefill"], max_t=0, chunk=32),
-    dict(name="d64", rule="delta", gate="none", beta="sigmoid", l2norm=True, io="f16", state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=64),
-    dict(name="kkv", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
-    dict(name="kraw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=False, io="bf16", state="f32", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
-    dict(name="k256", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16", state="f32", layout="kv", dims=[(256, 64)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="gkv", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
+    dict(name="dn", rule="delta", gate="none", beta="sigmoid2", l2norm=True, per_value=False, io="bf16", state="bf16", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="glin", rule="gated", gate="linear", beta="given", l2norm=False, per_value=False, io="bf16", state="f16", layout="vk", dims=[(64, 128)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="d64", rule="delta", gate="none", beta="sigmoid", l2norm=True, per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=64),
+    dict(name="kkv", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
+    dict(name="kraw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=False, per_value=False, io="bf16", state="f32", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="k256", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(256, 64)], entries=["prefill"], max_t=0, chunk=32),
 ]
 
 _library = Library("deltac_test_prefill", SPECS, __file__)

@@ -190,6 +190,18 @@ extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_recur_v32_
 extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_k64_v64_decode_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_l2norm_k64_v64_decode_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_l2norm_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_l2norm_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_pv_l2norm_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k64_v64_decode_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k128_v128_decode_small_images;
 
 
 namespace {
@@ -376,6 +388,18 @@ deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_recur_v32_kernel(gdn_kda_vk_raw_k
 deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_recur_v16_kernel(gdn_kda_vk_raw_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel kda_vk_raw_k128_v128_decode_kernel(gdn_kda_vk_raw_k128_v128_decode_images);
 deltac_rt::Kernel kda_vk_raw_k128_v128_decode_small_kernel(gdn_kda_vk_raw_k128_v128_decode_small_images);
+deltac_rt::Kernel fla_kv_pv_k64_v64_decode_kernel(gdn_fla_kv_pv_k64_v64_decode_images);
+deltac_rt::Kernel fla_kv_pv_k64_v64_decode_small_kernel(gdn_fla_kv_pv_k64_v64_decode_small_images);
+deltac_rt::Kernel fla_kv_pv_k128_v128_decode_kernel(gdn_fla_kv_pv_k128_v128_decode_images);
+deltac_rt::Kernel fla_kv_pv_k128_v128_decode_small_kernel(gdn_fla_kv_pv_k128_v128_decode_small_images);
+deltac_rt::Kernel fla_kv_pv_l2norm_k64_v64_decode_kernel(gdn_fla_kv_pv_l2norm_k64_v64_decode_images);
+deltac_rt::Kernel fla_kv_pv_l2norm_k64_v64_decode_small_kernel(gdn_fla_kv_pv_l2norm_k64_v64_decode_small_images);
+deltac_rt::Kernel fla_kv_pv_l2norm_k128_v128_decode_kernel(gdn_fla_kv_pv_l2norm_k128_v128_decode_images);
+deltac_rt::Kernel fla_kv_pv_l2norm_k128_v128_decode_small_kernel(gdn_fla_kv_pv_l2norm_k128_v128_decode_small_images);
+deltac_rt::Kernel deltanet_kv_pv_k64_v64_decode_kernel(gdn_deltanet_kv_pv_k64_v64_decode_images);
+deltac_rt::Kernel deltanet_kv_pv_k64_v64_decode_small_kernel(gdn_deltanet_kv_pv_k64_v64_decode_small_images);
+deltac_rt::Kernel deltanet_kv_pv_k128_v128_decode_kernel(gdn_deltanet_kv_pv_k128_v128_decode_images);
+deltac_rt::Kernel deltanet_kv_pv_k128_v128_decode_small_kernel(gdn_deltanet_kv_pv_k128_v128_decode_small_images);
 
 } // namespace
 
@@ -391,6 +415,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -405,6 +430,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -419,6 +445,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -433,6 +460,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -467,6 +495,7 @@ const deltac_rt::DecodeVariant *fla_kv_256_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 8;
       v.threads = 128;
@@ -481,6 +510,7 @@ const deltac_rt::DecodeVariant *fla_kv_256_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 8;
       v.threads = 128;
@@ -515,6 +545,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -529,6 +560,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -543,6 +575,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -557,6 +590,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -591,6 +625,7 @@ const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 8;
       v.threads = 128;
@@ -605,6 +640,7 @@ const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 16;
       v.threads = 128;
@@ -639,6 +675,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -653,6 +690,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -667,6 +705,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -681,6 +720,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -715,6 +755,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -729,6 +770,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -743,6 +785,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -757,6 +800,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -791,6 +835,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -805,6 +850,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -819,6 +865,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -833,6 +880,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -867,6 +915,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -881,6 +930,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -895,6 +945,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -909,6 +960,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -943,6 +995,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -957,6 +1010,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -971,6 +1025,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -985,6 +1040,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1019,6 +1075,7 @@ const deltac_rt::DecodeVariant *serving_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -1033,6 +1090,7 @@ const deltac_rt::DecodeVariant *serving_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1067,6 +1125,7 @@ const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -1081,6 +1140,7 @@ const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1115,6 +1175,7 @@ const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -1129,6 +1190,7 @@ const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1163,6 +1225,7 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1177,6 +1240,7 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1211,6 +1275,7 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelRaw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1225,6 +1290,7 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelRaw;
       v.stateVFirst = false;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1259,6 +1325,7 @@ const deltac_rt::DecodeVariant *kda_vk_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -1273,6 +1340,7 @@ const deltac_rt::DecodeVariant *kda_vk_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1307,6 +1375,7 @@ const deltac_rt::DecodeVariant *kda_vk_raw_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelRaw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -1321,6 +1390,7 @@ const deltac_rt::DecodeVariant *kda_vk_raw_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelRaw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -1341,6 +1411,246 @@ extern "C" int gdn_kda_vk_raw_decode(const deltac_decode_args *args, void *strea
   if (!args)
     return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
   return deltac_rt::setLastError(gdn::kda_vk_raw::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *fla_kv_pv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_pv_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_pv_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_pv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_pv_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::fla_kv_pv::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(fla_kv_pv_decode_variants(), 4, args, stream);
+}
+
+extern "C" int gdn_fla_kv_pv_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::fla_kv_pv::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *fla_kv_pv_l2norm_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_pv_l2norm_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_pv_l2norm_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &fla_kv_pv_l2norm_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &fla_kv_pv_l2norm_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::fla_kv_pv_l2norm::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(fla_kv_pv_l2norm_decode_variants(), 4, args, stream);
+}
+
+extern "C" int gdn_fla_kv_pv_l2norm_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::fla_kv_pv_l2norm::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *deltanet_kv_pv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
+    std::array<deltac_rt::DecodeVariant, 4> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_kv_pv_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_kv_pv_k64_v64_decode_small_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &deltanet_kv_pv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[3];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::None;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &deltanet_kv_pv_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::deltanet_kv_pv::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(deltanet_kv_pv_decode_variants(), 4, args, stream);
+}
+
+extern "C" int gdn_deltanet_kv_pv_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::deltanet_kv_pv::decode(*args, stream));
 }
 
 namespace {

@@ -79,6 +79,18 @@ namespace kda_vk_raw {
 /// Decode (T = 1..max_t tokens per row) for spec @kda_vk_raw; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace kda_vk_raw
+namespace fla_kv_pv {
+/// Decode (T = 1..max_t tokens per row) for spec @fla_kv_pv; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace fla_kv_pv
+namespace fla_kv_pv_l2norm {
+/// Decode (T = 1..max_t tokens per row) for spec @fla_kv_pv_l2norm; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace fla_kv_pv_l2norm
+namespace deltanet_kv_pv {
+/// Decode (T = 1..max_t tokens per row) for spec @deltanet_kv_pv; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace deltanet_kv_pv
 namespace fla_kv {
 /// Chunked prefill for spec @fla_kv; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -218,6 +230,12 @@ int gdn_kda_kv_raw_decode(const deltac_decode_args *args, void *stream);
 int gdn_kda_vk_decode(const deltac_decode_args *args, void *stream);
 /* spec @kda_vk_raw: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_vk_raw_decode(const deltac_decode_args *args, void *stream);
+/* spec @fla_kv_pv: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_fla_kv_pv_decode(const deltac_decode_args *args, void *stream);
+/* spec @fla_kv_pv_l2norm: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_fla_kv_pv_l2norm_decode(const deltac_decode_args *args, void *stream);
+/* spec @deltanet_kv_pv: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_deltanet_kv_pv_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_kv: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);

@@ -43,6 +43,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -57,6 +58,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;

@@ -21,7 +21,7 @@ if _RUNTIME not in _sys.path:
 from deltac_torch import Library
 
 SPECS = [
-    dict(name="qwen3_next", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=4, chunk=64),
+    dict(name="qwen3_next", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=4, chunk=64),
 ]
 
 _library = Library("qwen3_next_gdn", SPECS, __file__)

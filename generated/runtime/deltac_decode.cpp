@@ -194,6 +194,16 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   if (!a.beta)
     return invalid("beta must not be null");
   const bool betaF32 = a.beta_f32 != 0;
+  // FLA's per-value terms exist only in per_value kernels (others would
+  // read beta per head and never read gv: refused, never ignored).
+  const bool betaPerValue = a.beta_per_value != 0;
+  if ((a.gv || betaPerValue) && !v.perValue)
+    return {DELTAC_UNSUPPORTED,
+            std::string(a.gv ? "gv" : "beta_per_value") +
+                ": this spec has no per-value terms (a spec with per_value "
+                "computes FLA's gv and per-value beta)"};
+  if (a.gv && !aligned16(a.gv))
+    return invalid("gv must be 16-byte aligned");
   // Entering states: the pool, initial_state (out of place), or zeros.
   const void *stateIn = a.initial_state;
   deltac_dtype inDtype = v.state;
@@ -308,7 +318,8 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
         checkExtent("v", {tokens, vs, ioBytes}),
         checkExtent("o", {tokens, os, ioBytes}),
         checkExtent("g", {tokens, a.HV, gateWidth, gateBytes}),
-        checkExtent("beta", {tokens, a.HV, betaBytes}),
+        checkExtent("beta", {tokens, a.HV, betaPerValue ? v.V : 1, betaBytes}),
+        checkExtent("gv", {tokens, a.HV, v.V, 4}),
         checkExtent("state (slots * slot_stride)",
                     {a.slots, poolStride, stateBytes}),
         checkExtent("initial_state (slots * slot_stride)",
@@ -367,6 +378,7 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   p.oStride = os;
   p.scale = a.scale;
   p.lowerBound = kernelLowerBound(a.bounded_gate, a.lower_bound);
+  p.gv = a.gv;
   // The flags' bits: deltac_abi::DecodeFlags.
   const bool half = stateIn && inDtype != v.state;
   using namespace deltac_abi; // the flags' bits
@@ -374,7 +386,8 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
             (a.indices_i64 ? kIndicesI64 : 0) |
             (a.zero_initial_state ? kZeroState : 0) | (betaF32 ? kBetaF32 : 0) |
             (half ? kStateInHalf : 0) |
-            (half && inDtype == DELTAC_F16 ? kStateInF16 : 0);
+            (half && inDtype == DELTAC_F16 ? kStateInF16 : 0) |
+            (betaPerValue ? kBetaPerValue : 0);
   p.stepSlots = a.state_indices_2d;
   p.accepted = a.num_accepted_tokens;
   p.stepSlotsStride = slotStride;
@@ -441,6 +454,7 @@ void packDecodeParams(const DecodeParams &p, ParamPack &pack) {
   pack.add("state_in", &p.stateIn);
   pack.add("slot_stride", &p.slotStride);
   pack.add("lower_bound", &p.lowerBound);
+  pack.add("gv", &p.gv);
 }
 
 const ParamInfo *decodeParamLayout(int *count) {

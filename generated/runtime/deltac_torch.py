@@ -83,6 +83,7 @@ class _DecodeArgs(ctypes.Structure):
         ("slot_stride", ctypes.c_int64),
         ("beta_f32", ctypes.c_int32),
         ("bounded_gate", ctypes.c_int32), ("lower_bound", ctypes.c_float),
+        ("gv", ctypes.c_void_p), ("beta_per_value", ctypes.c_int32),
     ]
 
 
@@ -299,7 +300,9 @@ class Library:
     # -------------------------------------------------------------- dispatch
     def _spec(self, want):
         """The first spec matching every key of `want`; else ValueError
-        naming the closest spec's first mismatch."""
+        naming the closest spec's first mismatch. per_value (FLA's gv and
+        per-value beta) is False unless `want` asks for it."""
+        want = {"per_value": False, **want}
         best, best_score = None, -1
         for spec in self.specs:
             mismatch = [k for k, v in want.items() if k not in ("dims", "entry") and spec[k] != v]
@@ -336,7 +339,7 @@ class Library:
     def _decode(self, spec, q, k, v, o, state, g, beta, scale, A_log=None, dt_bias=None,
                 in_idx=None, out_idx=None, steps=None, keep_pool=False, idx2d=None,
                 accepted=None, error_flag=None, cu=None, kind="decode", state_in=None,
-                zero_state=False, slots=None, slot_stride=0, lower_bound=None):
+                zero_state=False, slots=None, slot_stride=0, lower_bound=None, gv=None):
         """cu: cu_seqlens [N + 1] (q is then [1, tokens, H, K] and the call
         has N rows), or None. Index arrays and cu are int32 or int64: if any
         is int64 all are passed as int64 (the int32 ones widened, exactly)
@@ -346,7 +349,9 @@ class Library:
         (out of place), or zero_state; slots: the rows of state / state_in;
         slot_stride: elements between slots (0: one state); lower_bound:
         the bounded raw gate's bound (None: softplus).
-        beta may be f32 whatever q's dtype (read as f32 by the kernel)."""
+        beta may be f32 whatever q's dtype (read as f32 by the kernel);
+        per_value specs: beta may be [B, T, HV, V] and gv (f32 [B, T, HV,
+        V], contiguous) given."""
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
         q, qs = _token_major("q", q, B, T, H, K)
@@ -366,6 +371,8 @@ class Library:
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
         a.beta_f32 = int(beta.dtype == torch.float32)
+        a.beta_per_value = int(beta.dim() == 4)
+        a.gv = _ptr(gv)
         a.A_log, a.dt_bias = _ptr(A_log), _ptr(dt_bias)
         a.bounded_gate = int(lower_bound is not None)
         a.lower_bound = 0.0 if lower_bound is None else lower_bound
@@ -410,8 +417,11 @@ class Library:
         gk [B, T, HV, K] (per-key log decays) alone, without g, is Kimi
         Delta Attention's recurrence: it runs the library's `kda` decode
         spec of the same options (one kernel, as fused_recurrent_kda);
-        gk with g or with use_gate_in_kernel, gv (per-value decays) and a
-        per-value beta raise ValueError. Returns
+        gk with g or with use_gate_in_kernel raises ValueError. gv
+        [B, T, HV, V] (log decays per value column, applied after g or gk)
+        and a per-value beta [B, T, HV, V] run a decode spec of the same
+        options with per_value (computed in its kernel; T <= max_t, no
+        chunked form). Returns
         (o, final_state or None); the state layout is [N, HV, K, V], or
         [N, HV, V, K] with state_v_first (FLA's deprecated
         transpose_state_layout is the same). With cu_seqlens (int32/int64
@@ -426,9 +436,8 @@ class Library:
         but must not overlap it otherwise."""
         fn = "fused_recurrent_gated_delta_rule"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
-        if gv is not None:
-            raise ValueError(f"{fn}: gv (decays per value channel) is not supported by "
-                             f"deltac's decode; pass g (a decay per head) or gk (per key)")
+        # FLA's per-value terms: the per_value specs' kernels compute them.
+        per_value = gv is not None or (beta is not None and beta.dim() == 4)
         if gk is not None and (g is not None or use_gate_in_kernel):
             raise ValueError(f"{fn}: gk (decays per key channel) together with "
                              f"{'g' if g is not None else 'use_gate_in_kernel'} is not "
@@ -445,7 +454,7 @@ class Library:
                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
                 allow_neg_eigval=allow_neg_eigval, state_v_first=state_v_first,
                 cu_seqlens=cu_seqlens, error_flag=error_flag, output=output,
-                output_state=output_state)
+                output_state=output_state, gv=gv)
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
@@ -466,19 +475,21 @@ class Library:
         want = {"rule": "gated", "gate": "raw" if raw else "log",
                 "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
                 "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype), "state": "f32",
-                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
-        spec = self._spec(want)
+                "layout": "vk" if state_v_first else "kv", "dims": (K, V),
+                "per_value": per_value}
+        nodecay = None
         if g is None:
             # No decay: plain DeltaNet's kernel where the library has one
             # for the same options (one launch), else a zero log g.
             try:
                 nodecay = self._spec(dict(want, rule="delta", gate="none"))
             except ValueError:
+                pass
+            if nodecay is not None and T > nodecay["max_t"] and cu is None:
                 nodecay = None
-            if nodecay is not None and (T <= nodecay["max_t"] or cu is not None):
-                spec = nodecay
-            else:
-                g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)
+        spec = nodecay if nodecay is not None else self._spec(want)
+        if g is None and nodecay is None:
+            g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)
         if g is not None:
             _check_cuda("g", g, q.device)
         if beta is None:
@@ -506,13 +517,14 @@ class Library:
                 initial_state_indices=None, output_state_indices=None, error_flag=error_flag)
         return self._out_of_place(fn, spec, q, k, v, g, beta, (B, T, HV), raw, A_log, dt_bias,
                                   scale, initial_state, output_final_state, cu, N,
-                                  state_v_first, error_flag, output, output_state)
+                                  state_v_first, error_flag, output, output_state, gv=gv)
 
     def _out_of_place(self, fn, spec, q, k, v, g, beta, gshape, raw, A_log, dt_bias, scale,
                       initial_state, output_final_state, cu, N, state_v_first, error_flag,
-                      output, output_state, lower_bound=None):
+                      output, output_state, lower_bound=None, gv=None):
         """The decode tail of the FLA-named recurrent functions: checks g
-        (shape gshape: [B, T, HV] or KDA's [B, T, HV, K]), beta, the states
+        (shape gshape: [B, T, HV] or KDA's [B, T, HV, K]), beta ([B, T, HV],
+        or [B, T, HV, V] for a per_value spec), gv (per_value), the states
         and caller-owned buffers, and launches one out-of-place decode
         kernel (initial_state read in its dtype, the final state written
         as a new f32 tensor or into output_state)."""
@@ -524,8 +536,15 @@ class Library:
             # The kernel reads f32 log g, or a raw a in q's dtype: other
             # dtypes are converted here (FLA's callers pass these).
             g = g.to(q.dtype if raw else torch.float32).contiguous()
-        if tuple(beta.shape) != (B, T, HV):
-            raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
+        betas = [(B, T, HV)] + ([(B, T, HV, V)] if spec["per_value"] else [])
+        if tuple(beta.shape) not in betas:
+            raise ValueError(f"beta has shape {tuple(beta.shape)}, expected "
+                             f"{' or '.join(str(x) for x in betas)}")
+        if gv is not None:
+            _check_cuda("gv", gv, q.device)
+            if tuple(gv.shape) != (B, T, HV, V):
+                raise ValueError(f"gv has shape {tuple(gv.shape)}, expected {(B, T, HV, V)}")
+            gv = gv.to(torch.float32).contiguous()  # log decays, read as f32
         if beta.dtype not in (torch.float32, q.dtype):
             beta = beta.to(torch.float32)  # read in f32 or q's dtype, never rounded
         beta = beta.contiguous()
@@ -555,7 +574,8 @@ class Library:
             o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         self._decode(spec, q, k, v, o, final, g, beta, scale, A_log, dt_bias,
                      error_flag=error_flag, cu=cu, kind="decode", state_in=initial_state,
-                     zero_state=initial_state is None, slots=N, lower_bound=lower_bound)
+                     zero_state=initial_state is None, slots=N, lower_bound=lower_bound,
+                     gv=gv)
         return o, (final if output_final_state else None)
 
     def fused_recurrent_kda(self, q, k, v, g, beta, A_log=None, dt_bias=None, scale=None,
@@ -564,7 +584,7 @@ class Library:
                             use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
                             lower_bound=None, state_v_first=False, cu_seqlens=None, *,
                             transpose_state_layout=None, error_flag=None, output=None,
-                            output_state=None):
+                            output_state=None, gv=None):
         """flash-linear-attention's fused_recurrent_kda (FLA_VERSION's
         parameters, order and defaults): Kimi Delta Attention decode, g
         [B, T, HV, K] log decays per key channel (or with
@@ -576,7 +596,10 @@ class Library:
         lower_bound with use_gate_in_kernel: FLA's bounded gate
         lower_bound * sigmoid(exp(A_log) * (g + dt_bias)) (A_log None: a
         factor 1), computed in the kernel; like FLA, lower_bound has no
-        effect without use_gate_in_kernel."""
+        effect without use_gate_in_kernel. A per-value beta [B, T, HV, V]
+        and gv (keyword-only, f32 [B, T, HV, V] log decays per value
+        column: fused_recurrent_gated_delta_rule's gv with gk) run a kda
+        spec with per_value."""
         fn = "fused_recurrent_kda"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
@@ -596,7 +619,8 @@ class Library:
         want = {"rule": "kda", "gate": "channel_raw" if raw else "channel_log",
                 "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
                 "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype), "state": "f32",
-                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+                "layout": "vk" if state_v_first else "kv", "dims": (K, V),
+                "per_value": gv is not None or beta.dim() == 4}
         spec = self._spec(want)
         if T > spec["max_t"] and cu is None:
             raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']} "
@@ -604,7 +628,7 @@ class Library:
         return self._out_of_place(fn, spec, q, k, v, g, beta, (B, T, HV, K), raw, A_log, dt_bias,
                                   scale, initial_state, output_final_state, cu, N,
                                   state_v_first, error_flag, output, output_state,
-                                  lower_bound=bound)
+                                  lower_bound=bound, gv=gv)
 
     def fused_recurrent_delta_rule(self, q, k, v, beta=None, scale=None, initial_state=None,
                                    output_final_state=False, use_qk_l2norm_in_kernel=False,
@@ -614,11 +638,8 @@ class Library:
         parameters, order and defaults): plain DeltaNet, no decay. The same
         call as fused_recurrent_gated_delta_rule with g=None (one kernel of
         the library's DeltaNet spec, out of place; error_flag, output and
-        output_state as there); a per-value beta [B, T, H, V] raises
-        ValueError."""
-        if beta is not None and beta.dim() == 4:
-            raise ValueError("fused_recurrent_delta_rule: a per-value beta [B, T, H, V] is not "
-                             "supported; pass beta [B, T, H]")
+        output_state as there); a per-value beta [B, T, H, V] runs a spec
+        with per_value."""
         return self.fused_recurrent_gated_delta_rule(
             q, k, v, None, None, None, beta, scale, initial_state, output_final_state,
             use_qk_l2norm_in_kernel, cu_seqlens=cu_seqlens, error_flag=error_flag,

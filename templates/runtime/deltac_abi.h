@@ -36,6 +36,9 @@ enum DecodeFlags : int32_t {
   /// f16 with kStateInF16. Otherwise they have the pool's dtype.
   kStateInHalf = 16,
   kStateInF16 = 32,
+  /// per_value kernels: beta is [tokens, HV, V], one per value column
+  /// (else one per head).
+  kBetaPerValue = 64,
 };
 
 //===----------------------------------------------------------------------===//

@@ -112,6 +112,14 @@ typedef struct deltac_decode_args {
    * dt_bias); A_log may then be null (a factor 1). lower_bound finite. */
   int32_t bounded_gate;
   float lower_bound;
+  /* FLA's per-value terms, for specs with per_value (other specs refuse
+   * them): gv, f32 [tokens, HV, V] log decays of each value column (column
+   * j of S is scaled by exp(gv_j) after the gate), or null; 16-byte
+   * aligned. */
+  const float *gv;
+  /* nonzero (per_value specs): beta is [tokens, HV, V], one per value
+   * column (FLA's non-headwise beta); else [tokens, HV]. */
+  int32_t beta_per_value;
 } deltac_decode_args;
 
 /* One prefill call: N sequences packed into T tokens (B = 1), chunked.

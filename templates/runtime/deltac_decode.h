@@ -22,6 +22,7 @@ struct DecodeVariant {
   deltac_dtype io, state;
   GateKind gate;
   bool stateVFirst; // vk layout: [slots, HV, V, K]
+  bool perValue;    // per_value spec: gv and a per-value beta
   int64_t maxT;
   unsigned gridX, threads;
   /// Dispatch: the first variant of a (K, V) whose grid has at least this
@@ -58,6 +59,7 @@ struct DecodeParams {
   const void *stateIn;
   int64_t slotStride;
   float lowerBound; ///< kernelLowerBound(): NaN for the softplus gate
+  const void *gv;   ///< per_value kernels: gv or null
 };
 void packDecodeParams(const DecodeParams &p, ParamPack &pack);
 const ParamInfo *decodeParamLayout(int *count);

@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <random>
 
 using namespace gputest;
 namespace ref = deltac::ref;
@@ -50,6 +51,7 @@ struct SpecUnderTest {
   ref::Layout layout;
   int64_t maxT;
   std::vector<std::pair<int64_t, int64_t>> dims;
+  bool perValue = false; // FLA's gv and per-value beta (per_value specs)
 };
 
 const std::vector<SpecUnderTest> &specs() {
@@ -87,6 +89,24 @@ const std::vector<SpecUnderTest> &specs() {
       {"gdn_raw_kv_f16", deltac_test_decode_gdn_raw_kv_f16_decode,
        deltac_test_decode_last_error, R::Gated, G::Raw, Bf::Sigmoid, true,
        DELTAC_F16, DELTAC_F16, ref::Layout::Kv, 4, {{128, 128}}},
+      // per_value: every case below runs with gv and a per-value beta,
+      // and main() adds the head-beta and no-gv mixes.
+      {"gdn_pv_kv", deltac_test_decode_gdn_pv_kv_decode,
+       deltac_test_decode_last_error, R::Gated, G::Log, Bf::Given, false,
+       DELTAC_BF16, DELTAC_F32, ref::Layout::Kv, 4, {{128, 128}, {64, 64}},
+       true},
+      {"gdn_pv_vk", deltac_test_decode_gdn_pv_vk_decode,
+       deltac_test_decode_last_error, R::Gated, G::Raw, Bf::Sigmoid, true,
+       DELTAC_BF16, DELTAC_F32, ref::Layout::Vk, 4, {{128, 128}}, true},
+      {"kda_pv_kv", deltac_test_decode_kda_pv_kv_decode,
+       deltac_test_decode_last_error, R::Kda, G::Log, Bf::Sigmoid, true,
+       DELTAC_BF16, DELTAC_F32, ref::Layout::Kv, 4, {{128, 128}}, true},
+      {"kda_pv_vk", deltac_test_decode_kda_pv_vk_decode,
+       deltac_test_decode_last_error, R::Kda, G::Log, Bf::Given, true,
+       DELTAC_F16, DELTAC_F32, ref::Layout::Vk, 2, {{64, 64}}, true},
+      {"dn_pv_vk", deltac_test_decode_dn_pv_vk_decode,
+       deltac_test_decode_last_error, R::Delta, G::None, Bf::Given, false,
+       DELTAC_BF16, DELTAC_F32, ref::Layout::Vk, 2, {{64, 128}}, true},
   };
   return all;
 }
@@ -109,6 +129,8 @@ struct Case {
   uint64_t seed = 1;
   bool poolCheckAll = true; // compare every slot (off for huge pools)
   bool i64 = false; // index arrays and cu_seqlens as int64 (indices_i64)
+  // per_value specs: FLA's gv [tokens, HV, V] and beta [tokens, HV, V].
+  bool gv = false, betaPerValue = false;
 };
 
 double tolO(const SpecUnderTest &s) {
@@ -155,7 +177,17 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   p.beta = s.beta;
   p.qkL2Norm = s.l2norm;
   p.scale = 1.0 / std::sqrt(double(K));
+  p.betaPerValue = c.betaPerValue;
   ref::Inputs in = ref::randomInputs(p, c.seed);
+  if (c.gv) {
+    // Log decays of each value column in [-1, 0.05]: mostly decays, a few
+    // small growths (FLA does not bound gv).
+    std::mt19937_64 rng(c.seed * 31 + 5);
+    std::uniform_real_distribution<double> logDecay(-1.0, 0.05);
+    in.gv.resize(ref::sizesOf(p).gv);
+    for (double &x : in.gv)
+      x = logDecay(rng);
+  }
 
   // Round every input to what the GPU reads.
   auto roundAll = [](std::vector<double> &x, deltac_dtype d) {
@@ -169,6 +201,7 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   roundAll(in.beta, s.io);
   roundAll(in.aLog, DELTAC_F32);
   roundAll(in.dtBias, DELTAC_F32);
+  roundAll(in.gv, DELTAC_F32);
 
   // The pool: slots hold random states (huge pools: only the slots the call
   // touches and the two ends; the rest keep the 0xFF poison). Row b starts
@@ -237,9 +270,15 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   DeviceBuffer o(tokens * vStride * bytesOf(s.io)); // poisoned
   deltac_dtype gType = s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32;
   std::unique_ptr<DeviceBuffer> g, aLog, dtBias;
+  // KDA: g [tokens, HV, K], a decay per key channel.
+  const int64_t gWidth = c.HV * (s.rule == ref::Rule::Kda ? K : 1);
   if (s.gate != ref::GateForm::None)
-    g = stridedUpload(in.g, c.HV, c.HV, gType);
-  auto beta = stridedUpload(in.beta, c.HV, c.HV, s.io);
+    g = stridedUpload(in.g, gWidth, gWidth, gType);
+  const int64_t betaWidth = c.HV * (c.betaPerValue ? V : 1);
+  auto beta = stridedUpload(in.beta, betaWidth, betaWidth, s.io);
+  std::unique_ptr<DeviceBuffer> gv;
+  if (c.gv)
+    gv = stridedUpload(in.gv, c.HV * V, c.HV * V, DELTAC_F32);
   if (s.gate == ref::GateForm::Raw) {
     aLog = stridedUpload(in.aLog, c.HV, c.HV, DELTAC_F32);
     dtBias = stridedUpload(in.dtBias, c.HV, c.HV, DELTAC_F32);
@@ -318,6 +357,8 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   a.cu_seqlens = cuBuf ? static_cast<const int32_t *>(cuBuf->ptr) : nullptr;
   a.debug_checks = c.debugChecks;
   a.indices_i64 = c.i64;
+  a.gv = gv ? static_cast<const float *>(gv->ptr) : nullptr;
+  a.beta_per_value = c.betaPerValue;
   int rc = s.decode(&a, nullptr);
   sync();
   if (!c.rejectWith.empty()) {
@@ -562,7 +603,24 @@ int main(int argc, char **argv) {
       Case base;
       base.seed = ++seed;
       base.label = "T=1 B=4 H=2 HV=4 identity slots";
+      // per_value specs: every case below with gv and a per-value beta.
+      base.gv = base.betaPerValue = s.perValue;
+      if (s.perValue)
+        base.label += " gv beta[V]";
       runCase(results, s, K, V, base);
+      if (s.perValue)
+        for (auto [gv, perValue] : {std::pair{true, false}, {false, true},
+                                    {false, false}}) {
+          Case mix = base;
+          mix.seed = ++seed;
+          mix.T = s.maxT;
+          mix.gv = gv;
+          mix.betaPerValue = perValue;
+          mix.label = fmt("T=%lld %s, %s", (long long)s.maxT,
+                          gv ? "gv" : "no gv (null)",
+                          perValue ? "beta[V]" : "beta per head");
+          runCase(results, s, K, V, mix);
+        }
 
       Case multi = base;
       multi.seed = ++seed;

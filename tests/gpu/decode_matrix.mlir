@@ -47,3 +47,25 @@ delta.spec @gdn_raw_f16 rule = gated dims = [128x128] io = f16 state = f16
 delta.spec @gdn_raw_kv_f16 rule = gated dims = [128x128] io = f16 state = f16
     layout = kv gate = raw beta = sigmoid l2norm chunk = 64
     entries = [decode] max_t = 4
+
+// FLA's per-value terms (gv and beta [B, T, HV, V]), decode only: both
+// layouts, gated (log and raw gates), KDA and DeltaNet.
+delta.spec @gdn_pv_kv rule = gated dims = [128x128, 64x64] io = bf16
+    state = f32 layout = kv gate = log beta = given per_value chunk = 64
+    entries = [decode] max_t = 4
+
+delta.spec @gdn_pv_vk rule = gated dims = [128x128] io = bf16 state = f32
+    layout = vk gate = raw beta = sigmoid l2norm per_value chunk = 64
+    entries = [decode] max_t = 4
+
+delta.spec @kda_pv_kv rule = kda dims = [128x128] io = bf16 state = f32
+    layout = kv gate = channel_log beta = sigmoid l2norm per_value chunk = 64
+    entries = [decode] max_t = 4
+
+delta.spec @kda_pv_vk rule = kda dims = [64x64] io = f16 state = f32
+    layout = vk gate = channel_log beta = given l2norm per_value chunk = 64
+    entries = [decode] max_t = 2
+
+delta.spec @dn_pv_vk rule = delta dims = [64x128] io = bf16 state = f32
+    layout = vk gate = none beta = given per_value chunk = 64
+    entries = [decode] max_t = 2

@@ -78,7 +78,6 @@ FLA_SIGNATURES = {
 UNSUPPORTED = [
     ("fused_recurrent_gated_delta_rule", {"gk": "x", "g": "x"}, "gk"),
     ("fused_recurrent_gated_delta_rule", {"gk": "x", "use_gate_in_kernel": True}, "gk"),
-    ("fused_recurrent_gated_delta_rule", {"gv": "x"}, "gv"),
     ("fused_recurrent_gated_delta_rule", {"allow_neg_eigval": True}, "allow_neg_eigval"),
     ("fused_recurrent_gated_delta_rule", {"state_v_first": True, "transpose_state_layout": True},
      "transpose_state_layout"),

@@ -1020,6 +1020,108 @@ def beta_f32_section():
           f"launched {n}; differs from bf16-rounded beta")
 
 
+# 5b. FLA's per-value terms in decode (issue 32): gv (log decays per value
+# column) and a beta per value column, through fused_recurrent_gated_delta_rule
+# and fused_recurrent_delta_rule, against an fp64 reference and FLA.
+def pv_ref(q, k, v, g, gv, beta, h0, scale, cu, l2norm):
+    """fp64 gated delta rule with FLA's per-value terms, state [K, V] per
+    head: S = exp(g) S (g [1, T, HV] or None), S[:, j] *= exp(gv_j) (gv
+    [1, T, HV, V] or None), u_j = beta_j (v_j - (S^T k)_j) (beta [1, T, HV]
+    or [1, T, HV, V]), S += k u^T, o = scale S^T q."""
+    q, k, v, beta = (x.double() for x in (q, k, v, beta))
+    if l2norm:
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    Hq, HV = q.shape[2], v.shape[2]
+    q, k = q.repeat_interleave(HV // Hq, dim=2), k.repeat_interleave(HV // Hq, dim=2)
+    if beta.dim() == 3:
+        beta = beta[..., None].expand(*v.shape)
+    o, finals = torch.zeros_like(v), []
+    for n in range(len(cu) - 1):
+        S = h0[n].double().clone()
+        for t in range(int(cu[n]), int(cu[n + 1])):
+            if g is not None:
+                S = S * torch.exp(g[0, t].double())[:, None, None]
+            if gv is not None:
+                S = S * torch.exp(gv[0, t].double())[:, None, :]
+            u = beta[0, t] * (v[0, t] - torch.einsum("hkv,hk->hv", S, k[0, t]))
+            S = S + torch.einsum("hk,hv->hkv", k[0, t], u)
+            o[0, t] = scale * torch.einsum("hkv,hk->hv", S, q[0, t])
+        finals.append(S)
+    return o, torch.stack(finals)
+
+
+def per_value_section():
+    gen = torch.Generator(device="cuda").manual_seed(77)
+    B, T, Hq, HV = 4, 3, 2, 4
+    for K in (64, 128):
+        q, k, v, g, beta, h0 = H.decode_inputs(B, H=Hq, HV=HV, K=K, V=K, T=T, seed=78 + K)
+        gv = F.logsigmoid(torch.randn(B, T, HV, K, device="cuda", generator=gen))
+        beta_v = torch.rand(B, T, HV, K, device="cuda", generator=gen) * 0.9 + 0.05
+        cu = [i * T for i in range(B + 1)]
+        for what, kw in (("g, gv, beta[V] f32", dict(g=g, gv=gv, beta=beta_v)),
+                         ("g, gv, head beta", dict(g=g, gv=gv, beta=beta)),
+                         ("g, beta[V] bf16 (no gv)", dict(g=g, beta=beta_v.bfloat16())),
+                         ("g=None, gv, beta[V]", dict(gv=gv, beta=beta_v))):
+            # g=None: gdn's DeltaNet per_value spec, without l2norm only
+            # (with it the gated one runs on a zero g: a fill besides).
+            for l2 in (False,) if "g" not in kw else (False, True):
+                call = lambda: gdn.fused_recurrent_gated_delta_rule(  # noqa: E731
+                    q, k, v, initial_state=h0, output_final_state=True,
+                    use_qk_l2norm_in_kernel=l2, **kw)
+                do, dh = call()
+                ro, rh = pv_ref(flat(q), flat(k), flat(v), flat(kw.get("g")), flat(kw.get("gv")),
+                                flat(kw["beta"]), h0, K ** -0.5, cu, l2)
+                fo, fh = fla_recurrent(q, k, v, initial_state=h0, output_final_state=True,
+                                       use_qk_l2norm_in_kernel=l2, **kw)
+                e = dict(do=R(flat(do), ro), dh=R(dh, rh), fo=R(flat(fo), ro), fh=R(fh, rh))
+                names = kernels_launched(call)
+                pv_kernel = len(names) == 1 and "_pv" in names[0] and "decode" in names[0]
+                check(f"fused_recurrent per-value K={K} l2norm={l2}: {what}",
+                      pv_kernel and e["do"] <= max(1.1 * e["fo"], 2.5e-3)
+                      and e["dh"] <= max(1.1 * e["fh"], 1e-5),
+                      f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} "
+                      f"(FLA {e['fh']:.2e}), launched {names}")
+        # fused_recurrent_delta_rule with a per-value beta: the DeltaNet
+        # per_value spec (no decay), against fp64.
+        call = lambda: gdn.fused_recurrent_delta_rule(  # noqa: E731
+            q, k, v, beta_v, initial_state=h0, output_final_state=True)
+        do, dh = call()
+        ro, rh = pv_ref(flat(q), flat(k), flat(v), None, None, flat(beta_v), h0, K ** -0.5, cu,
+                        False)
+        names = kernels_launched(call)
+        e = dict(do=R(flat(do), ro), dh=R(dh, rh))
+        check(f"fused_recurrent_delta_rule beta[V] K={K}",
+              names == [n for n in names if n.startswith("deltanet_kv_pv")] and len(names) == 1
+              and e["do"] < 2.5e-3 and e["dh"] < 1e-5,
+              f"o {e['do']:.2e}, state {e['dh']:.2e}, launched {names}")
+    # Varlen rows (cu_seqlens) with gv: rows of 1, 3, 0 and 2 tokens.
+    K = 128
+    lens = [1, 3, 0, 2]
+    cu = torch.tensor([0, 1, 4, 4, 6], device="cuda", dtype=torch.int32)
+    q, k, v, g, beta, h0 = H.decode_inputs(1, H=Hq, HV=HV, K=K, V=K, T=sum(lens), seed=90)
+    h0 = torch.randn(len(lens), HV, K, K, device="cuda", generator=gen) * 0.1
+    gv = F.logsigmoid(torch.randn(1, sum(lens), HV, K, device="cuda", generator=gen))
+    beta_v = torch.rand(1, sum(lens), HV, K, device="cuda", generator=gen)
+    do, dh = gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g=g, gv=gv, beta=beta_v, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+    ro, rh = pv_ref(q, k, v, g, gv, beta_v, h0, K ** -0.5, cu.tolist(), True)
+    check("fused_recurrent per-value, cu_seqlens rows 1,3,0,2",
+          R(do, ro) < 2.5e-3 and R(dh, rh) < 1e-5, f"o {R(do, ro):.2e}, state {R(dh, rh):.2e}")
+    # What has no kernel is refused by name: T over max_t (per-value terms
+    # have no chunked form) and gk with gv (gdn has no kda per_value spec).
+    q, k, v, g, beta, h0 = H.decode_inputs(2, H=Hq, HV=HV, K=K, V=K, T=9, seed=91)
+    gv = torch.zeros(2, 9, HV, K, device="cuda")
+    raises("fused_recurrent gv with T = 9 > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
+        q, k, v, g=g, gv=gv, beta=beta, initial_state=h0), "no prefill spec")
+    raises("fused_recurrent gk with gv (no kda per_value spec)",
+           lambda: gdn.fused_recurrent_gated_delta_rule(
+               q[:, :2], k[:, :2], v[:, :2], gk=torch.zeros(2, 2, HV, K, device="cuda"),
+               gv=gv[:, :2], beta=beta[:, :2], use_qk_l2norm_in_kernel=True),
+           "per_value=True")
+
+
 # 6. The module's API contract: the checks that need no GPU (on the
 # generated copy), FLA's signatures against the FLA imported here, FLA's
 # keywords, and the error contract (issue 31, items 3 and 4).
@@ -1293,6 +1395,7 @@ section("FLA's keywords", fla_keywords)
 section("error contract", error_contract)
 section("state checkpoints", checkpoint_section)
 section("f32 beta in prefill", beta_f32_section)
+section("per-value terms in decode", per_value_section)
 
 # 5. Cold start: a new process to its first result.
 cold = """

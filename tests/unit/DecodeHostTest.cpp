@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "deltac_checks.h"
+#include "deltac_decode.h"
 #include "qwen3_next_gdn.h"
 
 #include <gtest/gtest.h>
@@ -253,6 +254,57 @@ TEST(DecodeHost, Alignment) {
   steps.args.step_states = static_cast<char *>(steps.args.state) + 4;
   expectRejected(steps, DELTAC_INVALID_ARGUMENT,
                  "step_states must be 16-byte aligned");
+}
+
+// FLA's per-value terms (gv, a beta per value column) exist only in
+// per_value kernels: the example's spec refuses them rather than ignore
+// them.
+TEST(DecodeHost, PerValueTermsNeedAPerValueSpec) {
+  ValidCall gv;
+  gv.args.gv = static_cast<const float *>(gv.buffer(ValidCall::B * ValidCall::T *
+                                                   ValidCall::HV * ValidCall::V * 4));
+  expectRejected(gv, DELTAC_UNSUPPORTED,
+                 "gv: this spec has no per-value terms (a spec with per_value "
+                 "computes FLA's gv and per-value beta)");
+  ValidCall beta;
+  beta.args.beta_per_value = 1;
+  expectRejected(beta, DELTAC_UNSUPPORTED,
+                 "beta_per_value: this spec has no per-value terms");
+}
+
+// A per_value specialization (a table as a generated library has, its
+// kernel never reached: every call here is rejected first) checks gv's
+// alignment and the per-value beta's extent.
+TEST(DecodeHost, PerValueChecks) {
+  deltac_rt::DecodeVariant perValue{};
+  perValue.K = ValidCall::K;
+  perValue.V = ValidCall::V;
+  perValue.io = DELTAC_BF16;
+  perValue.state = DELTAC_F32;
+  perValue.gate = deltac_rt::GateKind::Raw;
+  perValue.perValue = true;
+  perValue.maxT = 4;
+  perValue.gridX = 2;
+  perValue.threads = 128;
+  ValidCall c;
+  c.args.gv = offset(static_cast<const float *>(c.buffer(1 << 20)), 4);
+  deltac::Status status = deltac_rt::runDecode(&perValue, 1, c.args, nullptr);
+  EXPECT_EQ(status.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "gv must be 16-byte aligned");
+  // gv [tokens, HV, V] in f32 spans twice v's bytes (bf16): 2^31 - 1
+  // tokens of 400 heads keep v under 2^48 bytes, not gv.
+  ValidCall wide;
+  wide.args.gv = static_cast<const float *>(wide.buffer(64));
+  wide.args.beta_per_value = 1;
+  wide.args.cu_seqlens = static_cast<const int32_t *>(wide.buffer(64));
+  wide.args.T = INT32_MAX;
+  wide.args.HV = 400;
+  status = deltac_rt::runDecode(&perValue, 1, wide.args, nullptr);
+  EXPECT_EQ(status.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message.rfind("gv would span more than 2^48 bytes", 0), 0u)
+      << status.message;
+  EXPECT_TRUE(c.untouched());
+  EXPECT_TRUE(wide.untouched());
 }
 
 TEST(DecodeHost, Strides) {

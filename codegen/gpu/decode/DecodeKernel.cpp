@@ -12,7 +12,8 @@
 //   d = decay, pk = S_r . k, pq = S_r . q       (one pass, both dots)
 //   u = beta (v_r - d pk),  o_r = scale (d pq + u (k . q)),  S_r = d S_r + u k
 // which equals the reference's decay-then-update order exactly in real
-// arithmetic (o reads the updated state).
+// arithmetic (o reads the updated state). per_value specs (FLA's gv and
+// per-value beta) give row r its own beta_r and d_r = decay exp(gv_r).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +36,7 @@ enum Param {
   pQ, pK, pV, pG, pBeta, pALog, pDtBias, pO, pState, pInIdx, pOutIdx,
   pStepStates, pErrorFlag, pT, pH, pHV, pSlots, pQStride, pKStride, pVStride,
   pOStride, pScale, pFlags, pStepSlots, pNumAccepted, pStepSlotsStride,
-  pCuSeqlens, pStateIn, pSlotStride, pLowerBound, kNumParams
+  pCuSeqlens, pStateIn, pSlotStride, pLowerBound, pGv, kNumParams
 };
 } // namespace
 
@@ -56,7 +57,8 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
       {"num_accepted", ParamKind::Pointer},
       {"step_slots_stride", ParamKind::I64},
       {"cu_seqlens", ParamKind::Pointer},  {"state_in", ParamKind::Pointer},
-      {"slot_stride", ParamKind::I64},     {"lower_bound", ParamKind::F32}};
+      {"slot_stride", ParamKind::I64},     {"lower_bound", ParamKind::F32},
+      {"gv", ParamKind::Pointer}};
   static_assert(sizeof(params) / sizeof(params[0]) == kNumParams);
   return params;
 }
@@ -142,6 +144,10 @@ mlir::delta::decodeVariants(const DecodeTuning &overrides, StringRef only) {
 }
 
 namespace {
+/// The most gv values a thread loads at once (kv: one 16-byte piece of a
+/// 16-bit state row's columns).
+constexpr int64_t kMaxGvPiece = 8;
+
 /// What both layouts share: constants, math, memory access, slot handling,
 /// gate and beta.
 class EmitterBase : protected KernelEmitter {
@@ -202,11 +208,26 @@ protected:
   /// branch taken by rows with a valid slot, after emitting `padding` in the
   /// other branch.
   void prologue(function_ref<void()> padding);
-  /// The raw gate input (null without a gate) and beta input of a token.
-  std::pair<Value, Value> loadGateBeta(Value tok);
+  /// The raw gate input of a token (null without a gate, or per channel).
+  Value loadGate(Value tok);
+  /// A token's beta inputs for the thread's value columns `columns`: the
+  /// head's one, or with per_value one per column (per kBetaPerValue: the
+  /// column's, else the head's) followed by gv of each column (0 where gv
+  /// is null). `adjacent`: columns[i] = columns[0] + i (gv in one vector
+  /// load). numBetaInputs() values in all.
+  SmallVector<Value> loadBetas(Value tok, ArrayRef<Value> columns,
+                               bool adjacent);
+  int64_t numBetaInputs(int64_t columns) const {
+    return s.perValue ? 2 * columns : 1;
+  }
+  /// per_value: the kernel's array of kMaxGvPiece zeros in global memory,
+  /// read in place of a null gv.
+  std::string noGvSymbol() { return (func.getName() + "_no_gv").str(); }
   /// beta of the token and head at `index`: the io dtype or f32
   /// (kBetaF32).
   Value loadBeta(Value index);
+  /// beta from its input as the spec's beta form says.
+  Value betaOf(Value input);
   /// The thread's entering state tile of `count` values: zeros with
   /// kZeroState, else `load(src, type)` from state_in (null: the pool) in
   /// the pool's dtype, or for f32 pools 16-bit pieces (type i16, converted
@@ -235,6 +256,12 @@ protected:
   Value rawDecay(Value a, Value bias);
   /// The decay factor and beta from the raw inputs (fused gate and beta).
   std::pair<Value, Value> gateAndBeta(Value g, Value beta);
+  /// per_value: the betas and the gv decay factors exp(gv) of the columns
+  /// from loadBetas' values (beta form applied), and the head's decay.
+  struct ValueTerms {
+    SmallVector<Value> beta, factor;
+  };
+  ValueTerms valueTerms(ArrayRef<Value> inputs, int64_t columns);
   /// Writes the state after token `tInt` where the call asks for it: the
   /// per-step buffer and/or the pool slot step_slots[b, t] (an index past the
   /// pool is skipped and raises the error flag). `storeTile(dst, base)`
@@ -588,13 +615,44 @@ void EmitterBase::prologue(function_ref<void()> padding) {
   b.setInsertionPointToStart(ifValid.thenBlock());
 }
 
-std::pair<Value, Value> EmitterBase::loadGateBeta(Value tok) {
+Value EmitterBase::loadGate(Value tok) {
+  if (s.gate == GateForm::none || perChannel())
+    return Value();
   Value ghIndex = add(mul(tok, toI64(param(pHV))), hv);
-  Value g;
-  if (s.gate != GateForm::none && !perChannel())
-    g = loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
-                  ghIndex, 1)[0];
-  return {g, loadBeta(ghIndex)};
+  return loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
+                   ghIndex, 1)[0];
+}
+
+SmallVector<Value> EmitterBase::loadBetas(Value tok, ArrayRef<Value> columns,
+                                          bool adjacent) {
+  Value ghIndex = add(mul(tok, toI64(param(pHV))), hv);
+  if (!s.perValue)
+    return {loadBeta(ghIndex)};
+  // beta [tokens, HV, V] with kBetaPerValue, else [tokens, HV]: a select
+  // of the index, no branch.
+  Value perValue = flag(kBetaPerValue);
+  Value rowBase = mul(ghIndex, cI64(s.v));
+  SmallVector<Value> in;
+  for (Value column : columns)
+    in.push_back(loadBeta(sel64(perValue, add(rowBase, toI64(column)),
+                                ghIndex)));
+  // gv may be null (FLA's gv=None with a per-value beta): the loads then
+  // read zeros (exp(0) = 1) from the kernel's own zero array at index 0,
+  // chosen by selects. (A branch per token made a vk kernel spill.)
+  Value noGv = isNull(param(pGv));
+  Value gvBase = arith::SelectOp::create(
+      b, noGv, LLVM::AddressOfOp::create(b, ptr, noGvSymbol()), param(pGv));
+  auto gvIndex = [&](Value column) {
+    return sel64(noGv, cI64(0), add(rowBase, toI64(column)));
+  };
+  if (adjacent) {
+    llvm::append_range(in, loadElems(gvBase, f32, gvIndex(columns[0]),
+                                     columns.size()));
+  } else {
+    for (Value column : columns)
+      in.push_back(loadElems(gvBase, f32, gvIndex(column), 1)[0]);
+  }
+  return in;
 }
 
 Value EmitterBase::loadBeta(Value index) {
@@ -704,13 +762,26 @@ std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
   case GateForm::channel_raw:
     break; // per key channel: channelDecay, applied by the emitters
   }
-  Value beta = betaIn;
+  return {decay, betaIn ? betaOf(betaIn) : Value()};
+}
+
+Value EmitterBase::betaOf(Value beta) {
   if (s.beta != BetaForm::given) {
     beta = fdiv(cF32(1.0), fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
     if (s.beta == BetaForm::sigmoid2)
       beta = fmul(beta, cF32(2.0));
   }
-  return {decay, beta};
+  return beta;
+}
+
+EmitterBase::ValueTerms EmitterBase::valueTerms(ArrayRef<Value> inputs,
+                                                int64_t columns) {
+  ValueTerms terms;
+  for (int64_t c = 0; c < columns; ++c) {
+    terms.beta.push_back(betaOf(inputs[c]));
+    terms.factor.push_back(exp(inputs[columns + c]));
+  }
+  return terms;
 }
 
 void EmitterBase::storeStep(Value tInt, Value tok,
@@ -902,9 +973,8 @@ void VkEmitter::emit() {
     for (Value row : rows)
       in.push_back(loadElems(param(pV), s.ioType,
                              vIndex(tok, param(pVStride), row), 1)[0]);
-    auto [g, beta] = loadGateBeta(tok);
-    in.push_back(beta);
-    if (g)
+    llvm::append_range(in, loadBetas(tok, rows, /*adjacent=*/false));
+    if (Value g = loadGate(tok))
       in.push_back(g);
     // KDA: the gate inputs of the lane's key channels (the pieces of q, k).
     if (perChannel())
@@ -918,10 +988,11 @@ void VkEmitter::emit() {
     SmallVector<Value> q(in.take_front(nQK)),
         k(in.slice(nQK, nQK));
     ArrayRef<Value> vRows = in.slice(2 * nQK, rows.size());
-    Value betaIn = in[2 * nQK + rows.size()];
-    Value gIn = s.gate != GateForm::none && !perChannel()
-                    ? in[2 * nQK + rows.size() + 1]
-                    : Value();
+    int64_t nBeta = numBetaInputs(rows.size());
+    ArrayRef<Value> betaIn = in.slice(2 * nQK + rows.size(), nBeta);
+    size_t gateAt = 2 * nQK + rows.size() + nBeta;
+    Value gIn = s.gate != GateForm::none && !perChannel() ? in[gateAt]
+                                                          : Value();
     // KDA: each key channel e decays by its own d_e, so the dots against
     // the decayed row are S_r . (d k) and S_r . (d q), and S_r = d S_r +
     // u k elementwise (the scalar decay below is then 1).
@@ -929,7 +1000,7 @@ void VkEmitter::emit() {
     if (perChannel()) {
       size_t per = s.gate == GateForm::channel_raw ? 2 * t.elemsPerLoad
                                                     : t.elemsPerLoad;
-      ArrayRef<Value> gates = in.drop_front(2 * nQK + rows.size() + 1);
+      ArrayRef<Value> gates = in.drop_front(gateAt);
       for (int64_t j = 0; j < t.loadsPerLane; ++j)
         llvm::append_range(channel,
                            channelDecays(gates.slice(j * per, per)));
@@ -944,7 +1015,12 @@ void VkEmitter::emit() {
       }
     }
     Value kq = rowSum(sum(k, q));
-    auto [decay, beta] = gateAndBeta(gIn, betaIn);
+    auto [decay, beta] = gateAndBeta(gIn, s.perValue ? Value() : betaIn[0]);
+    // per_value: row r (value column r of S) has its own beta and decays by
+    // a further exp(gv_r).
+    ValueTerms terms;
+    if (s.perValue)
+      terms = valueTerms(betaIn, rows.size());
     if (perChannel())
       for (int64_t e = 0; e < nQK; ++e) {
         dk.push_back(fmul(channel[e], k[e]));
@@ -955,15 +1031,20 @@ void VkEmitter::emit() {
       ArrayRef<Value> Sr = S.slice(r * perLane, perLane);
       Value pk = rowSum(sum(Sr, perChannel() ? dk : k));
       Value pq = rowSum(sum(Sr, perChannel() ? dq : q));
-      Value u = fmul(beta, fsub(vRows[r], fmul(decay, pk)));
-      Value o = fmul(param(pScale), fma(u, kq, fmul(decay, pq)));
+      Value rowDecay = s.perValue ? fmul(decay, terms.factor[r]) : decay;
+      Value u = fmul(s.perValue ? terms.beta[r] : beta,
+                     fsub(vRows[r], fmul(rowDecay, pk)));
+      Value o = fmul(param(pScale), fma(u, kq, fmul(rowDecay, pq)));
       // Every lane of the row stores: the butterfly gives all of them the
       // same bits (each step adds the same two values), the stores to one
       // address merge, and no branch splits the token's code.
       storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), row), {o});
-      for (int64_t e = 0; e < perLane; ++e)
-        next.push_back(
-            fma(u, k[e], fmul(perChannel() ? channel[e] : decay, Sr[e])));
+      for (int64_t e = 0; e < perLane; ++e) {
+        Value d = rowDecay;
+        if (perChannel())
+          d = s.perValue ? fmul(channel[e], terms.factor[r]) : channel[e];
+        next.push_back(fma(u, k[e], fmul(d, Sr[e])));
+      }
     }
     return next;
   };
@@ -1057,9 +1138,11 @@ void KvEmitter::emit(Value shared) {
     llvm::append_range(in, loadElems(param(pV), s.ioType,
                                      vIndex(tok, param(pVStride), column0),
                                      epl));
-    auto [g, beta] = loadGateBeta(tok);
-    in.push_back(beta);
-    if (g)
+    SmallVector<Value> columns;
+    for (int64_t c = 0; c < epl; ++c)
+      columns.push_back(add(column0, cI64(c)));
+    llvm::append_range(in, loadBetas(tok, columns, /*adjacent=*/true));
+    if (Value g = loadGate(tok))
       in.push_back(g);
     // KDA: the gate inputs of the thread's key rows.
     if (perChannel())
@@ -1071,17 +1154,18 @@ void KvEmitter::emit(Value shared) {
     Value tok = token(tInt);
     ArrayRef<Value> q = in.take_front(nRows), k = in.slice(nRows, nRows);
     ArrayRef<Value> vals = in.slice(2 * nRows, epl);
-    Value betaIn = in[2 * nRows + epl];
-    Value gIn = s.gate != GateForm::none && !perChannel()
-                    ? in[2 * nRows + epl + 1]
-                    : Value();
+    int64_t nBeta = numBetaInputs(epl);
+    ArrayRef<Value> betaIn = in.slice(2 * nRows + epl, nBeta);
+    size_t gateAt = 2 * nRows + epl + nBeta;
+    Value gIn = s.gate != GateForm::none && !perChannel() ? in[gateAt]
+                                                          : Value();
     // KDA: key row r decays by d_r: the column dots run against d k and
     // d q (|k|, |q| and k . q stay those of the raw vectors), and S_r = d_r
     // S_r + k_r u (the scalar decay below is then 1).
     SmallVector<Value> rowDecay, dk(k), dq(q);
     if (perChannel()) {
       size_t per = s.gate == GateForm::channel_raw ? 2 : 1;
-      ArrayRef<Value> gates = in.drop_front(2 * nRows + epl + 1);
+      ArrayRef<Value> gates = in.drop_front(gateAt);
       for (int64_t r = 0; r < nRows; ++r) {
         rowDecay.push_back(channelDecays(gates.slice(r * per, per))[0]);
         dk[r] = fmul(rowDecay[r], k[r]);
@@ -1151,15 +1235,22 @@ void KvEmitter::emit(Value shared) {
       invQ = fdiv(cF32(1.0), sqrt(fadd(partial[2 * epl + 1], cF32(1e-6))));
     }
     Value kq = fmul(partial[2 * epl + 2], fmul(invK, invQ));
-    auto [decay, beta] = gateAndBeta(gIn, betaIn);
+    auto [decay, beta] = gateAndBeta(gIn, s.perValue ? Value() : betaIn[0]);
+    // per_value: column c has its own beta and decays by a further
+    // exp(gv_c).
+    ValueTerms terms;
+    if (s.perValue)
+      terms = valueTerms(betaIn, epl);
     SmallVector<Value> u, o;
     Value scaleQ = fmul(param(pScale), invQ);
     for (int64_t c = 0; c < epl; ++c) {
       Value pk = fmul(partial[c], invK), pq = partial[epl + c];
-      u.push_back(fmul(beta, fsub(vals[c], fmul(decay, pk))));
+      Value d = s.perValue ? fmul(decay, terms.factor[c]) : decay;
+      u.push_back(fmul(s.perValue ? terms.beta[c] : beta,
+                       fsub(vals[c], fmul(d, pk))));
       // scale (d S^T q_n + u (k_n . q_n)) with q_n = q / |q|.
       o.push_back(fma(param(pScale), fmul(u.back(), kq),
-                      fmul(scaleQ, fmul(decay, pq))));
+                      fmul(scaleQ, fmul(d, pq))));
     }
     {
       auto ifLeader = scf::IfOp::create(b, cmp(arith::CmpIPredicate::eq,
@@ -1175,7 +1266,9 @@ void KvEmitter::emit(Value shared) {
       Value kn = fmul(k[r], invK);
       Value d = perChannel() ? rowDecay[r] : decay;
       for (int64_t c = 0; c < epl; ++c)
-        next.push_back(fma(kn, u[c], fmul(d, S[r * epl + c])));
+        next.push_back(fma(
+            kn, u[c],
+            fmul(s.perValue ? fmul(d, terms.factor[c]) : d, S[r * epl + c])));
     }
     return next;
   };
@@ -1204,6 +1297,15 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
         builder, loc, LLVM::LLVMArrayType::get(builder.getF32Type(), floats),
         /*isConstant=*/false, LLVM::Linkage::Internal, sharedName,
         /*value=*/Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+  }
+  if (spec.perValue) {
+    // Read in place of a null gv (EmitterBase::loadBetas).
+    auto zeros = LLVM::LLVMArrayType::get(builder.getF32Type(), kMaxGvPiece);
+    LLVM::GlobalOp::create(builder, loc, zeros, /*isConstant=*/true,
+                           LLVM::Linkage::Internal, (name + "_no_gv").str(),
+                           builder.getZeroAttr(RankedTensorType::get(
+                               {kMaxGvPiece}, builder.getF32Type())),
+                           /*alignment=*/16, /*addrSpace=*/1);
   }
   auto func = gpu::GPUFuncOp::create(builder, loc, name,
                                      builder.getFunctionType(inputs, {}));

@@ -54,6 +54,9 @@ namespace mlir::delta {
 ///   lower_bound: NaN for the softplus raw gate -exp(A_log) softplus(a +
 ///     dt_bias); a number for FLA's bounded KDA gate lower_bound *
 ///     sigmoid(exp(A_log) (a + dt_bias)) (raw gates only).
+///   gv: per_value specs only (others never read it): f32 [tokens, HV, V]
+///     log decays of each value column, or null (none). With the
+///     kBetaPerValue flag beta is [tokens, HV, V] too.
 /// dt_bias may be null (0); A_log too (a factor 1, the bounded gate only).
 llvm::ArrayRef<KernelParam> decodeKernelParams();
 
@@ -95,6 +98,10 @@ struct DecodeSpec {
   StateLayout layout;
   Type ioType, stateType;
   int64_t k, v, maxT;
+  /// FLA's per-value terms (the recurrence's gv and [.., V] beta): the
+  /// kernel reads gv and, per the call's kBetaPerValue, a beta per value
+  /// column.
+  bool perValue = false;
 };
 
 /// Code-shape choices of the decode kernels. The defaults come from the

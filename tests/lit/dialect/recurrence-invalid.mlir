@@ -298,3 +298,59 @@ func.func @zero_heads(%q: tensor<1x4x0x64xbf16>, %k: tensor<1x4x0x64xbf16>,
       -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
   return
 }
+
+// -----
+
+func.func @gv_rank(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x4x2x64xbf16>,
+                   %v: tensor<1x4x2x64xbf16>, %g: tensor<1x4x2xf32>,
+                   %gv: tensor<1x4x2xf32>, %b: tensor<1x4x2xbf16>,
+                   %scale: f32) {
+  // expected-error @+1 {{expects 'gv' of rank 4 [B, T, HV, V], got 'tensor<1x4x2xf32>'}}
+  %o, %s = delta.recurrence gated layout = kv gate = log beta = given
+      q(%q : tensor<1x4x2x64xbf16>) k(%k : tensor<1x4x2x64xbf16>)
+      v(%v : tensor<1x4x2x64xbf16>) g(%g : tensor<1x4x2xf32>)
+      gv(%gv : tensor<1x4x2xf32>) beta(%b : tensor<1x4x2xbf16>)
+      scale(%scale : f32) -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @gv_f32(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x4x2x64xbf16>,
+                  %v: tensor<1x4x2x64xbf16>, %gv: tensor<1x4x2x64xbf16>,
+                  %b: tensor<1x4x2xbf16>, %scale: f32) {
+  // expected-error @+1 {{expects 'gv' (log decays) of f32, got 'bf16'}}
+  %o, %s = delta.recurrence delta layout = kv gate = none beta = given
+      q(%q : tensor<1x4x2x64xbf16>) k(%k : tensor<1x4x2x64xbf16>)
+      v(%v : tensor<1x4x2x64xbf16>) gv(%gv : tensor<1x4x2x64xbf16>)
+      beta(%b : tensor<1x4x2xbf16>)
+      scale(%scale : f32) -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @gv_v(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x4x2x64xbf16>,
+                %v: tensor<1x4x2x64xbf16>, %gv: tensor<1x4x2x32xf32>,
+                %b: tensor<1x4x2xbf16>, %scale: f32) {
+  // expected-error @+1 {{V differs between operands: 'v' has 64, 'gv' has 32}}
+  %o, %s = delta.recurrence delta layout = kv gate = none beta = given
+      q(%q : tensor<1x4x2x64xbf16>) k(%k : tensor<1x4x2x64xbf16>)
+      v(%v : tensor<1x4x2x64xbf16>) gv(%gv : tensor<1x4x2x32xf32>)
+      beta(%b : tensor<1x4x2xbf16>)
+      scale(%scale : f32) -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @beta_per_value_v(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x4x2x64xbf16>,
+                            %v: tensor<1x4x2x64xbf16>, %b: tensor<1x4x2x16xbf16>,
+                            %scale: f32) {
+  // expected-error @+1 {{V differs between operands: 'v' has 64, 'beta' has 16}}
+  %o, %s = delta.recurrence delta layout = kv gate = none beta = given
+      q(%q : tensor<1x4x2x64xbf16>) k(%k : tensor<1x4x2x64xbf16>)
+      v(%v : tensor<1x4x2x64xbf16>) beta(%b : tensor<1x4x2x16xbf16>)
+      scale(%scale : f32) -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}

@@ -104,3 +104,22 @@ func.func @chunked(%q: tensor<1x?x16x128xf32>, %k: tensor<1x?x16x128xf32>,
       -> tensor<1x?x32x128xbf16>, tensor<?x32x128x128xf32>
   return %s : tensor<?x32x128x128xf32>
 }
+
+// -----
+
+// FLA's per-value terms: gv [B, T, HV, V] and beta [B, T, HV, V].
+// CHECK-LABEL: func @per_value
+// CHECK: delta.recurrence kda layout = kv gate = channel_log beta = sigmoid
+// CHECK-SAME: gv(%{{[[:alnum:]_]+}} : tensor<?x?x4x64xf32>)
+// CHECK-SAME: beta(%{{[[:alnum:]_]+}} : tensor<?x?x4x64xbf16>)
+func.func @per_value(%q: tensor<?x?x2x32xbf16>, %k: tensor<?x?x2x32xbf16>,
+                     %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4x32xf32>,
+                     %gv: tensor<?x?x4x64xf32>, %b: tensor<?x?x4x64xbf16>,
+                     %scale: f32) -> tensor<?x4x32x64xf32> {
+  %o, %s = delta.recurrence kda layout = kv gate = channel_log beta = sigmoid
+      q(%q : tensor<?x?x2x32xbf16>) k(%k : tensor<?x?x2x32xbf16>)
+      v(%v : tensor<?x?x4x64xbf16>) g(%g : tensor<?x?x4x32xf32>)
+      gv(%gv : tensor<?x?x4x64xf32>) beta(%b : tensor<?x?x4x64xbf16>)
+      scale(%scale : f32) -> tensor<?x?x4x64xbf16>, tensor<?x4x32x64xf32>
+  return %s : tensor<?x4x32x64xf32>
+}

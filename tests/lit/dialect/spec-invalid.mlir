@@ -274,3 +274,25 @@ delta.spec @prefill_48 rule = kda dims = [48x128] io = bf16 state = f32
 // Decode alone builds every K x V the verifier takes: 16x16 stays valid.
 delta.spec @decode_16 rule = gated dims = [16x16, 48x80] io = bf16 state = f32
     layout = vk gate = log beta = given chunk = 64 entries = [decode] max_t = 1
+
+// -----
+
+// gv and a per-value beta have no chunked form: decode only.
+// expected-error @+1 {{per_value (FLA's gv and per-value beta) has no chunked form: a per_value spec lists only the 'decode' entry point}}
+delta.spec @pv_prefill rule = gated dims = [128x128] io = bf16 state = f32
+    layout = kv gate = log beta = given per_value chunk = 64
+    entries = [prefill, decode] max_t = 2
+
+// -----
+
+// per_value makes different kernels: not a duplicate of the same options
+// without it.
+delta.spec @head_beta rule = gated dims = [64x64] io = bf16 state = f32
+    layout = kv gate = log beta = given chunk = 64 entries = [decode] max_t = 2
+delta.spec @value_beta rule = gated dims = [64x64] io = bf16 state = f32
+    layout = kv gate = log beta = given per_value chunk = 64
+    entries = [decode] max_t = 2
+// expected-error @+1 {{duplicate specialization 64x64: spec @value_beta already emits it with the same options}}
+delta.spec @value_beta_again rule = gated dims = [64x64] io = bf16
+    state = f32 layout = kv gate = log beta = given per_value chunk = 64
+    entries = [decode] max_t = 4

@@ -39,3 +39,9 @@ delta.spec @kimi_log rule = kda dims = [64x128] io = bf16 state = f32
 delta.spec @gdn_small rule = gated dims = [32x32] io = bf16 state = f32
     layout = vk gate = raw beta = sigmoid l2norm chunk = 64
     entries = [prefill, decode] max_t = 4
+
+// FLA's per-value terms (decode only).
+// CHECK-LABEL: delta.spec @per_value rule = gated dims = [128x128] io = bf16 state = f32 layout = kv gate = log beta = given l2norm per_value chunk = 64 entries = [decode] max_t = 8
+delta.spec @per_value rule = gated dims = [128x128] io = bf16 state = f32
+    layout = kv gate = log beta = given l2norm per_value chunk = 64
+    entries = [decode] max_t = 8

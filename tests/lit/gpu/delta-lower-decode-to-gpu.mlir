@@ -10,7 +10,7 @@
 // CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gdn_k128_v128_decode(
 // CHECK-SAME: %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias},
-// CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[BOUND:[[:alnum:]_]+]]: f32)
+// CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[BOUND:[[:alnum:]_]+]]: f32, %[[GV:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias})
 // CHECK-SAME: kernel
 // CHECK-SAME: delta.entry = #delta<entry decode>
 // CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, min_blocks_per_sm = 4>
@@ -115,5 +115,33 @@ module attributes {delta.targets = ["sm_90a"]} {
       entries = [decode] max_t = 2
   delta.spec @kimi_raw rule = kda dims = [128x128] io = bf16 state = f32
       layout = kv gate = channel_raw beta = sigmoid l2norm chunk = 64
+      entries = [decode] max_t = 2
+}
+
+// -----
+
+// FLA's per-value terms (per_value): the kernel's last parameter is gv; a
+// null gv reads the kernel's own zeros (a select of the base and index, no
+// branch), a kv thread loads its columns' gv in one 16-byte piece, and
+// beta's index is per value column where flags bit 64 (kBetaPerValue) says.
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
+// CHECK: llvm.mlir.global internal constant @fla_pv_k128_v128_decode_no_gv(dense<0.000000e+00> : tensor<8xf32>) {addr_space = 1 : i32, alignment = 16 : i64} : !llvm.array<8 x f32>
+// CHECK: gpu.func @fla_pv_k128_v128_decode(
+// CHECK-SAME: f32, %[[GV:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias})
+// CHECK: scf.for
+// CHECK: arith.andi %{{.*}}, %c64_i32{{.*}} : i32
+// CHECK: %[[ZEROS:.*]] = llvm.mlir.addressof @fla_pv_k128_v128_decode_no_gv : !llvm.ptr<1>
+// CHECK-NEXT: %[[BASE:.*]] = arith.select %{{.*}}, %[[ZEROS]], %[[GV]] : !llvm.ptr<1>
+// CHECK: %[[AT:.*]] = llvm.getelementptr %[[BASE]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK-NEXT: llvm.load %[[AT]] {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// A spec without per_value has no zero array.
+// CHECK: gpu.module @fla_k128_v128_decode_gpu
+// CHECK-NOT: _no_gv
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @fla_pv rule = gated dims = [128x128] io = bf16 state = f32
+      layout = kv gate = log beta = given per_value chunk = 64
+      entries = [decode] max_t = 2
+  delta.spec @fla rule = gated dims = [128x128] io = bf16 state = f32
+      layout = kv gate = log beta = given chunk = 64
       entries = [decode] max_t = 2
 }

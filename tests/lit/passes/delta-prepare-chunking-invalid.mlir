@@ -7,3 +7,20 @@
 func.func @no_chunk() attributes {delta.entry = #delta<entry prefill>} {
   return
 }
+
+// -----
+
+// gv (and a beta per value column) give each value column its own
+// transition: no chunked form.
+func.func @per_value(%q: tensor<1x?x2x64xbf16>, %k: tensor<1x?x2x64xbf16>,
+                     %v: tensor<1x?x2x64xbf16>, %gv: tensor<1x?x2x64xf32>,
+                     %b: tensor<1x?x2x64xbf16>, %scale: f32)
+    attributes {delta.entry = #delta<entry prefill>, delta.chunk_size = 64} {
+  // expected-error @+1 {{per-value terms (gv, a beta per value column) have no chunked form; they lower to decode only}}
+  %o, %s = delta.recurrence delta layout = kv gate = none beta = given
+      q(%q : tensor<1x?x2x64xbf16>) k(%k : tensor<1x?x2x64xbf16>)
+      v(%v : tensor<1x?x2x64xbf16>) gv(%gv : tensor<1x?x2x64xf32>)
+      beta(%b : tensor<1x?x2x64xbf16>)
+      scale(%scale : f32) -> tensor<1x?x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}
