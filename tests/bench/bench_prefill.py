@@ -15,9 +15,12 @@ of [1, T, HV, K], fp32; otherwise the same inputs and options), errors
 against an fp64 token-by-token KDA recurrence written here.
 Usage: bench_prefill.py --lib libdeltac_test_prefill.so --out DIR
   [--rule gdn|kda] [--shapes a,b] [--profile] [--no-fla] [--accuracy-only]
-  [--no-max-seqlen] [--host-us]
+  [--no-max-seqlen] [--host-us] [--checkpoints f32|bf16]
 (`--shapes mixed32k_h16 [--no-max-seqlen]` times the longest-sequence
-dispatch, with and without max_seqlen.)
+dispatch, with and without max_seqlen. `--checkpoints DTYPE` with
+--no-fla times each shape without and with FLA's return_intermediate_states
+(the state entering every chunk, stored by recur) in the same run: the
+cost of keeping them.)
 """
 import argparse
 import ctypes
@@ -50,8 +53,11 @@ class Deltac:
         self.workspace.argtypes = [I64] * 5
         self.lib.deltac_test_prefill_last_error.restype = ctypes.c_char_p
 
-    def prepare(self, q, k, v, g, beta, cu, h0, scale, tell_max_seqlen=True):
-        """Everything a call needs, allocated once (the call allocates nothing)."""
+    def prepare(self, q, k, v, g, beta, cu, h0, scale, tell_max_seqlen=True,
+                checkpoints=None, chunk=64):
+        """Everything a call needs, allocated once (the call allocates nothing).
+        checkpoints: None, or a dtype (f32 / bf16) for FLA's
+        return_intermediate_states, the state entering every chunk."""
         T, Hh, K = q.shape[1], q.shape[2], q.shape[3]
         HV, V = v.shape[2], v.shape[3]
         N = cu.numel() - 1
@@ -69,6 +75,13 @@ class Deltac:
                         # The longest sequence, as FLA's cu_seqlens_cpu tells it (0: unknown).
                         max_seqlen=int((cu[1:] - cu[:-1]).max()) if tell_max_seqlen else 0)
         keep = (o, ht, ws, flag, a)
+        if checkpoints is not None:
+            lens = (cu[1:] - cu[:-1]).tolist()
+            rows = sum((n + chunk - 1) // chunk for n in lens)
+            cp = torch.empty(rows, HV, K, V, dtype=checkpoints, device=q.device)
+            a.checkpoints, a.checkpoint_rows = cp.data_ptr(), rows
+            a.checkpoint_dtype = 2 if checkpoints == torch.float32 else 0
+            keep += (cp,)
 
         def call():
             rc = self.prefill(ctypes.byref(a), P(torch.cuda.current_stream().cuda_stream))
@@ -178,7 +191,12 @@ def main():
                     help="with --no-fla: also the host time per eager call")
     ap.add_argument("--rule", default="gdn", choices=["gdn", "kda"],
                     help="kda: FLA's chunk_kda against deltac's kkv spec")
+    ap.add_argument("--checkpoints", default=None, choices=["f32", "bf16"],
+                    help="with --no-fla: time each shape also keeping the state entering "
+                         "every chunk (FLA's return_intermediate_states) in this dtype")
     args = ap.parse_args()
+    if args.checkpoints and not args.no_fla:
+        sys.exit("Error: --checkpoints times deltac against itself: pass --no-fla")
     kda = args.rule == "kda"
     lib = Deltac(args.lib, "kkv" if kda else "gkv")
     inputs = kda_inputs if kda else H.prefill_inputs
@@ -206,6 +224,16 @@ def main():
                                               tell_max_seqlen=not args.no_max_seqlen)
         if args.no_fla:  # deltac alone: for ncu, or to compare its variants
             t_ours = H.graph_ms(ours)
+            if args.checkpoints:
+                dtype = torch.float32 if args.checkpoints == "f32" else torch.bfloat16
+                kept, _, _, kflag, kkeep = lib.prepare(
+                    q, k, v, g, beta, cu, h0, scale,
+                    tell_max_seqlen=not args.no_max_seqlen, checkpoints=dtype)
+                t_kept = H.graph_ms(kept)
+                assert kflag.item() == 0, "device error flag raised"
+                print(f"checkpoints,{name},{args.checkpoints},deltac_ms={t_ours:.4f},"
+                      f"with_checkpoints_ms={t_kept:.4f},ratio={t_kept / t_ours:.3f}", flush=True)
+                del kept, kkeep
             if args.profile:
                 profile("deltac", name, ours)
             if args.host_us:

@@ -506,20 +506,23 @@ void runBadCu(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
       x[i] = scale * std::sin(0.7 * double(i) + 0.3);
     return encode(d, x);
   };
+  // KDA: g [T, HV, K] and a raw gate's dt_bias [HV, K], one per key channel.
+  const int64_t perHead = s.rule == ref::Rule::Kda ? K : 1;
   DeviceBuffer q(T * H * K * io), k(T * H * K * io), v(T * HV * V * io),
-      beta(T * HV * io), g(T * HV * 4), aLog(HV * 4), dt(HV * 4);
+      beta(T * HV * io), g(T * HV * perHead * 4), aLog(HV * 4),
+      dt(HV * perHead * 4);
   for (auto *b : {&q, &k, &v}) {
     auto bytes = filled(b->bytes, 0.5, s.io);
     b->upload(bytes.data(), bytes.size());
   }
   auto betaBytes = filled(beta.bytes, 0.5, s.io);
   beta.upload(betaBytes.data(), betaBytes.size());
-  std::vector<float> small(T * HV, -0.1f);
+  std::vector<float> small(T * HV * perHead, -0.1f);
   g.upload(small.data(), small.size() * 4);
   aLog.upload(small.data(), HV * 4);
-  dt.upload(small.data(), HV * 4);
+  dt.upload(small.data(), HV * perHead * 4);
   if (s.gate == ref::GateForm::Raw) {
-    auto raw = filled(T * HV * io, 0.5, s.io);
+    auto raw = filled(T * HV * perHead * io, 0.5, s.io);
     g.upload(raw.data(), raw.size());
   }
   const size_t oBytes = T * HV * V * io,
