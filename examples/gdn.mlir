@@ -5,7 +5,8 @@
 // l2norm at K = V in {64, 128}, plain DeltaNet (chunk_delta_rule,
 // fused_recurrent_delta_rule), Kimi Delta Attention (chunk_kda,
 // fused_recurrent_kda), FLA's per-value terms in decode (gv and a beta per
-// value column, with and without l2norm), and the serving form of Qwen3-Next /
+// value column, with and without l2norm, and with KDA's per-key decays),
+// and the serving form of Qwen3-Next /
 // Qwen3.5 (raw a with A_log/dt_bias, sigmoid b) with an fp32, bf16 or f16
 // state pool. Decode advances up to 8 tokens per call (speculative decoding,
 // multi-token prediction). K = V = 256 prefill uses chunks of 32 tokens: a
@@ -102,4 +103,10 @@ delta.spec @fla_kv_pv_l2norm rule = gated dims = [64x64, 128x128] io = bf16
 
 delta.spec @deltanet_kv_pv rule = delta dims = [64x64, 128x128] io = bf16
     state = f32 layout = kv gate = none beta = given per_value chunk = 64
+    entries = [decode] max_t = 8
+
+// fused_recurrent_gated_delta_rule's gk (per-key decays) with gv: KDA's
+// recurrence with per-value terms, the options of kda_kv.
+delta.spec @kda_kv_pv rule = kda dims = [128x128] io = bf16 state = f32
+    layout = kv gate = channel_log beta = given l2norm per_value chunk = 64
     entries = [decode] max_t = 8

@@ -202,6 +202,8 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_pv_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_pv_k128_v128_decode_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_pv_k128_v128_decode_small_images;
 
 
 namespace {
@@ -400,6 +402,8 @@ deltac_rt::Kernel deltanet_kv_pv_k64_v64_decode_kernel(gdn_deltanet_kv_pv_k64_v6
 deltac_rt::Kernel deltanet_kv_pv_k64_v64_decode_small_kernel(gdn_deltanet_kv_pv_k64_v64_decode_small_images);
 deltac_rt::Kernel deltanet_kv_pv_k128_v128_decode_kernel(gdn_deltanet_kv_pv_k128_v128_decode_images);
 deltac_rt::Kernel deltanet_kv_pv_k128_v128_decode_small_kernel(gdn_deltanet_kv_pv_k128_v128_decode_small_images);
+deltac_rt::Kernel kda_kv_pv_k128_v128_decode_kernel(gdn_kda_kv_pv_k128_v128_decode_images);
+deltac_rt::Kernel kda_kv_pv_k128_v128_decode_small_kernel(gdn_kda_kv_pv_k128_v128_decode_small_images);
 
 } // namespace
 
@@ -1651,6 +1655,56 @@ extern "C" int gdn_deltanet_kv_pv_decode(const deltac_decode_args *args, void *s
   if (!args)
     return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
   return deltac_rt::setLastError(gdn::deltanet_kv_pv::decode(*args, stream));
+}
+
+namespace {
+const deltac_rt::DecodeVariant *kda_kv_pv_decode_variants() {
+  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
+    std::array<deltac_rt::DecodeVariant, 2> t{};
+    {
+      deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.kernel = &kda_kv_pv_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = false;
+      v.perValue = true;
+      v.maxT = 8;
+      v.gridX = 4;
+      v.threads = 128;
+      v.minBlocksPerSM = 0;
+      v.kernel = &kda_kv_pv_k128_v128_decode_small_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::kda_kv_pv::decode(const deltac_decode_args &args, void *stream) {
+  return deltac_rt::runDecode(kda_kv_pv_decode_variants(), 2, args, stream);
+}
+
+extern "C" int gdn_kda_kv_pv_decode(const deltac_decode_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::kda_kv_pv::decode(*args, stream));
 }
 
 namespace {

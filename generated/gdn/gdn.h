@@ -91,6 +91,10 @@ namespace deltanet_kv_pv {
 /// Decode (T = 1..max_t tokens per row) for spec @deltanet_kv_pv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace deltanet_kv_pv
+namespace kda_kv_pv {
+/// Decode (T = 1..max_t tokens per row) for spec @kda_kv_pv; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace kda_kv_pv
 namespace fla_kv {
 /// Chunked prefill for spec @fla_kv; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -236,6 +240,8 @@ int gdn_fla_kv_pv_decode(const deltac_decode_args *args, void *stream);
 int gdn_fla_kv_pv_l2norm_decode(const deltac_decode_args *args, void *stream);
 /* spec @deltanet_kv_pv: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_deltanet_kv_pv_decode(const deltac_decode_args *args, void *stream);
+/* spec @kda_kv_pv: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_kv_pv_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_kv: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);

@@ -40,6 +40,7 @@ SPECS = [
     dict(name="fla_kv_pv", rule="gated", gate="log", beta="given", l2norm=False, per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
     dict(name="fla_kv_pv_l2norm", rule="gated", gate="log", beta="given", l2norm=True, per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
     dict(name="deltanet_kv_pv", rule="delta", gate="none", beta="given", l2norm=False, per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="kda_kv_pv", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
 ]
 
 _library = Library("gdn", SPECS, __file__)

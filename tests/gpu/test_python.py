@@ -1023,9 +1023,10 @@ def beta_f32_section():
 # 5b. FLA's per-value terms in decode (issue 32): gv (log decays per value
 # column) and a beta per value column, through fused_recurrent_gated_delta_rule
 # and fused_recurrent_delta_rule, against an fp64 reference and FLA.
-def pv_ref(q, k, v, g, gv, beta, h0, scale, cu, l2norm):
+def pv_ref(q, k, v, g, gv, beta, h0, scale, cu, l2norm, gk=None):
     """fp64 gated delta rule with FLA's per-value terms, state [K, V] per
-    head: S = exp(g) S (g [1, T, HV] or None), S[:, j] *= exp(gv_j) (gv
+    head: S = exp(g) S (g [1, T, HV] or None), S[i, :] *= exp(gk_i) (gk
+    [1, T, HV, K] or None), S[:, j] *= exp(gv_j) (gv
     [1, T, HV, V] or None), u_j = beta_j (v_j - (S^T k)_j) (beta [1, T, HV]
     or [1, T, HV, V]), S += k u^T, o = scale S^T q."""
     q, k, v, beta = (x.double() for x in (q, k, v, beta))
@@ -1042,6 +1043,8 @@ def pv_ref(q, k, v, g, gv, beta, h0, scale, cu, l2norm):
         for t in range(int(cu[n]), int(cu[n + 1])):
             if g is not None:
                 S = S * torch.exp(g[0, t].double())[:, None, None]
+            if gk is not None:
+                S = S * torch.exp(gk[0, t].double())[:, :, None]
             if gv is not None:
                 S = S * torch.exp(gv[0, t].double())[:, None, :]
             u = beta[0, t] * (v[0, t] - torch.einsum("hkv,hk->hv", S, k[0, t]))
@@ -1109,16 +1112,39 @@ def per_value_section():
     ro, rh = pv_ref(q, k, v, g, gv, beta_v, h0, K ** -0.5, cu.tolist(), True)
     check("fused_recurrent per-value, cu_seqlens rows 1,3,0,2",
           R(do, ro) < 2.5e-3 and R(dh, rh) < 1e-5, f"o {R(do, ro):.2e}, state {R(dh, rh):.2e}")
+    # gk (per-key decays) with gv and a per-value beta: KDA's recurrence
+    # with per-value terms (gdn's kda_kv_pv), against fp64 and FLA.
+    q, k, v, _, beta, h0 = H.decode_inputs(B, H=Hq, HV=HV, K=K, V=K, T=T, seed=92)
+    gk = F.logsigmoid(torch.randn(B, T, HV, K, device="cuda", generator=gen))
+    gv = F.logsigmoid(torch.randn(B, T, HV, K, device="cuda", generator=gen))
+    beta_v = torch.rand(B, T, HV, K, device="cuda", generator=gen) * 0.9 + 0.05
+    cu = [i * T for i in range(B + 1)]
+    call = lambda: gdn.fused_recurrent_gated_delta_rule(  # noqa: E731
+        q, k, v, gk=gk, gv=gv, beta=beta_v, initial_state=h0, output_final_state=True,
+        use_qk_l2norm_in_kernel=True)
+    do, dh = call()
+    ro, rh = pv_ref(flat(q), flat(k), flat(v), None, flat(gv), flat(beta_v), h0, K ** -0.5, cu,
+                    True, gk=flat(gk))
+    fo, fh = fla_recurrent(q, k, v, gk=gk, gv=gv, beta=beta_v, initial_state=h0,
+                           output_final_state=True, use_qk_l2norm_in_kernel=True)
+    e = dict(do=R(flat(do), ro), dh=R(dh, rh), fo=R(flat(fo), ro), fh=R(fh, rh))
+    names = kernels_launched(call)
+    check("fused_recurrent gk with gv and beta[V] (kda per_value)",
+          len(names) == 1 and names[0].startswith("kda_kv_pv")
+          and e["do"] <= max(1.1 * e["fo"], 2.5e-3) and e["dh"] <= max(1.1 * e["fh"], 1e-5),
+          f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e}), "
+          f"launched {names}")
     # What has no kernel is refused by name: T over max_t (per-value terms
-    # have no chunked form) and gk with gv (gdn has no kda per_value spec).
+    # have no chunked form), and per-value terms where no spec has them
+    # (gdn's per_value specs are bf16).
     q, k, v, g, beta, h0 = H.decode_inputs(2, H=Hq, HV=HV, K=K, V=K, T=9, seed=91)
     gv = torch.zeros(2, 9, HV, K, device="cuda")
     raises("fused_recurrent gv with T = 9 > max_t", lambda: gdn.fused_recurrent_gated_delta_rule(
         q, k, v, g=g, gv=gv, beta=beta, initial_state=h0), "no prefill spec")
-    raises("fused_recurrent gk with gv (no kda per_value spec)",
+    raises("fused_recurrent gv with f16 q (no f16 per_value spec)",
            lambda: gdn.fused_recurrent_gated_delta_rule(
-               q[:, :2], k[:, :2], v[:, :2], gk=torch.zeros(2, 2, HV, K, device="cuda"),
-               gv=gv[:, :2], beta=beta[:, :2], use_qk_l2norm_in_kernel=True),
+               q[:, :2].half(), k[:, :2].half(), v[:, :2].half(), g=g[:, :2], gv=gv[:, :2],
+               beta=beta[:, :2].half(), use_qk_l2norm_in_kernel=True),
            "per_value=True")
 
 
