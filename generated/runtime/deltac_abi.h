@@ -82,13 +82,19 @@ constexpr std::array<int64_t, 6> prefillChunkRegionBytes(int64_t C, int64_t K,
           C * Kp * 2,               C * Kp * 2, C * Cp * 2};
 }
 
+/// 32-bit words of workspace region 0, written by prep for N sequences:
+/// the chunk offsets [N + 1], prep's verdict on cu_seqlens, then the
+/// sequences longest first [N] (recur's order where prep's block can rank
+/// them: N at most its threads).
+constexpr int64_t prefillSequenceRegionWords(int64_t N) { return 2 * N + 2; }
+
 /// Byte offset of workspace region 7 for a call of N sequences and
-/// `chunks` (chunk, value head) items: region 0 (the chunk offsets [N + 1]
-/// and prep's verdict on cu_seqlens), then regions 1-6, each 256-aligned.
+/// `chunks` (chunk, value head) items: region 0
+/// (prefillSequenceRegionWords), then regions 1-6, each 256-aligned.
 constexpr int64_t prefillOverlapRegionOffset(int64_t C, int64_t K, int64_t V,
                                              bool perChannel, int64_t chunks,
                                              int64_t N) {
-  int64_t total = align256((N + 2) * 4);
+  int64_t total = align256(prefillSequenceRegionWords(N) * 4);
   for (int64_t per : prefillChunkRegionBytes(C, K, V, perChannel))
     total += align256(chunks * per);
   return total;

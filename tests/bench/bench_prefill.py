@@ -132,14 +132,16 @@ def host_us(fn, calls=200):
 # the harness's with H16/HV32 (recur's grid 64 or 128 blocks, under a wave:
 # where the shared overlapped launch is taken, and where it stops paying);
 # and the harness's varlen lengths shortest first (the longest chain last
-# in cu_seqlens: what recur's longest-first order is for).
+# in cu_seqlens: what recur's longest-first order is for), and 40 sequences
+# with the longest last (more than the inline map's 32: prep's order).
 EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
                 ("varlen16k_rev_h16_hv32", [100, 200, 500, 900, 1800, 2500, 3000, 7000], 16, 32),
                 ("t32k_h8", [32768], 8, 8), ("t32k_h4", [32768], 4, 4),
                 ("t1k_h16_hv32", [1024], 16, 32), ("t2k_h16_hv32", [2048], 16, 32),
                 ("t16k_h16_hv32", [16384], 16, 32),
                 ("n2_t2k_h16_hv32", [2048, 2048], 16, 32),
-                ("n2_t4k_h16_hv32", [4096, 4096], 16, 32)]
+                ("n2_t4k_h16_hv32", [4096, 4096], 16, 32),
+                ("n40_long_last_h16_hv32", [200] * 39 + [8192], 16, 32)]
 
 
 def kda_inputs(lens, Hh, HV, seed=0):

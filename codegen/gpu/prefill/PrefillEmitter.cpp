@@ -176,7 +176,8 @@ Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
   auto round = [&](Value bytes) { return mul(divu(add(bytes, cI64(255)), cI64(256)), cI64(256)); };
-  Value off = round(mul(toI64(add(param(pN), cI32(2))), cI64(4)));
+  // Region 0: deltac_abi::prefillSequenceRegionWords(N) = 2 N + 2 words.
+  Value off = round(mul(add(mul(toI64(param(pN)), cI64(2)), cI64(2)), cI64(4)));
   for (int64_t r = 1; r < which; ++r)
     off = add(off, round(mul(chunks, cI64(perChunk[r - 1]))));
   if (which == 0)
@@ -327,6 +328,35 @@ void PrefillEmitter::emitPrep() {
   });
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
          [&] { store(sel(bad, cI32(1), cI32(0)), offsets, add(N, cI32(1)), 4); });
+  // The sequences longest first (by chunk count, ties in cu_seqlens order)
+  // after the verdict, where the block can rank them (N <= its threads,
+  // the counts in shared memory): recur takes them in this order, so the
+  // longest chains start in the first wave wherever cu_seqlens lists
+  // them. An invalid cu_seqlens (every count 0) gives the identity.
+  ifThen(cmp(arith::CmpIPredicate::sle, N, cI32(n)), [&] {
+    barrier();
+    Value inside = cmp(arith::CmpIPredicate::slt, tid, N);
+    ifThen(inside, [&] {
+      Value mine = sub(load(i32, offsets, add(tid, cI32(1)), 4), load(i32, offsets, tid, 4));
+      store(mine, scan, tid, 4);
+    });
+    barrier();
+    ifThen(inside, [&] {
+      Value mine = load(i32, scan, tid, 4);
+      auto rank = scf::ForOp::create(b, cI32(0), N, cI32(1), ValueRange{cI32(0)});
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(rank.getBody());
+        Value j = rank.getInductionVar();
+        Value other = load(i32, scan, j, 4);
+        Value before = orI(cmp(arith::CmpIPredicate::sgt, other, mine),
+                           andI(cmp(arith::CmpIPredicate::eq, other, mine),
+                                cmp(arith::CmpIPredicate::slt, j, tid)));
+        scf::YieldOp::create(b, add(rank.getRegionIterArg(0), sel(before, cI32(1), cI32(0))));
+      }
+      store(tid, offsets, add(add(N, cI32(2)), rank.getResult(0)), 4);
+    });
+  });
 }
 
 Value PrefillEmitter::boundsBad(Value n, Value first, Value end) {
@@ -532,5 +562,20 @@ Value PrefillEmitter::longestFirst(const ChunkMap &map, Value position) {
   }
   Value rank = loop.getResult(0);
   Value taken = xorSum(sel(cmp(arith::CmpIPredicate::eq, rank, position), lane, cI32(0)), 1, 16);
-  return sel(map.inlineMap, taken, position);
+  // Without the inline map: prep's order where it ranked the sequences (N
+  // at most its threads, plan.threads), read only where prep found
+  // cu_seqlens valid; else the grid's own order.
+  Value N = param(pN);
+  Value ranked = andI(andI(notI(map.inlineMap), map.ok),
+                      cmp(arith::CmpIPredicate::sle, N, cI32(plan.threads)));
+  auto r = scf::IfOp::create(b, TypeRange{i32}, ranked, true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(r.thenBlock());
+    scf::YieldOp::create(
+        b, load(i32, gep(workRegion(0), i32, cI64(0)), add(add(N, cI32(2)), position), 4));
+    b.setInsertionPointToStart(r.elseBlock());
+    scf::YieldOp::create(b, position);
+  }
+  return sel(map.inlineMap, taken, r.getResult(0));
 }

@@ -410,9 +410,10 @@ protected:
   /// store into o at element pieceAt(i).
   void zeroPieces(Value start, Value count, Value step, function_ref<Value(Value i)> pieceAt);
   /// The sequence a recur block at grid position `position` (< N) takes:
-  /// with the inline map, sequences by chunk count, longest first (ties in
-  /// their order), so that the longest chains start in the first wave
-  /// wherever the caller lists them; else `position` itself.
+  /// sequences by chunk count, longest first (ties in their order), so
+  /// that the longest chains start in the first wave wherever the caller
+  /// lists them: ranked by the warp with the inline map, else read from
+  /// prep's order where N is at most its threads; else `position` itself.
   Value longestFirst(const ChunkMap &map, Value position);
 
   // Workspace regions (element offsets computed from the call's sizes).
