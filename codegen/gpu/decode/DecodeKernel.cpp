@@ -148,6 +148,10 @@ namespace {
 /// 16-bit state row's columns).
 constexpr int64_t kMaxGvPiece = 8;
 
+/// per_value: the kernel's global array of kMaxGvPiece zeros, read in place
+/// of a null gv.
+std::string noGvSymbol(StringRef kernel) { return (kernel + "_no_gv").str(); }
+
 /// What both layouts share: constants, math, memory access, slot handling,
 /// gate and beta.
 class EmitterBase : protected KernelEmitter {
@@ -220,9 +224,6 @@ protected:
   int64_t numBetaInputs(int64_t columns) const {
     return s.perValue ? 2 * columns : 1;
   }
-  /// per_value: the kernel's array of kMaxGvPiece zeros in global memory,
-  /// read in place of a null gv.
-  std::string noGvSymbol() { return (func.getName() + "_no_gv").str(); }
   /// beta of the token and head at `index`: the io dtype or f32
   /// (kBetaF32).
   Value loadBeta(Value index);
@@ -256,8 +257,8 @@ protected:
   Value rawDecay(Value a, Value bias);
   /// The decay factor and beta from the raw inputs (fused gate and beta).
   std::pair<Value, Value> gateAndBeta(Value g, Value beta);
-  /// per_value: the betas and the gv decay factors exp(gv) of the columns
-  /// from loadBetas' values (beta form applied), and the head's decay.
+  /// per_value: each column's beta (beta form applied) and decay factor
+  /// exp(gv), from loadBetas' values.
   struct ValueTerms {
     SmallVector<Value> beta, factor;
   };
@@ -641,7 +642,8 @@ SmallVector<Value> EmitterBase::loadBetas(Value tok, ArrayRef<Value> columns,
   // chosen by selects. (A branch per token made a vk kernel spill.)
   Value noGv = isNull(param(pGv));
   Value gvBase = arith::SelectOp::create(
-      b, noGv, LLVM::AddressOfOp::create(b, ptr, noGvSymbol()), param(pGv));
+      b, noGv, LLVM::AddressOfOp::create(b, ptr, noGvSymbol(func.getName())),
+      param(pGv));
   auto gvIndex = [&](Value column) {
     return sel64(noGv, cI64(0), add(rowBase, toI64(column)));
   };
@@ -1302,7 +1304,7 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
     // Read in place of a null gv (EmitterBase::loadBetas).
     auto zeros = LLVM::LLVMArrayType::get(builder.getF32Type(), kMaxGvPiece);
     LLVM::GlobalOp::create(builder, loc, zeros, /*isConstant=*/true,
-                           LLVM::Linkage::Internal, (name + "_no_gv").str(),
+                           LLVM::Linkage::Internal, noGvSymbol(name),
                            builder.getZeroAttr(RankedTensorType::get(
                                {kMaxGvPiece}, builder.getF32Type())),
                            /*alignment=*/16, /*addrSpace=*/1);
