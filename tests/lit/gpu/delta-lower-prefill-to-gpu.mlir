@@ -16,6 +16,16 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK: gpu.module @qwen_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // CHECK: gpu.func @qwen_k128_v128_prefill_prep(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = prep, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 2064>
+// After the offsets and its verdict, prep ranks the sequences longest
+// first (ties in cu_seqlens order) where its 256 threads can: each
+// sequence's chunk count in shared memory, its rank by a loop over all N,
+// its index stored at N + 2 + rank (recur's order above 32 sequences).
+// CHECK: arith.cmpi sle, %[[N:arg[0-9]+]], %c256_i32
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[N]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (i32)
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// CHECK: arith.cmpi sgt
+// CHECK: arith.addi %[[N]], %c2_i32
 // CHECK: gpu.module @qwen_k128_v128_prefill_chunks_gpu
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = bulk, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 72192>
@@ -39,6 +49,12 @@ module attributes {delta.targets = ["sm_100a"]} {
 // CHECK: arith.cmpi ugt, %[[OTHER]], %[[MINE]]
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
+// Above 32 sequences (no inline map), where prep ranked them (N <= its 256
+// threads), the block reads prep's order at N + 2 + its position.
+// CHECK: arith.cmpi sle, %[[RN:arg[0-9]+]], %c256_i32
+// CHECK: scf.if %{{.*}} -> (i32)
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK-NEXT: arith.addi %[[RN]], %c2_i32
 // Tokens past cu_seqlens[N] (all of them in a skipped call) get o = 0 from
 // the whole grid, striding by the launch's block size.
 // CHECK: gpu.block_dim  x
