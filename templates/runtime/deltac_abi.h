@@ -85,7 +85,8 @@ constexpr std::array<int64_t, 6> prefillChunkRegionBytes(int64_t C, int64_t K,
 /// 32-bit words of workspace region 0, written by prep for N sequences:
 /// the chunk offsets [N + 1], prep's verdict on cu_seqlens, then the
 /// sequences longest first [N] (recur's order where prep's block can rank
-/// them: N at most its threads).
+/// them: N at most its threads). Linear in N: the kernels take its two
+/// coefficients from here.
 constexpr int64_t prefillSequenceRegionWords(int64_t N) { return 2 * N + 2; }
 
 /// Byte offset of workspace region 7 for a call of N sequences and

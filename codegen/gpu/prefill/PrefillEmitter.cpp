@@ -176,8 +176,13 @@ Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
   auto round = [&](Value bytes) { return mul(divu(add(bytes, cI64(255)), cI64(256)), cI64(256)); };
-  // Region 0: deltac_abi::prefillSequenceRegionWords(N) = 2 N + 2 words.
-  Value off = round(mul(add(mul(toI64(param(pN)), cI64(2)), cI64(2)), cI64(4)));
+  // Region 0: deltac_abi::prefillSequenceRegionWords(N) words, linear in
+  // N; its two coefficients are taken from the contract's one definition.
+  constexpr int64_t perSequence = deltac_abi::prefillSequenceRegionWords(1) -
+                                  deltac_abi::prefillSequenceRegionWords(0);
+  constexpr int64_t fixed = deltac_abi::prefillSequenceRegionWords(0);
+  Value words = add(mul(toI64(param(pN)), cI64(perSequence)), cI64(fixed));
+  Value off = round(mul(words, cI64(4)));
   for (int64_t r = 1; r < which; ++r)
     off = add(off, round(mul(chunks, cI64(perChunk[r - 1]))));
   if (which == 0)
