@@ -35,10 +35,11 @@ static RecurProducts recurProducts(int64_t stateRegs) {
 void PrefillEmitter::emitRecur() {
   int64_t K = s.k, V = s.v, BV = plan.valueTile;
   // One-dimensional grid, sequence-major: the blocks of the grid's first
-  // sequence (all heads and V tiles) are dispatched first. With the inline
-  // map that is the longest sequence, and so on down (longestFirst): a long
-  // sequence's chain starts in the first wave instead of the last wherever
-  // cu_seqlens lists it.
+  // sequence (all heads and V tiles) are dispatched first. That is the
+  // longest sequence, and so on down (longestFirst: ranked by the warp with
+  // the inline map, read from prep's order above it, up to prep's
+  // threads): a long sequence's chain starts in the first wave instead of
+  // the last wherever cu_seqlens lists it.
   int64_t tiles = V / BV;
   Value flat = blockId(gpu::Dimension::x);
   Value vt = remu(flat, cI32(tiles)), rest = divu(flat, cI32(tiles));
