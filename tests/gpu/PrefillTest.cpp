@@ -638,6 +638,12 @@ int main(int argc, char **argv) {
     cases.push_back({"gkv 41 seqs (prep)", gkv, many, 2, 4, true, false, false});
   }
   if (!quick) {
+    // More sequences than prep's threads (256 for gkv) can rank: recur
+    // takes them in cu_seqlens order. Lengths 1..100, the longest last.
+    std::vector<int64_t> past;
+    for (int64_t i = 0; i < 300; ++i)
+      past.push_back(i == 299 ? 700 : 1 + (i * 53) % 100);
+    cases.push_back({"gkv 300 seqs (prep, unranked)", gkv, past, 1, 2, true, false, false});
     cases.push_back({"gkv T=4096 H2/HV4", gkv, {4096}, 2, 4, true, false, false});
     cases.push_back({"qwen3_next 8 seqs", qwen, {1000, 17, 512, 64, 63, 65, 2000, 3}, 2, 4, true, true, true});
     cases.push_back({"kkv T=4096 H2/HV4", kkv, {4096}, 2, 4, true, false, false, -0.3, 0.0});
