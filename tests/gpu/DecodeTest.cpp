@@ -133,6 +133,12 @@ struct Case {
   bool gv = false, betaPerValue = false;
 };
 
+/// Gate inputs per value head: KDA's g [tokens, HV, K] (and a raw gate's
+/// dt_bias [HV, K]) has one per key channel, the other rules one.
+int64_t gatesPerHead(const SpecUnderTest &s, int64_t K) {
+  return s.rule == ref::Rule::Kda ? K : 1;
+}
+
 double tolO(const SpecUnderTest &s) {
   // o is rounded once to the io type (bf16: 2^-9 relative); a 16-bit state
   // adds its own rounding of every state element (f16: 2^-12 relative).
@@ -270,8 +276,7 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   DeviceBuffer o(tokens * vStride * bytesOf(s.io)); // poisoned
   deltac_dtype gType = s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32;
   std::unique_ptr<DeviceBuffer> g, aLog, dtBias;
-  // KDA: g [tokens, HV, K], a decay per key channel.
-  const int64_t gWidth = c.HV * (s.rule == ref::Rule::Kda ? K : 1);
+  const int64_t gWidth = c.HV * gatesPerHead(s, K);
   if (s.gate != ref::GateForm::None)
     g = stridedUpload(in.g, gWidth, gWidth, gType);
   const int64_t betaWidth = c.HV * (c.betaPerValue ? V : 1);
@@ -506,8 +511,7 @@ void runBadCu(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
       x[i] = scale * std::sin(0.7 * double(i) + 0.3);
     return encode(d, x);
   };
-  // KDA: g [T, HV, K] and a raw gate's dt_bias [HV, K], one per key channel.
-  const int64_t perHead = s.rule == ref::Rule::Kda ? K : 1;
+  const int64_t perHead = gatesPerHead(s, K);
   DeviceBuffer q(T * H * K * io), k(T * H * K * io), v(T * HV * V * io),
       beta(T * HV * io), g(T * HV * perHead * 4), aLog(HV * 4),
       dt(HV * perHead * 4);
