@@ -443,6 +443,26 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
           row.kernel("chunksRaw", chunksRaw->name);
         if (shared)
           row.kernel("recurShared", recurShared->name);
+        // Context parallelism (codegen/gpu/prefill/PrefillSegments.cpp), beside
+        // the recur of its V tile: all three kernels or none.
+        auto segmentPart = [&](delta::KernelRole role) -> const EmittedKernel * {
+          for (const EmittedKernel &p : kernels)
+            if (p.spec == spec && p.k == k.k && p.v == k.v && p.role == role &&
+                p.valueTile == recur.valueTile)
+              return &p;
+          return nullptr;
+        };
+        const EmittedKernel *recurCp = segmentPart(delta::KernelRole::recur_cp),
+                            *chain = segmentPart(delta::KernelRole::cp_chain),
+                            *correct = segmentPart(delta::KernelRole::cp_correct);
+        if (recurCp && chain && correct) {
+          row.kernel("recurCp", recurCp->name);
+          row.kernel("segmentChain", chain->name);
+          row.kernel("segmentCorrection", correct->name);
+          row.set("segmentThreads", chain->threads);
+          row.set("smemSegmentChain", chain->smem);
+          row.set("smemSegmentCorrection", correct->smem);
+        }
       }
     }
     int64_t count = rows.size();

@@ -68,7 +68,10 @@ def Delta_KernelRole : I32EnumAttr<"KernelRole", "kernel role", [
     I32EnumAttrCase<"queue", 3>,        // prefill: chunks from a queue (overlapped launch)
     I32EnumAttrCase<"chunks_raw", 4>,   // prefill: chunks' form for recur's raw q/k reads
     I32EnumAttrCase<"recur", 5>,        // prefill: the chunk-serial state chain
-    I32EnumAttrCase<"recur_shared", 6>  // prefill: recur beside one queue block per SM
+    I32EnumAttrCase<"recur_shared", 6>, // prefill: recur beside one queue block per SM
+    I32EnumAttrCase<"recur_cp", 7>,     // prefill: recur over segments, with their transfers
+    I32EnumAttrCase<"cp_chain", 8>,     // prefill: the chain of segment transfers
+    I32EnumAttrCase<"cp_correct", 9>    // prefill: segment outputs corrected by their entering state
   ]> {
   let cppNamespace = "::mlir::delta";
   let genSpecializedAttr = 0;

@@ -166,7 +166,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                   int64_t minBlocks, ArrayAttr moduleTargets,
                   StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
     StringRef partName = prefillPartName(part);
-    bool recur = part == PrefillPart::recur;
+    bool recur = part == PrefillPart::recur || part == PrefillPart::recurCp;
     // A kernel whose buffers do not fit a block could only fail at launch.
     // recur runs with one stage where two do not fit (RecurSmem).
     int64_t smem = prefillPartSharedBytes(part, plan) - (recur ? plan.recurSmemStage : 0);
@@ -281,6 +281,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                     moduleSuffix(k))))
       return failure();
   }
+  bool segmented = false;
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.tile);
     for (KernelCode k : kinds) {
@@ -305,6 +306,21 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         if (failed(emit(PrefillPart::recur, shared, "_shared", r.minBlocks,
                         builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
           return failure();
+      }
+      // Context parallelism (PrefillSegments.cpp), on the first transposed
+      // recur (sm_90a, V tile 64, scalar gate) whose tile divides K: its
+      // segmented recur, the chain of transfers and the correction. The
+      // segmented recur reads the ordinary chunks' workspace (no raw q/k
+      // form: a third of the code).
+      if (plan.transposedRecur() && spec.k % r.tile == 0 && !segmented) {
+        segmented = true;
+        PrefillPlan cp = plan;
+        cp.recur = RecurForm::Transposed;
+        for (PrefillPart part :
+             {PrefillPart::recurCp, PrefillPart::segmentChain, PrefillPart::segmentCorrection})
+          if (failed(emit(part, cp, suffix, 0, builder.getArrayAttr(groups[k]),
+                          moduleSuffix(k))))
+            return failure();
       }
     }
   }

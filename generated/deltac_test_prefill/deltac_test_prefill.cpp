@@ -13,6 +13,9 @@ extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_q
 extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_gkv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_dn_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_dn_k64_v64_prefill_chunks_images;
@@ -28,6 +31,9 @@ extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_que
 extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_chunks_images;
@@ -52,6 +58,9 @@ deltac_rt::Kernel gkv_k128_v128_prefill_queue_kernel(deltac_test_prefill_gkv_k12
 deltac_rt::Kernel gkv_k128_v128_prefill_chunks_raw_kernel(deltac_test_prefill_gkv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_kernel(deltac_test_prefill_gkv_k128_v128_prefill_recur_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_shared_kernel(deltac_test_prefill_gkv_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel gkv_k128_v128_prefill_recur_cp_kernel(deltac_test_prefill_gkv_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel gkv_k128_v128_prefill_cp_chain_kernel(deltac_test_prefill_gkv_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel gkv_k128_v128_prefill_cp_correct_kernel(deltac_test_prefill_gkv_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel gkv_k128_v128_prefill_recur_v16_kernel(deltac_test_prefill_gkv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel dn_k64_v64_prefill_prep_kernel(deltac_test_prefill_dn_k64_v64_prefill_prep_images);
 deltac_rt::Kernel dn_k64_v64_prefill_chunks_kernel(deltac_test_prefill_dn_k64_v64_prefill_chunks_images);
@@ -67,6 +76,9 @@ deltac_rt::Kernel d64_k64_v64_prefill_queue_kernel(deltac_test_prefill_d64_k64_v
 deltac_rt::Kernel d64_k64_v64_prefill_chunks_raw_kernel(deltac_test_prefill_d64_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel d64_k64_v64_prefill_recur_kernel(deltac_test_prefill_d64_k64_v64_prefill_recur_images);
 deltac_rt::Kernel d64_k64_v64_prefill_recur_shared_kernel(deltac_test_prefill_d64_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel d64_k64_v64_prefill_recur_cp_kernel(deltac_test_prefill_d64_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel d64_k64_v64_prefill_cp_chain_kernel(deltac_test_prefill_d64_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel d64_k64_v64_prefill_cp_correct_kernel(deltac_test_prefill_d64_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel d64_k64_v64_prefill_recur_v16_kernel(deltac_test_prefill_d64_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_prep_kernel(deltac_test_prefill_kkv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_chunks_kernel(deltac_test_prefill_kkv_k128_v128_prefill_chunks_images);
@@ -120,6 +132,12 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.queue = &gkv_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &gkv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &gkv_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &gkv_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &gkv_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &gkv_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -358,6 +376,12 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.queue = &d64_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &d64_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &d64_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &d64_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &d64_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &d64_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];

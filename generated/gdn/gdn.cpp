@@ -13,6 +13,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_decode_small_images;
@@ -22,6 +25,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_decode_small_images;
@@ -37,6 +43,9 @@ extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_queue_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_decode_small_images;
@@ -46,6 +55,9 @@ extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_decode_small_images;
@@ -61,6 +73,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_queue_images
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_decode_small_images;
@@ -70,6 +85,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_queue_imag
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_decode_small_images;
@@ -79,6 +97,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_queue_ima
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_decode_small_images;
@@ -88,6 +109,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_queue_i
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_decode_small_images;
@@ -97,6 +121,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_queue
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_decode_small_images;
@@ -106,6 +133,9 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_que
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_decode_small_images;
@@ -115,6 +145,9 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_queue_image
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_decode_small_images;
@@ -124,6 +157,9 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_queue_ima
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_decode_small_images;
@@ -133,6 +169,9 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_queu
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_decode_small_images;
@@ -142,6 +181,9 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_qu
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_decode_small_images;
@@ -151,6 +193,9 @@ extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_queue_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_decode_small_images;
@@ -160,6 +205,9 @@ extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_queue_im
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_decode_small_images;
@@ -169,6 +217,9 @@ extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_queue_ima
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_decode_small_images;
@@ -213,6 +264,9 @@ deltac_rt::Kernel fla_kv_k64_v64_prefill_queue_kernel(gdn_fla_kv_k64_v64_prefill
 deltac_rt::Kernel fla_kv_k64_v64_prefill_chunks_raw_kernel(gdn_fla_kv_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_kernel(gdn_fla_kv_k64_v64_prefill_recur_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_shared_kernel(gdn_fla_kv_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_kernel(gdn_fla_kv_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_small_kernel(gdn_fla_kv_k64_v64_decode_small_images);
@@ -222,6 +276,9 @@ deltac_rt::Kernel fla_kv_k128_v128_prefill_queue_kernel(gdn_fla_kv_k128_v128_pre
 deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_raw_kernel(gdn_fla_kv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_kernel(gdn_fla_kv_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_shared_kernel(gdn_fla_kv_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_kernel(gdn_fla_kv_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_small_kernel(gdn_fla_kv_k128_v128_decode_small_images);
@@ -237,6 +294,9 @@ deltac_rt::Kernel fla_vk_k64_v64_prefill_queue_kernel(gdn_fla_vk_k64_v64_prefill
 deltac_rt::Kernel fla_vk_k64_v64_prefill_chunks_raw_kernel(gdn_fla_vk_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_kernel(gdn_fla_vk_k64_v64_prefill_recur_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_shared_kernel(gdn_fla_vk_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_cp_kernel(gdn_fla_vk_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel fla_vk_k64_v64_prefill_cp_chain_kernel(gdn_fla_vk_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel fla_vk_k64_v64_prefill_cp_correct_kernel(gdn_fla_vk_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v16_kernel(gdn_fla_vk_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_kernel(gdn_fla_vk_k64_v64_decode_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_small_kernel(gdn_fla_vk_k64_v64_decode_small_images);
@@ -246,6 +306,9 @@ deltac_rt::Kernel fla_vk_k128_v128_prefill_queue_kernel(gdn_fla_vk_k128_v128_pre
 deltac_rt::Kernel fla_vk_k128_v128_prefill_chunks_raw_kernel(gdn_fla_vk_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_kernel(gdn_fla_vk_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_shared_kernel(gdn_fla_vk_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_cp_kernel(gdn_fla_vk_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel fla_vk_k128_v128_prefill_cp_chain_kernel(gdn_fla_vk_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel fla_vk_k128_v128_prefill_cp_correct_kernel(gdn_fla_vk_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v16_kernel(gdn_fla_vk_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_kernel(gdn_fla_vk_k128_v128_decode_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_small_kernel(gdn_fla_vk_k128_v128_decode_small_images);
@@ -261,6 +324,9 @@ deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_queue_kernel(gdn_fla_kv_f16_k64_v64
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_chunks_raw_kernel(gdn_fla_kv_f16_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_recur_kernel(gdn_fla_kv_f16_k64_v64_prefill_recur_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_recur_shared_kernel(gdn_fla_kv_f16_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_f16_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_f16_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_f16_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_f16_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_decode_kernel(gdn_fla_kv_f16_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_decode_small_kernel(gdn_fla_kv_f16_k64_v64_decode_small_images);
@@ -270,6 +336,9 @@ deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_queue_kernel(gdn_fla_kv_f16_k128_
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_raw_kernel(gdn_fla_kv_f16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_kernel(gdn_fla_kv_f16_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_shared_kernel(gdn_fla_kv_f16_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv_f16_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_f16_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_f16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_kernel(gdn_fla_kv_f16_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_small_kernel(gdn_fla_kv_f16_k128_v128_decode_small_images);
@@ -279,6 +348,9 @@ deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_queue_kernel(gdn_fla_kv_nonorm_k
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_chunks_raw_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_recur_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_recur_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_recur_shared_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_decode_kernel(gdn_fla_kv_nonorm_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_decode_small_kernel(gdn_fla_kv_nonorm_k64_v64_decode_small_images);
@@ -288,6 +360,9 @@ deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_queue_kernel(gdn_fla_kv_nonorm
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_chunks_raw_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_recur_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_recur_shared_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_decode_kernel(gdn_fla_kv_nonorm_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_decode_small_kernel(gdn_fla_kv_nonorm_k128_v128_decode_small_images);
@@ -297,6 +372,9 @@ deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_queue_kernel(gdn_fla_kv_f16_
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_chunks_raw_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_recur_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_recur_shared_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_decode_kernel(gdn_fla_kv_f16_nonorm_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_decode_small_kernel(gdn_fla_kv_f16_nonorm_k64_v64_decode_small_images);
@@ -306,6 +384,9 @@ deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_queue_kernel(gdn_fla_kv_f1
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_chunks_raw_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_recur_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_recur_shared_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_decode_kernel(gdn_fla_kv_f16_nonorm_k128_v128_decode_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_decode_small_kernel(gdn_fla_kv_f16_nonorm_k128_v128_decode_small_images);
@@ -315,6 +396,9 @@ deltac_rt::Kernel deltanet_kv_k64_v64_prefill_queue_kernel(gdn_deltanet_kv_k64_v
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_chunks_raw_kernel(gdn_deltanet_kv_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_recur_kernel(gdn_deltanet_kv_k64_v64_prefill_recur_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_recur_shared_kernel(gdn_deltanet_kv_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel deltanet_kv_k64_v64_prefill_recur_cp_kernel(gdn_deltanet_kv_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel deltanet_kv_k64_v64_prefill_cp_chain_kernel(gdn_deltanet_kv_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel deltanet_kv_k64_v64_prefill_cp_correct_kernel(gdn_deltanet_kv_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_recur_v16_kernel(gdn_deltanet_kv_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(gdn_deltanet_kv_k64_v64_decode_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_small_kernel(gdn_deltanet_kv_k64_v64_decode_small_images);
@@ -324,6 +408,9 @@ deltac_rt::Kernel deltanet_kv_k128_v128_prefill_queue_kernel(gdn_deltanet_kv_k12
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_chunks_raw_kernel(gdn_deltanet_kv_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_recur_kernel(gdn_deltanet_kv_k128_v128_prefill_recur_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_recur_shared_kernel(gdn_deltanet_kv_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel deltanet_kv_k128_v128_prefill_recur_cp_kernel(gdn_deltanet_kv_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel deltanet_kv_k128_v128_prefill_cp_chain_kernel(gdn_deltanet_kv_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel deltanet_kv_k128_v128_prefill_cp_correct_kernel(gdn_deltanet_kv_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_recur_v16_kernel(gdn_deltanet_kv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_decode_kernel(gdn_deltanet_kv_k128_v128_decode_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_decode_small_kernel(gdn_deltanet_kv_k128_v128_decode_small_images);
@@ -333,6 +420,9 @@ deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_queue_kernel(gdn_deltanet_k
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_chunks_raw_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_chunks_raw_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_recur_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_recur_shared_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_shared_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_recur_cp_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_cp_chain_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_cp_correct_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_recur_v16_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_decode_kernel(gdn_deltanet_kv_nonorm_k64_v64_decode_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_decode_small_kernel(gdn_deltanet_kv_nonorm_k64_v64_decode_small_images);
@@ -342,6 +432,9 @@ deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_queue_kernel(gdn_deltanet
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_chunks_raw_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_recur_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_recur_shared_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_recur_cp_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_cp_chain_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_cp_correct_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_recur_v16_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_decode_kernel(gdn_deltanet_kv_nonorm_k128_v128_decode_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_decode_small_kernel(gdn_deltanet_kv_nonorm_k128_v128_decode_small_images);
@@ -351,6 +444,9 @@ deltac_rt::Kernel serving_k128_v128_prefill_queue_kernel(gdn_serving_k128_v128_p
 deltac_rt::Kernel serving_k128_v128_prefill_chunks_raw_kernel(gdn_serving_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_kernel(gdn_serving_k128_v128_prefill_recur_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_shared_kernel(gdn_serving_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel serving_k128_v128_prefill_recur_cp_kernel(gdn_serving_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel serving_k128_v128_prefill_cp_chain_kernel(gdn_serving_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel serving_k128_v128_prefill_cp_correct_kernel(gdn_serving_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_v16_kernel(gdn_serving_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_k128_v128_decode_kernel(gdn_serving_k128_v128_decode_images);
 deltac_rt::Kernel serving_k128_v128_decode_small_kernel(gdn_serving_k128_v128_decode_small_images);
@@ -360,6 +456,9 @@ deltac_rt::Kernel serving_bf16_k128_v128_prefill_queue_kernel(gdn_serving_bf16_k
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_chunks_raw_kernel(gdn_serving_bf16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_kernel(gdn_serving_bf16_k128_v128_prefill_recur_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_shared_kernel(gdn_serving_bf16_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_cp_kernel(gdn_serving_bf16_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel serving_bf16_k128_v128_prefill_cp_chain_kernel(gdn_serving_bf16_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel serving_bf16_k128_v128_prefill_cp_correct_kernel(gdn_serving_bf16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v16_kernel(gdn_serving_bf16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_kernel(gdn_serving_bf16_k128_v128_decode_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_small_kernel(gdn_serving_bf16_k128_v128_decode_small_images);
@@ -369,6 +468,9 @@ deltac_rt::Kernel serving_f16_k128_v128_prefill_queue_kernel(gdn_serving_f16_k12
 deltac_rt::Kernel serving_f16_k128_v128_prefill_chunks_raw_kernel(gdn_serving_f16_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_kernel(gdn_serving_f16_k128_v128_prefill_recur_images);
 deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_shared_kernel(gdn_serving_f16_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_cp_kernel(gdn_serving_f16_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_cp_chain_kernel(gdn_serving_f16_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel serving_f16_k128_v128_prefill_cp_correct_kernel(gdn_serving_f16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_v16_kernel(gdn_serving_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel serving_f16_k128_v128_decode_kernel(gdn_serving_f16_k128_v128_decode_images);
 deltac_rt::Kernel serving_f16_k128_v128_decode_small_kernel(gdn_serving_f16_k128_v128_decode_small_images);
@@ -1742,6 +1844,12 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.queue = &fla_kv_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -1802,6 +1910,12 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.queue = &fla_kv_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -1966,6 +2080,12 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.queue = &fla_vk_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_vk_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &fla_vk_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_vk_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_vk_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2026,6 +2146,12 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.queue = &fla_vk_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_vk_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &fla_vk_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_vk_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_vk_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2190,6 +2316,12 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.queue = &fla_kv_f16_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_f16_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_f16_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_f16_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_f16_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2250,6 +2382,12 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.queue = &fla_kv_f16_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_f16_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_f16_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_f16_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2340,6 +2478,12 @@ const deltac_rt::PrefillVariant *fla_kv_nonorm_prefill_variants() {
       v.queue = &fla_kv_nonorm_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_nonorm_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_nonorm_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_nonorm_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_nonorm_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_nonorm_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2400,6 +2544,12 @@ const deltac_rt::PrefillVariant *fla_kv_nonorm_prefill_variants() {
       v.queue = &fla_kv_nonorm_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_nonorm_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_nonorm_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_nonorm_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_nonorm_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_nonorm_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2490,6 +2640,12 @@ const deltac_rt::PrefillVariant *fla_kv_f16_nonorm_prefill_variants() {
       v.queue = &fla_kv_f16_nonorm_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_f16_nonorm_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_nonorm_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_f16_nonorm_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2550,6 +2706,12 @@ const deltac_rt::PrefillVariant *fla_kv_f16_nonorm_prefill_variants() {
       v.queue = &fla_kv_f16_nonorm_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_f16_nonorm_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_nonorm_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &fla_kv_f16_nonorm_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2640,6 +2802,12 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.queue = &deltanet_kv_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &deltanet_kv_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &deltanet_kv_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &deltanet_kv_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &deltanet_kv_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2700,6 +2868,12 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.queue = &deltanet_kv_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &deltanet_kv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &deltanet_kv_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &deltanet_kv_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &deltanet_kv_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2790,6 +2964,12 @@ const deltac_rt::PrefillVariant *deltanet_kv_nonorm_prefill_variants() {
       v.queue = &deltanet_kv_nonorm_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &deltanet_kv_nonorm_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_nonorm_k64_v64_prefill_recur_shared_kernel;
+      v.recurCp = &deltanet_kv_nonorm_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &deltanet_kv_nonorm_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &deltanet_kv_nonorm_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 4096;
+      v.smemSegmentCorrection = 18432;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2850,6 +3030,12 @@ const deltac_rt::PrefillVariant *deltanet_kv_nonorm_prefill_variants() {
       v.queue = &deltanet_kv_nonorm_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &deltanet_kv_nonorm_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_nonorm_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &deltanet_kv_nonorm_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &deltanet_kv_nonorm_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &deltanet_kv_nonorm_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2940,6 +3126,12 @@ const deltac_rt::PrefillVariant *serving_prefill_variants() {
       v.queue = &serving_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &serving_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &serving_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &serving_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &serving_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &serving_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -3030,6 +3222,12 @@ const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
       v.queue = &serving_bf16_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &serving_bf16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &serving_bf16_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &serving_bf16_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &serving_bf16_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &serving_bf16_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -3120,6 +3318,12 @@ const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
       v.queue = &serving_f16_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &serving_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &serving_f16_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &serving_f16_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &serving_f16_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &serving_f16_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];

@@ -13,6 +13,9 @@ extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_chunks_raw_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_shared_images;
+extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_decode_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_decode_small_images;
@@ -25,6 +28,9 @@ deltac_rt::Kernel qwen3_next_k128_v128_prefill_queue_kernel(qwen3_next_gdn_qwen3
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_chunks_raw_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_chunks_raw_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_shared_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_shared_images);
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_cp_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_cp_chain_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel qwen3_next_k128_v128_prefill_cp_correct_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_v16_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_gdn_qwen3_next_k128_v128_decode_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_gdn_qwen3_next_k128_v128_decode_small_images);
@@ -116,6 +122,12 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.queue = &qwen3_next_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &qwen3_next_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &qwen3_next_k128_v128_prefill_recur_shared_kernel;
+      v.recurCp = &qwen3_next_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &qwen3_next_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &qwen3_next_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 8192;
+      v.smemSegmentCorrection = 52224;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];

@@ -63,6 +63,13 @@ struct PrefillVariant {
   /// none (`overlap` = -R; null: none). Taken where
   /// chooseSharedOverlapVariant says.
   Kernel *recurShared = nullptr;
+  /// Context parallelism (altTarget's code; the compiler's
+  /// codegen/gpu/prefill/PrefillSegments.cpp): recur over segments of each
+  /// sequence with their transfers (recurCp, this variant's V tile and
+  /// launch values), the chain of transfers and the correction of the
+  /// segments' outputs, launched after chunks instead of recur (null: none).
+  Kernel *recurCp = nullptr, *segmentChain = nullptr, *segmentCorrection = nullptr;
+  unsigned segmentThreads = 0, smemSegmentChain = 0, smemSegmentCorrection = 0;
 };
 
 /// Workspace bytes for a call of T tokens in N sequences over HV heads
@@ -72,6 +79,25 @@ struct PrefillVariant {
 /// cu_seqlens themselves.
 int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
                               int64_t HV);
+/// The workspace a call needs at least (prefillWorkspaceBytes without the
+/// context-parallel regions: a call given this much runs without context
+/// parallelism; -1 as above).
+int64_t prefillMinimumWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
+                                     int64_t HV);
+
+/// The segments a context-parallel call splits each sequence into (0: not
+/// context-parallel): where recur's grid leaves most SMs idle (N * HV *
+/// value tiles at most an eighth of the `sms`) and the sequences are long
+/// (T / busy of at least kSegmentMinTokens tokens, busy as in
+/// choosePrefillVariant), the most segments, a power of two up to
+/// deltac_abi::kMaxSegments, whose recur_cp blocks fit one wave and N * HV
+/// * segments deltac_abi::kMaxSegmentHeads.
+int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int64_t T,
+                   int64_t maxSeqlen);
+/// recur_cp's blocks that run for `segments` segments (the first
+/// segment's value tiles, every other one's value and transfer tiles).
+int64_t segmentBlocks(const PrefillVariant &v, int64_t N, int64_t HV, int segments);
+constexpr int64_t kSegmentMinTokens = 8192;
 
 /// Finds the variant of (K, V), or returns null with `status` set.
 const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
@@ -175,14 +201,16 @@ enum class PrefillForm {
   RawQKW,        ///< chunks_raw (W), recur reading raw q/k (qk_raw = 1)
   Overlap,       ///< the queue beside recur on SMs of its own
   OverlapShared, ///< the queue beside recurShared, one queue block per recur SM
+  Segments,      ///< chunks, recurCp, segmentChain, segmentCorrection (context parallelism)
 };
 
 /// DELTAC_PREFILL_FORCE=<form>[,<key>=<n>]...: one form and its settings,
 /// for tuning and tests (the one switch of the prefill dispatch; read once
 /// per process). Forms: dispatch (settings only), ordinary, shared_recur,
-/// raw_qk, raw_qk_w, overlap, overlap_shared. Keys: tile (recur's V tile),
+/// raw_qk, raw_qk_w, overlap, overlap_shared, cp. Keys: tile (recur's V tile),
 /// stages (recur's ring depth, 1-3), tma (0 off, 1 required), sms (the
-/// overlapped launch's recur SMs). A call whose library or device cannot
+/// overlapped launch's recur SMs), segments (cp's, 2 to
+/// deltac_abi::kMaxSegments; else the dispatch's). A call whose library or device cannot
 /// run what is asked is refused (DELTAC_UNSUPPORTED, the message starting
 /// with `DELTAC_PREFILL_FORCE=<text>:`), never run another way.
 struct PrefillForce {
@@ -191,6 +219,7 @@ struct PrefillForce {
   int stages = 0;     ///< 0: the dispatch's
   int tma = -1;       ///< -1: where the maps can be encoded; 0 off; 1 required
   int overlapSMs = 0; ///< 0: the dispatch's
+  int segments = 0;   ///< 0: the dispatch's (cp)
   std::string text;   ///< as given, for messages
   bool overlapped() const {
     return form == PrefillForm::Overlap || form == PrefillForm::OverlapShared;
@@ -236,6 +265,7 @@ struct PrefillParams {
   int64_t checkpointRows;
   int32_t checkpointF32;
   int32_t betaF32;
+  int32_t segments; ///< context parallelism's segments (0: not)
 };
 void packPrefillParams(const PrefillParams &p, ParamPack &pack);
 const ParamInfo *prefillParamLayout(int *count);

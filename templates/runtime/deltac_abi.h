@@ -116,6 +116,45 @@ constexpr int64_t prefillWorkspaceBytes(int64_t C, int64_t K, int64_t V,
          prefillOverlapRegionBytes(chunks);
 }
 
+//===----------------------------------------------------------------------===//
+// Prefill context parallelism (recur_cp, cp_chain, cp_correct)
+//===----------------------------------------------------------------------===//
+
+/// A context-parallel call splits each sequence's chunks into at most this
+/// many segments, run side by side (docs/context-parallelism.md).
+constexpr int64_t kMaxSegments = 8;
+/// ... and keeps at most this many (sequence, value head, segment)
+/// transfers: N * HV * segments, which also bounds recur_cp's grid.
+constexpr int64_t kMaxSegmentHeads = 256;
+
+/// cp_chain's block covers this many V columns of one (sequence, value
+/// head): its grid is N * HV * V / kSegmentChainColumns.
+constexpr int64_t kSegmentChainColumns = 16;
+
+/// Bytes of the context-parallel regions 8-10, after region 7: [8] each
+/// segment's transfer (f32: the state it leaves from zero, K x V, then its
+/// K x K transfer matrix) per (sequence, value head, segment); [9] each
+/// segment's entering state (16-bit, K x V), the correction's operand;
+/// [10] the correction's left operand (16-bit, C x K) per (chunk, value
+/// head).
+constexpr std::array<int64_t, 3> prefillSegmentRegionBytes(int64_t C, int64_t K,
+                                                           int64_t V, int64_t chunks) {
+  return {align256(kMaxSegmentHeads * K * (V + K) * 4),
+          align256(kMaxSegmentHeads * K * V * 2), align256(chunks * C * K * 2)};
+}
+
+/// Workspace bytes of a context-parallel prefill call: the ordinary
+/// call's, then regions 8-10. A smaller workspace (at least the ordinary
+/// call's) runs the call without context parallelism.
+constexpr int64_t prefillSegmentWorkspaceBytes(int64_t C, int64_t K, int64_t V,
+                                               bool perChannel, int64_t maxChunks,
+                                               int64_t HV, int64_t N) {
+  int64_t total = prefillWorkspaceBytes(C, K, V, perChannel, maxChunks, HV, N);
+  for (int64_t r : prefillSegmentRegionBytes(C, K, V, maxChunks * HV))
+    total += r;
+  return total;
+}
+
 } // namespace deltac_abi
 
 #endif // DELTAC_ABI_H

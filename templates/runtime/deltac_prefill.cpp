@@ -198,8 +198,8 @@ int64_t prefillOverlapRegion(const PrefillVariant &v, int64_t T, int64_t N,
                                                 perChannel(v.gate), chunks, N);
 }
 
-int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
-                              int64_t HV) {
+int64_t prefillMinimumWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
+                                     int64_t HV) {
   // -1 for any size the host would reject (negative, or so large that the
   // grids or the sizes below could overflow).
   try {
@@ -211,6 +211,37 @@ int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
   int64_t overlapBytes = 0;
   int64_t total = prefillOverlapRegion(v, T, N, HV, &overlapBytes);
   return total < 0 || overlapBytes < 0 ? -1 : total + overlapBytes;
+}
+
+int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
+                              int64_t HV) {
+  int64_t total = prefillMinimumWorkspaceBytes(v, T, N, HV);
+  if (total < 0 || !v.recurCp)
+    return total;
+  // Context parallelism's regions 8-10 (deltac_abi::prefillSegmentRegionBytes).
+  for (int64_t r : deltac_abi::prefillSegmentRegionBytes(v.chunk, v.K, v.V, maxChunks(v, T, N) * HV))
+    total += r;
+  return total;
+}
+
+int64_t segmentBlocks(const PrefillVariant &v, int64_t N, int64_t HV, int segments) {
+  int64_t tile = v.V / std::max(1u, v.valueTiles), valueTiles = v.valueTiles;
+  int64_t tiles = valueTiles + v.K / tile;
+  return N * HV * (valueTiles + int64_t(segments - 1) * tiles);
+}
+
+int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int64_t T,
+                   int64_t maxSeqlen) {
+  if (!v.recurCp || sms <= 0 || N <= 0)
+    return 0;
+  int64_t busy = maxSeqlen > 0 ? std::clamp<int64_t>(T / maxSeqlen, 1, N) : N;
+  if (busy * HV * v.valueTiles * 8 > sms || T / busy < kSegmentMinTokens)
+    return 0;
+  int best = 0;
+  for (int n = 2; n <= deltac_abi::kMaxSegments; n *= 2)
+    if (N * HV * n <= deltac_abi::kMaxSegmentHeads && segmentBlocks(v, busy, HV, n) <= sms)
+      best = n;
+  return best;
 }
 
 const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,
@@ -309,7 +340,8 @@ std::string parsePrefillForce(const char *text, PrefillForce *force) {
                {"raw_qk", PrefillForm::RawQK},
                {"raw_qk_w", PrefillForm::RawQKW},
                {"overlap", PrefillForm::Overlap},
-               {"overlap_shared", PrefillForm::OverlapShared}};
+               {"overlap_shared", PrefillForm::OverlapShared},
+               {"cp", PrefillForm::Segments}};
   std::string all(text);
   size_t comma = all.find(',');
   std::string name = all.substr(0, comma);
@@ -322,7 +354,7 @@ std::string parsePrefillForce(const char *text, PrefillForce *force) {
   if (!known)
     return "unknown form '" + name +
            "' (forms: dispatch, ordinary, shared_recur, raw_qk, raw_qk_w, overlap, "
-           "overlap_shared)";
+           "overlap_shared, cp)";
   std::string seen;
   while (comma != std::string::npos) {
     size_t next = all.find(',', comma + 1);
@@ -332,15 +364,23 @@ std::string parsePrefillForce(const char *text, PrefillForce *force) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key != "tile" && key != "stages" && key != "tma" && key != "sms")
-      return "unknown setting '" + key + "' (settings: tile, stages, tma, sms)";
+    if (key != "tile" && key != "stages" && key != "tma" && key != "sms" && key != "segments")
+      return "unknown setting '" + key + "' (settings: tile, stages, tma, sms, segments)";
     if (seen.find("," + key + ",") != std::string::npos)
       return "'" + key + "' given twice";
     seen += "," + key + ",";
     bool digits = !value.empty() && value.size() <= 6 &&
                   value.find_first_not_of("0123456789") == std::string::npos;
     long n = digits ? std::strtol(value.c_str(), nullptr, 10) : -1;
-    if (key == "tile") {
+    if (key == "segments") {
+      if (n < 2 || n > deltac_abi::kMaxSegments)
+        return "segments=" + value + ": from 2 to " + std::to_string(deltac_abi::kMaxSegments);
+      if (force->form != PrefillForm::Segments)
+        return "segments: only the cp form splits sequences into segments";
+      force->segments = int(n);
+    } else if (key == "tile") {
+      if (force->form == PrefillForm::Segments)
+        return "tile: cp runs the V tile its kernels were built for";
       if (n < 8 || n > 256 || n % 8 != 0)
         return "tile=" + value + ": a V tile is a multiple of 8 from 8 to 256";
       force->valueTile = int(n);
@@ -507,7 +547,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         {"cu_seqlens", a.cu_seqlens}})
     if (p && !aligned16(p))
       return invalid(std::string(name) + " must be 16-byte aligned");
-  int64_t need = prefillWorkspaceBytes(v, a.T, a.N, a.HV);
+  int64_t need = prefillMinimumWorkspaceBytes(v, a.T, a.N, a.HV);
   if (a.workspace_bytes < need)
     return invalid("workspace_bytes = " + std::to_string(a.workspace_bytes) +
                    " is below the " + std::to_string(need) +
@@ -582,6 +622,51 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       choosePrefillVariant(variants, count, a.K, a.V, a.N, a.HV, sms, a.T, a.max_seqlen);
   // recur's grid for a variant: a block per (sequence, value head, V tile).
   auto recurGrid = [&](const PrefillVariant &c) { return a.N * a.HV * int64_t(c.valueTiles); };
+  // Context parallelism (PrefillVariant::recurCp, chooseSegments): where
+  // the device runs the code that has it, the workspace has its regions
+  // and the call keeps no checkpoints; forced by cp, never taken under the
+  // other forms.
+  int segments = 0;
+  bool forcedSegments = force.form == PrefillForm::Segments;
+  std::string noSegments = "the library has no context-parallel kernels";
+  if ((dispatch || forcedSegments) && !keeps && a.T > 0) {
+    const PrefillVariant *c = nullptr;
+    for (int i = 0; i < count && !c; ++i)
+      if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurCp)
+        c = &variants[i];
+    if (c && a.workspace_bytes < prefillWorkspaceBytes(*c, a.T, a.N, a.HV))
+      noSegments = "workspace_bytes = " + std::to_string(a.workspace_bytes) +
+                   " lacks the context-parallel regions (prefill_workspace_bytes: " +
+                   std::to_string(prefillWorkspaceBytes(*c, a.T, a.N, a.HV)) + ")";
+    else if (c) {
+      if (sms == 0 && (sms = multiprocessorCount(&error)) == 0)
+        return {DELTAC_CUDA_ERROR, error};
+      int n = forcedSegments && force.segments > 0
+                  ? force.segments
+                  : chooseSegments(*c, a.N, a.HV, sms, a.T, forcedSegments ? 0 : a.max_seqlen);
+      if (forcedSegments && n == 0)
+        n = 2;
+      noSegments = "N * HV * segments exceeds " + std::to_string(deltac_abi::kMaxSegmentHeads);
+      if (n >= 2 && a.N * a.HV * n <= deltac_abi::kMaxSegmentHeads) {
+        // Only altTarget's code has the three kernels (an A100 must not
+        // try them): each loaded, and chunks and recur that code too.
+        bool altCode = c->altTarget;
+        for (Kernel *kernel : {c->chunks, c->recur, c->recurCp, c->segmentChain,
+                               c->segmentCorrection}) {
+          if (!kernel->load(&error))
+            return {DELTAC_CUDA_ERROR, error};
+          altCode = altCode && kernel->imageTarget() == c->altTarget;
+        }
+        noSegments = "the code loaded for this GPU has no recur_cp";
+        if (altCode) {
+          segments = n;
+          chosen = c;
+        }
+      }
+    }
+  }
+  if (forcedSegments && segments == 0 && a.T > 0)
+    return refuse(keeps ? "context parallelism keeps no state checkpoints" : noSegments);
   // The overlapped launch (chooseOverlapVariant), where the device runs the
   // code that has it and programmatic launches are on; forced by the
   // overlap forms, never taken under the others.
@@ -602,7 +687,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   };
   bool sharedOverlap = false;
   int64_t overlapSMs = 0;
-  if (programmaticLaunches()) {
+  if (programmaticLaunches() && segments == 0) {
     const PrefillVariant *o = force.form == PrefillForm::OverlapShared
                                   ? nullptr
                                   : chooseOverlapVariant(variants, count, a.K, a.V, a.N, a.HV,
@@ -652,7 +737,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                   (force.valueTile ? " of that V tile" : "") + ", or DELTAC_PDL=0)");
   // A forced V tile: that recur variant whatever the table says; one the
   // library lacks is refused, never silently ignored.
-  if (force.valueTile > 0 && overlapSMs == 0) {
+  if (force.valueTile > 0 && overlapSMs == 0 && segments == 0) {
     const PrefillVariant *tiled = nullptr;
     for (int i = 0; i < count; ++i)
       if (variants[i].K == a.K && variants[i].V == a.V && tileFits(&variants[i]))
@@ -697,7 +782,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   int recurSharedAlone = force.form == PrefillForm::SharedRecur ? 2 : dispatch ? 0 : -1;
   int forcedRaw = force.rawQK() ? 1 : dispatch ? 0 : -1;
   bool sharedRecur = sharedOverlap;
-  if (overlapSMs == 0 && forcedRaw <= 0 && !keeps && chosen->recurShared &&
+  if (overlapSMs == 0 && segments == 0 && forcedRaw <= 0 && !keeps && chosen->recurShared &&
       chosen->altTarget && chosen->recur->imageTarget() == chosen->altTarget &&
       useSharedRecur(recurGrid(*chosen), sms, recurSharedAlone)) {
     if (!chosen->recurShared->load(&error))
@@ -739,7 +824,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // run altTarget's code; never overlapped. Forced by raw_qk / raw_qk_w,
   // never taken under the other forms.
   int32_t qkRaw = 0;
-  if (overlapSMs == 0 && !sharedRecur && chosen->altTarget &&
+  if (overlapSMs == 0 && segments == 0 && !sharedRecur && chosen->altTarget &&
       chosen->recur->imageTarget() == chosen->altTarget &&
       useRawQK(*chosen, recurGrid(*chosen), sms, forcedRaw)) {
     if (!chosen->chunksRaw->load(&error))
@@ -790,7 +875,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                              a.checkpoints, a.checkpoint_starts, ckEvery,
                              keeps ? a.checkpoint_rows : 0,
                              a.checkpoint_dtype == DELTAC_F32 ? 1 : 0,
-                             a.beta_f32 ? 1 : 0};
+                             a.beta_f32 ? 1 : 0,
+                             segments};
   ParamPack pack;
   packPrefillParams(values, pack);
   void **params = pack.args();
@@ -825,6 +911,29 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                    size_t(regionBytes / 4), stream,
                    &error))
       return {DELTAC_CUDA_ERROR, error};
+  }
+  if (segments > 0) {
+    // chunks, then the segments side by side (recurCp: the first
+    // segment's value tiles, every other one's value and transfer tiles;
+    // the grid also holds the first segment's transfer slots, which leave
+    // at once), the chain of transfers, the correction.
+    unsigned tiles = unsigned(v.V / (v.V / chosen->valueTiles) + v.K / (v.V / chosen->valueTiles));
+    int64_t cpGrid = a.N * a.HV * segments * int64_t(tiles);
+    unsigned t = chosen->segmentThreads;
+    if ((a.N > kPrefillInlineSequences &&
+         !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
+                               chosen->smemPrep)) ||
+        !chosen->chunks->launch(chunksGrid, 1, 1, launched.chunksThreads, stream, params,
+                                &error, launched.smemChunks) ||
+        !chosen->recurCp->launch((unsigned)cpGrid, 1, 1, launched.recurThreads, stream, params,
+                                 &error, recurSmem, dependent) ||
+        !chosen->segmentChain->launch(
+            (unsigned)(a.N * a.HV * (v.V / deltac_abi::kSegmentChainColumns)), 1, 1, t, stream,
+            params, &error, chosen->smemSegmentChain) ||
+        !chosen->segmentCorrection->launch(chunksGrid, 1, 1, t, stream, params, &error,
+                                           chosen->smemSegmentCorrection))
+      return {DELTAC_CUDA_ERROR, error};
+    return {};
   }
   if ((a.N > kPrefillInlineSequences &&
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
@@ -890,6 +999,7 @@ void packPrefillParams(const PrefillParams &p, ParamPack &pack) {
   pack.add("checkpoint_rows", &p.checkpointRows);
   pack.add("checkpoint_f32", &p.checkpointF32);
   pack.add("beta_f32", &p.betaF32);
+  pack.add("segments", &p.segments);
 }
 
 const ParamInfo *prefillParamLayout(int *count) {

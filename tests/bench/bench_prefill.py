@@ -52,6 +52,13 @@ class Deltac:
         self.workspace.restype = I64
         self.workspace.argtypes = [I64] * 5
         self.lib.deltac_test_prefill_last_error.restype = ctypes.c_char_p
+        self.lib.deltac_test_prefill_last_launches.restype = ctypes.c_size_t
+        self.lib.deltac_test_prefill_last_launches.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+    def last_launches(self):
+        buf = ctypes.create_string_buffer(4096)
+        self.lib.deltac_test_prefill_last_launches(buf, 4096)
+        return buf.value.decode()
 
     def prepare(self, q, k, v, g, beta, cu, h0, scale, tell_max_seqlen=True,
                 checkpoints=None, chunk=64):
@@ -141,7 +148,38 @@ EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
                 ("t16k_h16_hv32", [16384], 16, 32),
                 ("n2_t2k_h16_hv32", [2048, 2048], 16, 32),
                 ("n2_t4k_h16_hv32", [4096, 4096], 16, 32),
-                ("n40_long_last_h16_hv32", [200] * 39 + [8192], 16, 32)]
+                ("n40_long_last_h16_hv32", [200] * 39 + [8192], 16, 32),
+                # Few heads per GPU (tensor parallelism's shards): recur's
+                # grid leaves most SMs idle, where context parallelism pays.
+                ("t32k_h2", [32768], 2, 2), ("t128k_h4", [131072], 4, 4)]
+
+
+def cp_accuracy(lib, fla_fn):
+    """Error vs fp64 where the dispatch splits sequences into segments
+    (context parallelism): an odd length (9000 tokens, 141 chunks), strong
+    decay, and DeltaNet (g = 0: the transfers do not contract) over 128K
+    tokens; FLA's error on the same inputs where it is importable."""
+    out = []
+    for name, lens, g_fill in (("odd9000", [9000], None), ("strong_decay9000", [9000], -16.0),
+                               ("deltanet128k", [131072], 0.0)):
+        q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, 1, 2, seed=3)
+        if g_fill is not None:
+            g.fill_(g_fill)
+        scale = 128 ** -0.5
+        ro, rh = H.ref_fp64(q, k, v, g, beta, h0, scale, cu.tolist())
+        ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale)
+        ours()
+        torch.cuda.synchronize()
+        assert flag.item() == 0, "device error flag raised"
+        line = (f"cp_rel_err,{name},deltac_o={H.rel(o, ro):.2e},deltac_state={H.rel(ht, rh):.2e},"
+                f"launches={lib.last_launches()}")
+        if fla_fn is not None:
+            fo, fh = fla_fn(q, k, v, g, beta, scale=scale, initial_state=h0,
+                            output_final_state=True, use_qk_l2norm_in_kernel=True)
+            line += f",fla_o={H.rel(fo, ro):.2e},fla_state={H.rel(fh, rh):.2e}"
+        print(line, flush=True)
+        out.append(line)
+    return out
 
 
 def kda_inputs(lens, Hh, HV, seed=0):
@@ -193,6 +231,9 @@ def main():
                     help="with --no-fla: also the host time per eager call")
     ap.add_argument("--rule", default="gdn", choices=["gdn", "kda"],
                     help="kda: FLA's chunk_kda against deltac's kkv spec")
+    ap.add_argument("--cp-accuracy", action="store_true",
+                    help="also the error vs fp64 at context-parallel shapes (9000 tokens, "
+                         "strong decay, DeltaNet over 128K; slow: an fp64 token loop)")
     ap.add_argument("--checkpoints", default=None, choices=["f32", "bf16"],
                     help="with --no-fla: time each shape also keeping the state entering "
                          "every chunk (FLA's return_intermediate_states) in this dtype")
@@ -269,6 +310,8 @@ def main():
         # A variant's smoke check: far above the tests' bounds, or NaN.
         if not (eo < 1e-2 and es < 1e-2):
             sys.exit("Error: deltac's error vs fp64 is above 1e-2")
+        if args.cp_accuracy and not kda:
+            cp_accuracy(lib, None)
         return
     fo, fh = (chunk_kda if kda else chunk_gated_delta_rule)(
         q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
@@ -276,6 +319,8 @@ def main():
     acc = [("fla", H.rel(fo, ro), H.rel(fh, rh)), ("deltac", H.rel(o, ro), H.rel(ht, rh))]
     for who, eo, es in acc:
         rows.append(f"prefill_rel_err,{who},o={eo:.2e},state={es:.2e}")
+    if args.cp_accuracy and not kda:
+        rows += cp_accuracy(lib, chunk_gated_delta_rule)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"bench_prefill{'_kda' if kda else ''}.csv"), "w") as fh_:
         fh_.write("\n".join(rows) + "\n")

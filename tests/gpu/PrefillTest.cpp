@@ -117,6 +117,10 @@ struct Case {
   bool ckF32 = true;
   // beta passed as f32 (beta_f32), unrounded: the reference sees the same.
   bool betaF32 = false;
+  // The dispatch takes context parallelism (the compiler's
+  // PrefillSegments.cpp) for this call where the code run has it: asserted
+  // from the launches when no form is forced.
+  bool wantSegments = false;
 };
 
 struct Run {
@@ -495,6 +499,13 @@ bool sm90FormsRun(const Spec &s) {
   return prop.major == 9 && !std::getenv("DELTAC_FORCE_TARGET") && s.sm90Forms;
 }
 
+/// Whether the spec's library has context parallelism (recur_cp,
+/// cp_chain, cp_correct): the lowering builds it on the transposed recur,
+/// a scalar gate at V tile 64 (not kda, not K = 256).
+bool cpForms(const Spec &s) {
+  return s.sm90Forms && s.rule != ref::Rule::Kda && s.K <= 128 && s.chunk == 64;
+}
+
 /// DELTAC_PREFILL_FORCE as this process has it: the form ("" unset) and
 /// the V tile asked for (0: none).
 struct Forced {
@@ -529,6 +540,14 @@ std::string forcedFormMissing(const Spec &s, const std::string &launches) {
   want(has && f.form == "overlap_shared", "_recur_shared", true);
   want(f.form == "overlap", "_recur_shared", false);
   want(has && f.form == "shared_recur", "_recur_shared", true);
+  // cp: the three context-parallel kernels and no other recur; the other
+  // forced forms never launch them.
+  bool cp = f.form == "cp";
+  for (const char *part : {"_recur_cp", "_cp_chain", "_cp_correct"})
+    want(!f.form.empty() && f.form != "dispatch", part, cp && has && cpForms(s));
+  want(cp, "_recur_shared", false);
+  want(cp, "_queue", false);
+  want(cp, "_chunks_raw", false);
   want(has && (f.form == "raw_qk" || f.form == "raw_qk_w"), "_chunks_raw", true);
   // The non-overlapped forms never launch the queue, and each only its own
   // chunks and recur.
@@ -546,7 +565,7 @@ std::string forcedFormMissing(const Spec &s, const std::string &launches) {
   // sm_80's code has none of the sm_90a forms.
   const char *target = std::getenv("DELTAC_FORCE_TARGET");
   bool sm80 = target && std::string(target) == "sm_80";
-  for (const char *form : {"_queue", "_chunks_raw", "_recur_shared"})
+  for (const char *form : {"_queue", "_chunks_raw", "_recur_shared", "_recur_cp"})
     want(sm80, form, false);
   return missing;
 }
@@ -648,6 +667,21 @@ int main(int argc, char **argv) {
     cases.push_back({"qwen3_next 8 seqs", qwen, {1000, 17, 512, 64, 63, 65, 2000, 3}, 2, 4, true, true, true});
     cases.push_back({"kkv T=4096 H2/HV4", kkv, {4096}, 2, 4, true, false, false, -0.3, 0.0});
   }
+  // Context parallelism by the dispatch (the compiler's PrefillSegments.cpp):
+  // one long sequence over few heads leaves recur's grid on a few SMs, so
+  // it runs as 8 segments side by side (9000 tokens: 141 chunks, segments
+  // of 18, the last shorter and partial). GDN kv, Qwen3-Next's raw gate
+  // and sigmoid beta in a vk pool, strong decay, and DeltaNet (no decay:
+  // the transfers do not contract).
+  cases.push_back({"gkv T=9000 H1/HV2 (cp)", gkv, {9000}, 1, 2, true, false, false});
+  cases.back().wantSegments = true;
+  cases.push_back({"qwen3_next T=8300 pool H1/HV2 (cp)", qwen, {8300}, 1, 2, true, true, false});
+  cases.back().wantSegments = true;
+  cases.push_back({"gkv T=8192 strong decay (cp)", gkv, {8192}, 1, 1, true, false, true, -17.0,
+                   -15.0});
+  cases.back().wantSegments = true;
+  cases.push_back({"d64 T=12000 H1/HV2 (cp)", d64, {12000}, 1, 2, true, false, false});
+  cases.back().wantSegments = true;
   // Padding past cu_seqlens[N] (a serving engine's): o = 0 there, the
   // sequences as usual, no flag; inline map and prep.
   cases.push_back({"qwen3_next pad tail (inline)", qwen, {64, 37, 50}, 2, 4, true, true, false});
@@ -738,13 +772,22 @@ int main(int argc, char **argv) {
       // refused.
       bool noCheckpoints =
           c.ckMode && r.error.find("keeps no state checkpoints") != std::string::npos;
-      bool has = sm90FormsRun(*c.spec) && !lacksTile && !noCheckpoints;
+      // cp: only where the library has it, for at most kMaxSegmentHeads
+      // (sequence, head, segment) transfers.
+      bool cp = forced().form == "cp";
+      bool tooManySegments = cp && r.error.find("segments exceeds") != std::string::npos;
+      bool has = sm90FormsRun(*c.spec) && !lacksTile && !noCheckpoints &&
+                 (!cp || (cpForms(*c.spec) && !tooManySegments));
       results.add(c.name, !has,
                   (has ? "REFUSED though the library has the form: " : "forced form refused: ") +
                       r.error);
       continue;
     }
     std::string formMissing = r.status ? "" : forcedFormMissing(*c.spec, r.launches);
+    // Unforced, the dispatch takes context parallelism where the case says.
+    if (!r.status && forced().form.empty() && sm90FormsRun(*c.spec) && cpForms(*c.spec) &&
+        launched(r.launches, "_recur_cp") != c.wantSegments)
+      formMissing += c.wantSegments ? " no _recur_cp" : " unexpected _recur_cp";
     int32_t wantFlag = c.skipIndex >= 0 ? 1 : 0;
     bool ok = r.status == DELTAC_OK && r.oErr < tol && r.sErr < tol && r.untouched &&
               r.flag == wantFlag && r.guards && r.oNonZero == 0 && formMissing.empty() &&

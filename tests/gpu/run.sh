@@ -116,6 +116,13 @@ run_forced_tests() {
   grep -E "^==" "$OUT/prefill_test_v64.log" | sed 's/^/V tile 64: /'
   # Every case through the overlapped launch where the code has it (sm_90a:
   # chunks' queue form beside recur, PrefillOverlap.cpp).
+  # Every case through context parallelism where the library has it (cp:
+  # the dispatch's segments, else 2; then 8, more segments than short
+  # sequences have chunks), refused where it does not.
+  force cp "$BUILD/prefill_test" --quick > "$OUT/prefill_test_cp.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_cp.log" | sed 's/^/context-parallel: /'
+  force cp,segments=8 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_cp8.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/prefill_test_cp8.log" | sed 's/^/context-parallel, 8 segments: /'
   force overlap "$BUILD/prefill_test" --quick > "$OUT/prefill_test_overlap.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/prefill_test_overlap.log" | sed 's/^/overlapped: /'
   # The shared launch's recur in the ordinary launch (beside chunks; the

@@ -26,7 +26,6 @@ void PrefillEmitter::emitChunks() {
 void PrefillEmitter::chunkItem(Value flat) {
   int64_t C = s.chunk;
   Value c = divu(flat, param(pHV)), hv = remu(flat, param(pHV));
-  Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
   // The chunk map: scanned here (the first block checks cu_seqlens) or
   // prep's offsets.
@@ -42,6 +41,26 @@ void PrefillEmitter::chunkItem(Value flat) {
   auto live = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c, total), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());
+  Value n = sequenceOfChunk(map, c, ended);
+  Value j = sub(c, chunkOffsetOf(inlineMap, scan, n));
+  auto [bos, eos] = sequenceBounds(map, n);
+  Value t0 = add(bos, mul(toI64(j), cI64(C)));
+  Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
+  ChunkSite site{c, hv, keyHead(hv), t0, rows};
+  // One builder per chunks form (PrefillChunksForms.h).
+  switch (plan.chunks) {
+  case ChunksForm::Warpgroup:
+  case ChunksForm::WarpgroupRawQK:
+    return buildChunksWarpgroup(*this, site);
+  case ChunksForm::Rows:
+  case ChunksForm::RowsForWarpgroupRecur:
+    return buildChunksRows(*this, site);
+  }
+}
+
+Value PrefillEmitter::sequenceOfChunk(const ChunkMap &map, Value c, Value ended) {
+  Value offsets = gep(workRegion(0), i32, cI64(0));
+  Value N = param(pN), inlineMap = map.inlineMap;
   // Otherwise the last n with offsets[n] <= c (binary search over [0, N]:
   // bit width of N steps, each a dependent load, so not 32).
   auto seqOf = scf::IfOp::create(b, TypeRange{i32}, inlineMap, true);
@@ -65,21 +84,7 @@ void PrefillEmitter::chunkItem(Value flat) {
     }
     scf::YieldOp::create(b, search.getResult(0));
   }
-  Value n = seqOf.getResult(0);
-  Value j = sub(c, chunkOffsetOf(inlineMap, scan, n));
-  auto [bos, eos] = sequenceBounds(map, n);
-  Value t0 = add(bos, mul(toI64(j), cI64(C)));
-  Value rows = toI32(arith::MinSIOp::create(b, cI64(C), sub(eos, t0)));
-  ChunkSite site{c, hv, keyHead(hv), t0, rows};
-  // One builder per chunks form (PrefillChunksForms.h).
-  switch (plan.chunks) {
-  case ChunksForm::Warpgroup:
-  case ChunksForm::WarpgroupRawQK:
-    return buildChunksWarpgroup(*this, site);
-  case ChunksForm::Rows:
-  case ChunksForm::RowsForWarpgroupRecur:
-    return buildChunksRows(*this, site);
-  }
+  return seqOf.getResult(0);
 }
 
 namespace {

@@ -171,7 +171,9 @@ void PrefillEmitter::mmaRowBlock(ArrayRef<std::array<Value, 4>> a, Operand B,
 // each is one contiguous copy there; U is read in V tiles. Regions start
 // on 256-byte bounds. [7] serves the overlapped launch (PrefillOverlap.cpp):
 // a work-queue counter and an exit counter in its first
-// kOverlapCounterBytes, then a ready flag (u32) per (chunk, head).
+// kOverlapCounterBytes, then a ready flag (u32) per (chunk, head). [8]-[10]
+// serve context parallelism (deltac_abi::prefillSegmentRegionBytes,
+// PrefillSegments.cpp).
 Value PrefillEmitter::workRegion(int64_t which) {
   Value chunks = mul(toI64(param(pMaxChunks)), toI64(param(pHV)));
   std::array<int64_t, 6> perChunk = prefillChunkRegionBytes(s);
@@ -183,8 +185,14 @@ Value PrefillEmitter::workRegion(int64_t which) {
   constexpr int64_t fixed = deltac_abi::prefillSequenceRegionWords(0);
   Value words = add(mul(toI64(param(pN)), cI64(perSequence)), cI64(fixed));
   Value off = round(mul(words, cI64(4)));
-  for (int64_t r = 1; r < which; ++r)
+  for (int64_t r = 1; r < which && r <= 6; ++r)
     off = add(off, round(mul(chunks, cI64(perChunk[r - 1]))));
+  // Regions 8-10 (context parallelism) follow region 7.
+  if (which >= 8)
+    off = add(off, add(cI64(deltac_abi::kOverlapCounterBytes), round(mul(chunks, cI64(4)))));
+  std::array<int64_t, 3> segment = deltac_abi::prefillSegmentRegionBytes(s.chunk, s.k, s.v, 0);
+  for (int64_t r = 8; r < which; ++r)
+    off = add(off, cI64(segment[r - 8]));
   if (which == 0)
     off = cI64(0);
   return gep(param(pWork), b.getI8Type(), off);

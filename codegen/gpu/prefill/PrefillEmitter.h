@@ -31,6 +31,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <functional>
+#include <tuple>
 
 namespace mlir::delta::prefill {
 
@@ -40,7 +41,7 @@ enum Param {
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
   pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw,
   pTma, pQMap, pKMap, pVMap, pLowerBound, pSlotStride, pCkpt, pCkptStarts,
-  pCkptEvery, pCkptRows, pCkptF32, pBetaF32
+  pCkptEvery, pCkptRows, pCkptF32, pBetaF32, pSegments
 };
 
 /// kda's diagonal blocks go through the product form where, in every
@@ -111,6 +112,27 @@ struct RecurSequence {
   /// Element (d, col) of the state in `slot` (d: K index, col: in the V tile).
   std::function<Value(Value slot, Value d, Value col)> stateIndex;
   CheckpointStore checkpoint;
+  /// Context parallelism (recur_cp, PrefillSegments.cpp; null elsewhere):
+  /// i1, this block runs a segment's transfer: its state starts as columns
+  /// [m0, m0 + V tile) of the identity (where readOk is false) and U reads
+  /// as zero, so that its final state is those columns of the transfer
+  /// matrix and its outputs those of the correction's left operand.
+  Value transfer, m0;
+  /// recur_cp: stores element (d, col) of the final state (instead of the
+  /// pool's slot).
+  std::function<void(Value x, Value d, Value col)> storeFinal;
+  /// recur_cp: where chunk c's output rows go (instead of o): the pointer,
+  /// the element offset of row 0, column 0 of the tile, and the row stride
+  /// in elements.
+  std::function<std::tuple<Value, Value, Value>(Value c, Value t0)> outTile;
+};
+
+/// Sequence n's state slots as recur reads them (in_idx / out_idx, else
+/// row n) and what its blocks may do (PrefillEmitter::sequenceSlots).
+struct SequenceSlots {
+  Value inSlot, outSlot;   ///< i64; negative: padding
+  Value skipped, kept;     ///< a slot past the pool skips the sequence
+  Value readOk, writeOk;   ///< the initial state read / final state written
 };
 
 /// What recurCheckpoints needs of the block's sequence.
@@ -188,6 +210,12 @@ public:
   /// (PrefillOverlap.cpp).
   void emitQueue();
   void emitRecur();
+  /// Context parallelism (PrefillSegments.cpp): recur over segments of each
+  /// sequence with the transfer tiles beside the value tiles; the chain of
+  /// segment transfers; the correction of the segments' outputs.
+  void emitRecurSegments();
+  void emitSegmentChain();
+  void emitSegmentCorrection();
 
 protected:
   /// One (chunk, value head) item of chunks: flat = chunk * HV + head;
@@ -245,6 +273,55 @@ protected:
     b.setInsertionPointToStart(ifRead.elseBlock());
     scf::YieldOp::create(b, SmallVector<Value>(count, cF32(0.0)));
     return SmallVector<Value>(ifRead.getResults());
+  }
+  /// The block's initial state (`count` elements that `each` lists by (d,
+  /// col) in the form's order): read from the pool where q.readOk, else
+  /// the identity's columns for a transfer block (q.transfer), else zeros.
+  SmallVector<Value> initialStateOf(
+      const RecurSequence &q, int64_t count,
+      function_ref<void(function_ref<void(Value d, Value col)>)> each) {
+    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(count, f32)), q.readOk, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifRead.thenBlock());
+    SmallVector<Value> vals;
+    each([&](Value d, Value col) {
+      vals.push_back(loadInitialState(q.stateIndex(q.inSlot, d, col)));
+    });
+    scf::YieldOp::create(b, vals);
+    b.setInsertionPointToStart(ifRead.elseBlock());
+    vals.clear();
+    if (q.transfer)
+      each([&](Value d, Value col) {
+        Value one = andI(q.transfer, cmp(arith::CmpIPredicate::eq, d, add(q.m0, col)));
+        vals.push_back(sel(one, cF32(1.0), cF32(0.0)));
+      });
+    else
+      vals.assign(count, cF32(0.0));
+    scf::YieldOp::create(b, vals);
+    return SmallVector<Value>(ifRead.getResults());
+  }
+  /// Element (d, col) of the block's final state: q.storeFinal, else the
+  /// pool's slot q.outSlot.
+  void storeFinalOf(const RecurSequence &q, Value x, Value d, Value col) {
+    if (q.storeFinal)
+      return q.storeFinal(x, d, col);
+    storeFinalState(x, [&] { return q.stateIndex(q.outSlot, d, col); });
+  }
+  /// Sequence n's slots and what its recur blocks may do with them (raises
+  /// the error flag for an index past the pool; `mapOk`: cu_seqlens valid).
+  SequenceSlots sequenceSlots(Value n, Value mapOk);
+  /// Element (d, col) of value head hv's state in pool slot `slot`, V tile
+  /// from column v0 (the spec's layout; slots slot_stride apart).
+  Value poolStateIndex(Value slot, Value hv, Value v0, Value d, Value col);
+  /// The sequence of chunk c (of all sequences' chunks): `ended` with the
+  /// inline map (the lanes' count of sequences ending at or before c),
+  /// else a binary search over prep's offsets.
+  Value sequenceOfChunk(const ChunkMap &map, Value c, Value ended);
+  /// Chunks per segment of a sequence of `chunks` chunks in a
+  /// context-parallel call: ceil(chunks / segments).
+  Value segmentChunks(Value chunks) {
+    Value n = param(pSegments);
+    return divu(add(chunks, sub(n, cI32(1))), n);
   }
   /// An initial-state element at `index` as f32.
   Value loadInitialState(Value index) { return loadF32(param(pInitial), s.stateType, index); }

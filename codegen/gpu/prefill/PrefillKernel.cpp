@@ -18,6 +18,9 @@ StringRef mlir::delta::prefillPartName(PrefillPart part) {
   case PrefillPart::chunks: return "chunks";
   case PrefillPart::queue: return "queue";
   case PrefillPart::recur: return "recur";
+  case PrefillPart::recurCp: return "recur_cp";
+  case PrefillPart::segmentChain: return "cp_chain";
+  case PrefillPart::segmentCorrection: return "cp_correct";
   }
   llvm_unreachable("unknown prefill part");
 }
@@ -27,7 +30,10 @@ int64_t mlir::delta::prefillPartSharedBytes(PrefillPart part, const PrefillPlan 
   case PrefillPart::prep: return plan.prepSmem;
   case PrefillPart::chunks:
   case PrefillPart::queue: return plan.chunksSmem;
-  case PrefillPart::recur: return plan.recurSmem;
+  case PrefillPart::recur:
+  case PrefillPart::recurCp: return plan.recurSmem;
+  case PrefillPart::segmentChain: return plan.segmentChainSmem;
+  case PrefillPart::segmentCorrection: return plan.segmentCorrectionSmem;
   }
   llvm_unreachable("unknown prefill part");
 }
@@ -46,8 +52,10 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   std::string kernelName = (name + "_" + prefillPartName(part) + suffix).str();
   // recur and chunks have block sizes of their own.
   PrefillPlan own = plan;
-  if (part == PrefillPart::recur)
+  if (part == PrefillPart::recur || part == PrefillPart::recurCp)
     own.threads = plan.recurThreads;
+  if (part == PrefillPart::segmentChain || part == PrefillPart::segmentCorrection)
+    own.threads = kSegmentThreads;
   if (part == PrefillPart::chunks || part == PrefillPart::queue)
     own.threads = plan.chunksThreads;
   std::string smemName = kernelName + "_smem";
@@ -58,7 +66,7 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  bool recur = part == PrefillPart::recur;
+  bool recur = part == PrefillPart::recur || part == PrefillPart::recurCp;
   KernelRole role = KernelRole::prep;
   switch (part) {
   case PrefillPart::prep: role = KernelRole::prep; break;
@@ -69,6 +77,9 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   case PrefillPart::recur:
     role = plan.sharedOverlap() ? KernelRole::recur_shared : KernelRole::recur;
     break;
+  case PrefillPart::recurCp: role = KernelRole::recur_cp; break;
+  case PrefillPart::segmentChain: role = KernelRole::cp_chain; break;
+  case PrefillPart::segmentCorrection: role = KernelRole::cp_correct; break;
   }
   func->setAttr(DeltaDialect::kKernelAttrName,
                 KernelAttr::get(ctx, role, plan.code, spec.k, spec.v, plan.valueTile,
@@ -97,6 +108,9 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   case PrefillPart::chunks: emitter.emitChunks(); break;
   case PrefillPart::queue: emitter.emitQueue(); break;
   case PrefillPart::recur: emitter.emitRecur(); break;
+  case PrefillPart::recurCp: emitter.emitRecurSegments(); break;
+  case PrefillPart::segmentChain: emitter.emitSegmentChain(); break;
+  case PrefillPart::segmentCorrection: emitter.emitSegmentCorrection(); break;
   }
   b.setInsertionPointToEnd(&func.getBody().front());
   gpu::ReturnOp::create(b);

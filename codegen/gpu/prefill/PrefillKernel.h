@@ -49,7 +49,10 @@ namespace mlir::delta {
 /// The kernels of a prefill entry, in launch order: prep, chunks (or its
 /// queue form in the overlapped launch), recur. The body of chunks and
 /// recur is the plan's form (PrefillPlan::chunks, ::recur).
-enum class PrefillPart { prep, chunks, queue, recur };
+/// Context parallelism (PrefillSegments.cpp) adds recur_cp, segmentChain
+/// and segmentCorrection, launched after chunks instead of recur.
+enum class PrefillPart { prep, chunks, queue, recur, recurCp, segmentChain, segmentCorrection };
+
 
 /// The part's name in its kernels' names (`<spec>_k<K>_v<V>_prefill_<part>`).
 llvm::StringRef prefillPartName(PrefillPart part);

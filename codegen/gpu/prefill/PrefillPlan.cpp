@@ -41,6 +41,9 @@ const KernelParam kParams[] = {
     {"checkpoint_f32", ParamKind::I32},
     // Nonzero: a 16-bit spec's beta is f32 (read as given, never rounded).
     {"beta_f32", ParamKind::I32},
+    // Context parallelism (recur_cp, cp_chain, cp_correct): the segments
+    // each sequence's chunks split into (the other kernels ignore it).
+    {"segments", ParamKind::I32},
 };
 } // namespace
 
@@ -84,6 +87,10 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   p.recurSmem = recur.total;
   p.recurSmemStage = recur.stage;
   p.prepSmem = 2 * p.threads * 4 + 16; // the scan's two buffers, the verdict
+  // Context parallelism (PrefillSegments.cpp): the chain's [K][16] f32
+  // state columns; the correction's Q^ [C][K] and S_start [K][V] operands.
+  p.segmentChainSmem = spec.k * kSegmentChainColumns * 4;
+  p.segmentCorrectionSmem = (spec.chunk * (spec.k + kRowPad) + spec.k * (spec.v + kRowPad)) * 2;
   return p;
 }
 

@@ -114,6 +114,9 @@ struct PrefillPlan {
   int64_t chunksSmem = 0, recurSmem = 0, prepSmem = 0;
   /// Bytes of one more recur pipeline stage (see RecurSmem).
   int64_t recurSmemStage = 0;
+  /// The context-parallel chain's and correction's dynamic shared memory
+  /// (PrefillSegments.cpp; their block size is kSegmentThreads).
+  int64_t segmentChainSmem = 0, segmentCorrectionSmem = 0;
   /// recur's warps: the state warps, then the output warps.
   int64_t stateWarps = 0, outputWarps = 0;
   /// recur's block size (stateWarps + outputWarps warps); prep uses
@@ -160,6 +163,11 @@ struct PrefillPlan {
   /// images of W, Qg, Kd and P, U in 16-column tiles (workTileAt).
   bool swizzledWorkspace() const { return chunks != ChunksForm::Rows; }
 };
+/// cp_chain's block: one thread per K row of this many V columns.
+using deltac_abi::kSegmentChainColumns;
+/// The block size of cp_chain and cp_correct (K <= 128 rows; 4 warps for
+/// the correction's C x V product).
+constexpr int64_t kSegmentThreads = 128;
 /// The shared overlapped recur's registers (RecurForm::TransposedShared):
 /// 168 per thread at launch (43 008 for 256 threads; with one queue block
 /// of 80 the SM's 65 536), the chain's warpgroup 232 of them, the output

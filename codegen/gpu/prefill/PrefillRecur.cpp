@@ -33,7 +33,7 @@ static RecurProducts recurProducts(int64_t stateRegs) {
 }
 
 void PrefillEmitter::emitRecur() {
-  int64_t K = s.k, V = s.v, BV = plan.valueTile;
+  int64_t V = s.v, BV = plan.valueTile;
   // One-dimensional grid, sequence-major: the blocks of the grid's first
   // sequence (all heads and V tiles) are dispatched first. That is the
   // longest sequence, and so on down (longestFirst: ranked by the warp with
@@ -47,6 +47,44 @@ void PrefillEmitter::emitRecur() {
   Value position = divu(rest, param(pHV));
   Value hv = remu(rest, param(pHV)), n = longestFirst(map, position);
   Value v0 = mul(vt, cI32(BV));
+  SequenceSlots slots = sequenceSlots(n, map.ok);
+  Value inSlot = slots.inSlot, outSlot = slots.outSlot, skipped = slots.skipped,
+        kept = slots.kept, readOk = slots.readOk, writeOk = slots.writeOk;
+  // Tokens no sequence covers get o = 0: past cu_seqlens[N], or all of
+  // them in a skipped call.
+  zeroUncovered(coveredTokens(map));
+  auto stateIndex = [&](Value slot, Value d, Value col) {
+    return poolStateIndex(slot, hv, v0, d, col);
+  };
+  Value inlineMap = map.inlineMap, scan = map.scan;
+  Value c0 = chunkOffsetOf(inlineMap, scan, n),
+        c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));
+  Value bos, eos; // named values, not structured bindings: the lambda captures them
+  std::tie(bos, eos) = sequenceBounds(map, n);
+  // A skipped sequence runs no chunk; this block zeroes its share of o.
+  ifThen(skipped, [&] { zeroSequence(bos, eos, hv, v0, BV); });
+  Value c1Run = arith::SelectOp::create(b, skipped, c0, c1);
+  CheckpointStore checkpoint = recurCheckpoints(
+      CheckpointSite{n, position, hv, v0, c0, c1, c1Run, bos, eos, kept, map.ok});
+  c1 = c1Run;
+  RecurSequence seq{hv,     v0,      c0,      c1,         bos,       eos,
+                    readOk, writeOk, inSlot, outSlot, stateIndex, checkpoint};
+  // One builder per recur form (PrefillRecurForms.h).
+  switch (plan.recur) {
+  case RecurForm::Transposed:
+  case RecurForm::TransposedRawQK:
+  case RecurForm::TransposedOverlap:
+  case RecurForm::TransposedShared:
+    return buildRecurTransposed(*this, seq);
+  case RecurForm::Warpgroup:
+    return buildRecurWarpgroup(*this, seq);
+  case RecurForm::SharedRows:
+  case RecurForm::RegisterState:
+    return buildRecurRows(*this, seq);
+  }
+}
+
+SequenceSlots PrefillEmitter::sequenceSlots(Value n, Value mapOk) {
   // Slots: in_idx / out_idx (null: row n; out null: the slot read).
   // Negative = padding (no read / no write); >= slots raises the flag.
   auto slotOf = [&](Value idx, Value fallback) {
@@ -85,45 +123,19 @@ void PrefillEmitter::emitRecur() {
   Value skipped = orI(pastPool(inSlot, param(pInitial)), pastPool(outSlot, param(pFinal)));
   Value kept = arith::XOrIOp::create(b, skipped, arith::ConstantIntOp::create(b, 1, 1));
   // A skipped call (invalid cu_seqlens) reads and writes no state.
-  Value readOk = andI(andI(usable(inSlot, param(pInitial)), map.ok), kept);
-  Value writeOk = andI(andI(usable(outSlot, param(pFinal)), map.ok), kept);
-  // Tokens no sequence covers get o = 0: past cu_seqlens[N], or all of
-  // them in a skipped call.
-  zeroUncovered(coveredTokens(map));
-  bool vk = s.layout == StateLayout::vk;
-  auto stateIndex = [&](Value slot, Value d, Value col) {
-    // Slots slot_stride elements apart (a slot may hold more than one
-    // state: vLLM's hybrid cache), heads K * V apart within one.
-    Value head = add(mul(slot, param(pSlotStride)), mul(toI64(hv), cI64(K * V)));
-    Value vcol = toI64(add(v0, col));
-    return add(head, vk ? add(mul(vcol, cI64(K)), toI64(d)) : add(mul(toI64(d), cI64(V)), vcol));
-  };
-  Value inlineMap = map.inlineMap, scan = map.scan;
-  Value c0 = chunkOffsetOf(inlineMap, scan, n),
-        c1 = chunkOffsetOf(inlineMap, scan, add(n, cI32(1)));
-  Value bos, eos; // named values, not structured bindings: the lambda captures them
-  std::tie(bos, eos) = sequenceBounds(map, n);
-  // A skipped sequence runs no chunk; this block zeroes its share of o.
-  ifThen(skipped, [&] { zeroSequence(bos, eos, hv, v0, BV); });
-  Value c1Run = arith::SelectOp::create(b, skipped, c0, c1);
-  CheckpointStore checkpoint = recurCheckpoints(
-      CheckpointSite{n, position, hv, v0, c0, c1, c1Run, bos, eos, kept, map.ok});
-  c1 = c1Run;
-  RecurSequence seq{hv,     v0,      c0,      c1,         bos,       eos,
-                    readOk, writeOk, inSlot, outSlot, stateIndex, checkpoint};
-  // One builder per recur form (PrefillRecurForms.h).
-  switch (plan.recur) {
-  case RecurForm::Transposed:
-  case RecurForm::TransposedRawQK:
-  case RecurForm::TransposedOverlap:
-  case RecurForm::TransposedShared:
-    return buildRecurTransposed(*this, seq);
-  case RecurForm::Warpgroup:
-    return buildRecurWarpgroup(*this, seq);
-  case RecurForm::SharedRows:
-  case RecurForm::RegisterState:
-    return buildRecurRows(*this, seq);
-  }
+  Value readOk = andI(andI(usable(inSlot, param(pInitial)), mapOk), kept);
+  Value writeOk = andI(andI(usable(outSlot, param(pFinal)), mapOk), kept);
+  return {inSlot, outSlot, skipped, kept, readOk, writeOk};
+}
+
+Value PrefillEmitter::poolStateIndex(Value slot, Value hv, Value v0, Value d, Value col) {
+  int64_t K = s.k, V = s.v;
+  // Slots slot_stride elements apart (a slot may hold more than one
+  // state: vLLM's hybrid cache), heads K * V apart within one.
+  Value head = add(mul(slot, param(pSlotStride)), mul(toI64(hv), cI64(K * V)));
+  Value vcol = toI64(add(v0, col));
+  return add(head, s.layout == StateLayout::vk ? add(mul(vcol, cI64(K)), toI64(d))
+                                               : add(mul(toI64(d), cI64(V)), vcol));
 }
 
 void mlir::delta::prefill::buildRecurRows(const PrefillEmitter &e, const RecurSequence &q) {

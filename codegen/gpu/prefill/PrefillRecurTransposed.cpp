@@ -269,12 +269,11 @@ void RecurTransposedBuilder::build(const RecurSequence &q) {
     if (plan.sharedOverlap()) // the chain takes the registers the output gives up
       setMaxRegisters(kSharedChainRegisters, /*increase=*/true);
     int64_t nT = 8, sRegs = kBlocks * nT * 4;
-    SmallVector<Value> S = initialStateOrZero(q.readOk, sRegs, [&](auto &vals) {
+    SmallVector<Value> S = initialStateOf(q, sRegs, [&](auto element) {
       for (int64_t kb = 0; kb < kBlocks; ++kb)
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t e = 0; e < 4; ++e)
-            vals.push_back(loadInitialState(
-                q.stateIndex(q.inSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e))));
+            element(add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e));
     });
     if (plan.gridDependency()) // chunks' results are read from here on
       waitForChunks();
@@ -349,6 +348,9 @@ void RecurTransposedBuilder::build(const RecurSequence &q) {
           }
         }
         wgWait(1, vacc);
+        if (q.transfer) // a transfer tile: U = 0, V'^T = -S^T W^T
+          for (Value &x : u)
+            x = sel(q.transfer, cF32(0.0), x);
         for (int64_t i = 0; i < nT * 4; ++i)
           vacc[i] = fsub(u[i], vacc[i]);
         SmallVector<Value> vFrag;
@@ -437,9 +439,8 @@ void RecurTransposedBuilder::build(const RecurSequence &q) {
     for (int64_t kb = 0; kb < kBlocks; ++kb)
       for (int64_t j = 0; j < nT; ++j)
         for (int64_t e = 0; e < 4; ++e)
-          storeFinalState(S[kb * nT * 4 + 4 * j + e], [&] {
-            return q.stateIndex(q.outSlot, add(cI32(64 * kb), wgCol(j, e)), wgRow(wl, e));
-          });
+          storeFinalOf(q, S[kb * nT * 4 + 4 * j + e], add(cI32(64 * kb), wgCol(j, e)),
+                       wgRow(wl, e));
   }
 
   // The output warpgroup: refills the stage chunk c read, then stores
@@ -491,15 +492,22 @@ void RecurTransposedBuilder::build(const RecurSequence &q) {
       // 16-byte aligned: the host checks both).
       Value staged = gep(base, i8, add(cI32(L.st), mul(parity, cI32(oBytes))));
       Value seg = remu(u, cI32(8));
-      Value first = add(add(mul(t0, param(pOStride)), mul(toI64(q.hv), cI64(s.v))),
-                        toI64(add(q.v0, mul(seg, cI32(8)))));
+      Value outPtr = param(pO), outStride = param(pOStride), first;
+      if (q.outTile) { // recur_cp: o, or a transfer tile's rows in the workspace
+        Value at;
+        std::tie(outPtr, at, outStride) = q.outTile(c, t0);
+        first = add(at, toI64(mul(seg, cI32(8))));
+      } else {
+        first = add(add(mul(t0, param(pOStride)), mul(toI64(q.hv), cI64(s.v))),
+                    toI64(add(q.v0, mul(seg, cI32(8)))));
+      }
       auto vecTy = VectorType::get({8}, s.ioType);
       for (int64_t i = 0; i < C * BV / 8 / 128; ++i) {
         Value row = add(divu(u, cI32(8)), cI32(16 * i));
         ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
           Value x = LLVM::LoadOp::create(
               b, vecTy, gep(staged, i8, add(mul(row, cI32(oRow)), mul(seg, cI32(16)))), 16);
-          storeVec(x, param(pO), s.ioType, add(first, mul(toI64(row), param(pOStride))), 16);
+          storeVec(x, outPtr, s.ioType, add(first, mul(toI64(row), outStride)), 16);
         });
       }
       namedArrive(add(cI32(kTrODone), parity), both);

@@ -1,0 +1,245 @@
+//===- PrefillSegments.cpp - exact intra-card context parallelism -*- C++ -*-===//
+//
+// The context-parallel prefill (docs/context-parallelism.md; issue 35):
+// each sequence's chunks split into `segments` runs of ceil(chunks /
+// segments), which recur runs side by side instead of one after the other.
+// Per value head, chunk c maps its entering state by S_{c+1} = M_c S_c + b_c
+// (M_c = Diag(e^G_last) - Kd^T W, b_c = Kd^T U): the same recurrence on K
+// more value columns, started from I with zero values, gives a segment's
+// transfer M_seg, and its outputs on those columns are Q^_c = (Qg_c - P_c
+// W_c) Mpre_c, the rows by which the segment's entering state S0 adds to
+// its output: O_c = O0_c + Q^_c S0. Three kernels after chunks:
+//
+//   recur_cp    the transposed recur (PrefillRecurTransposed.cpp), one block
+//               per (sequence, value head, segment, tile): V / tile value
+//               tiles, and for every segment but the first K / tile
+//               transfer tiles (RecurSequence::transfer). A value tile of
+//               the first segment starts from the pool's state, of the
+//               others from zero, and writes O0 to o; a transfer tile
+//               writes Q^ (16-bit) to region 10; every tile leaves its
+//               final state (b_seg, M_seg columns) in region 8 (f32).
+//   cp_chain    one block per (sequence, value head, 16 columns of V):
+//               S_start(s + 1) = M_s S_start(s) + b_s in f32 from the first
+//               segment's final state, each S_start(s) left in region 9
+//               (16-bit, the correction's operand), the last one the
+//               sequence's final state in the pool.
+//   cp_correct  one block per (chunk, value head), like chunks: a chunk of
+//               a segment past the first adds Q^_c S_start(s) to its rows
+//               of o (mma.sync).
+//
+// Exact: no truncation or decay threshold; the serial result up to
+// rounding (the transfer and chain in f32, the correction's operands in
+// 16 bits as every product of recur). The host decides the segments per
+// call (deltac_prefill.cpp) and bounds N * HV * segments by
+// deltac_abi::kMaxSegmentHeads, the regions' size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/gpu/prefill/PrefillRecurForms.h"
+
+using namespace mlir;
+using namespace mlir::delta;
+using namespace mlir::delta::prefill;
+
+namespace {
+// Workspace regions (deltac_abi::prefillSegmentRegionBytes).
+constexpr int64_t kTransfers = 8, kEntering = 9, kCorrection = 10;
+} // namespace
+
+void PrefillEmitter::emitRecurSegments() {
+  assert(plan.transposedRecur() && "context parallelism is built on the transposed recur");
+  int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
+  int64_t valueTiles = V / BV, tiles = valueTiles + K / BV;
+  Value segments = param(pSegments);
+  // One-dimensional grid, tile fastest, then segment, head and sequence
+  // (longest first, as recur).
+  Value flat = blockId(gpu::Dimension::x);
+  Value tile = remu(flat, cI32(tiles)), rest = divu(flat, cI32(tiles));
+  Value segment = remu(rest, segments);
+  rest = divu(rest, segments);
+  ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  Value position = divu(rest, param(pHV)), hv = remu(rest, param(pHV));
+  Value n = longestFirst(map, position);
+  Value transfer = cmp(arith::CmpIPredicate::uge, tile, cI32(valueTiles));
+  // A transfer tile copies U's first columns (read as zero).
+  Value v0 = sel(transfer, cI32(0), mul(tile, cI32(BV)));
+  Value m0 = mul(sub(tile, cI32(valueTiles)), cI32(BV));
+  SequenceSlots slots = sequenceSlots(n, map.ok);
+  zeroUncovered(coveredTokens(map));
+  Value firstSegment = cmp(arith::CmpIPredicate::eq, segment, cI32(0));
+  // The first segment starts from the known state: no transfer.
+  ifThen(notI(andI(transfer, firstSegment)), [&] {
+    Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n),
+          c1 = chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1)));
+    Value bos, eos;
+    std::tie(bos, eos) = sequenceBounds(map, n);
+    Value length = segmentChunks(sub(c1, c0));
+    Value sc0 = minS(add(c0, mul(segment, length)), c1);
+    Value sc1 = minS(add(sc0, length), c1);
+    auto tokenOf = [&](Value c) { return minS(add(bos, mul(toI64(sub(c, c0)), cI64(C))), eos); };
+    Value sbos = tokenOf(sc0), seos = tokenOf(sc1);
+    // A skipped sequence: its value tiles zero their share of o.
+    ifThen(andI(slots.skipped, notI(transfer)),
+           [&] { zeroSequence(sbos, seos, hv, v0, BV); });
+    Value sc1Run = sel(slots.skipped, sc0, sc1);
+    Value readOk = andI(slots.readOk, andI(firstSegment, notI(transfer)));
+    // Region 8: per (sequence, head, segment) b_seg [K][V], then M_seg [K][K].
+    Value at = mul(toI64(add(mul(add(mul(n, param(pHV)), hv), segments), segment)),
+                   cI64(K * (V + K)));
+    Value transfers = gep(workRegion(kTransfers), f32, at);
+    Value correction = workRegion(kCorrection);
+    auto stateIndex = [&](Value slot, Value d, Value col) {
+      return poolStateIndex(slot, hv, v0, d, col);
+    };
+    auto storeFinal = [&](Value x, Value d, Value col) {
+      Value dl = toI64(d);
+      Value inM = add(cI64(K * V), add(mul(dl, cI64(K)), toI64(add(m0, col))));
+      Value inB = add(mul(dl, cI64(V)), toI64(add(v0, col)));
+      store(x, transfers, sel(transfer, inM, inB), 4);
+    };
+    // o, or for a transfer tile Q^ [chunk, head][C][K] in region 10.
+    auto outTile = [&](Value c, Value t0) -> std::tuple<Value, Value, Value> {
+      Value ptrTo = LLVM::SelectOp::create(b, transfer, correction, param(pO));
+      Value qAt = add(mul(chunkHead(c, hv), cI64(C * K)), toI64(m0));
+      Value oAt = add(add(mul(t0, param(pOStride)), mul(toI64(hv), cI64(V))), toI64(v0));
+      return {ptrTo, sel(transfer, qAt, oAt), sel(transfer, cI64(K), param(pOStride))};
+    };
+    CheckpointStore none = [](Value, StateElements) {};
+    RecurSequence seq{hv,         v0,      sc0,          sc1Run,        sbos,       seos,
+                      readOk,     cTrue(), slots.inSlot, slots.outSlot, stateIndex, none};
+    seq.transfer = transfer;
+    seq.m0 = m0;
+    seq.storeFinal = storeFinal;
+    seq.outTile = outTile;
+    buildRecurTransposed(*this, seq);
+  });
+}
+
+// The chain is short (segments - 1 steps of K x K by K x 16) and f32: one
+// thread per row of 16 state columns, M's row read as 16-byte vectors, the
+// state's columns from shared memory (the same address across the warp).
+void PrefillEmitter::emitSegmentChain() {
+  int64_t K = s.k, V = s.v, W = kSegmentChainColumns;
+  Value segments = param(pSegments);
+  Value flat = blockId(gpu::Dimension::x);
+  Value block = remu(flat, cI32(V / W)), rest = divu(flat, cI32(V / W));
+  Value hv = remu(rest, param(pHV)), n = divu(rest, param(pHV));
+  ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  SequenceSlots slots = sequenceSlots(n, map.ok);
+  Value col0 = mul(block, cI32(W));
+  Value active = cmp(arith::CmpIPredicate::ult, tid, cI32(K));
+  Value d = toI64(minS(tid, cI32(K - 1))); // in bounds; only `active` stores
+  Value first = toI64(mul(add(mul(n, param(pHV)), hv), segments));
+  Value transfers = gep(workRegion(kTransfers), f32, cI64(0));
+  Value entering = gep(workRegion(kEntering), opType, cI64(0));
+  Value S = region(0); // [K][W] f32
+  auto bAt = [&](Value tr, int64_t j) {
+    return add(add(mul(tr, cI64(K * (V + K))), mul(d, cI64(V))), toI64(add(col0, cI32(j))));
+  };
+  SmallVector<Value> x;
+  for (int64_t j = 0; j < W; ++j)
+    x.push_back(load(f32, transfers, bAt(first, j), 4));
+  auto steps = scf::ForOp::create(b, cI32(1), segments, cI32(1), x);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(steps.getBody());
+    Value seg = steps.getInductionVar();
+    SmallVector<Value> cur(steps.getRegionIterArgs());
+    Value tr = add(first, toI64(seg));
+    ifThen(active, [&] {
+      for (int64_t j = 0; j < W; j += 4) {
+        auto v4 = VectorType::get({4}, f32);
+        Value vec = LLVM::UndefOp::create(b, v4);
+        for (int64_t e = 0; e < 4; ++e)
+          vec = LLVM::InsertElementOp::create(b, vec, cur[j + e], cI32(e));
+        storeVec(vec, S, f32, add(mul(d, cI64(W)), cI64(j)), 16);
+      }
+      // S_start(seg), the correction's operand.
+      for (int64_t j = 0; j < W; j += 2)
+        storeVec(pack2(cur[j], cur[j + 1], opType), entering, opType,
+                 add(add(mul(tr, cI64(K * V)), mul(d, cI64(V))), toI64(add(col0, cI32(j)))), 4);
+    });
+    barrier();
+    SmallVector<Value> y;
+    for (int64_t j = 0; j < W; ++j)
+      y.push_back(load(f32, transfers, bAt(tr, j), 4));
+    // y += M_seg[d][:] S: M's row from region 8 after b_seg.
+    Value mRow = add(add(mul(tr, cI64(K * (V + K))), cI64(K * V)), mul(d, cI64(K)));
+    auto ks = scf::ForOp::create(b, cI32(0), cI32(K), cI32(4), y);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ks.getBody());
+      Value k0 = ks.getInductionVar();
+      SmallVector<Value> acc(ks.getRegionIterArgs());
+      auto v4 = VectorType::get({4}, f32);
+      Value m4 = LLVM::LoadOp::create(b, v4, gep(transfers, f32, add(mRow, toI64(k0))), 16);
+      for (int64_t e = 0; e < 4; ++e) {
+        Value m = elt(m4, e);
+        Value row = add(k0, cI32(e));
+        for (int64_t j = 0; j < W; j += 4) {
+          Value s4 = LLVM::LoadOp::create(
+              b, v4, gep(S, f32, add(mul(row, cI32(W)), cI32(j))), 16);
+          for (int64_t i = 0; i < 4; ++i)
+            acc[j + i] = fma(m, elt(s4, i), acc[j + i]);
+        }
+      }
+      scf::YieldOp::create(b, acc);
+    }
+    barrier(); // every thread has read S before the next step writes it
+    scf::YieldOp::create(b, ks.getResults());
+  }
+  SmallVector<Value> last(steps.getResults());
+  ifThen(andI(active, slots.writeOk), [&] {
+    for (int64_t j = 0; j < W; ++j)
+      storeFinalState(last[j], [&] {
+        return poolStateIndex(slots.outSlot, hv, cI32(0), toI32(d), add(col0, cI32(j)));
+      });
+  });
+}
+
+void PrefillEmitter::emitSegmentCorrection() {
+  int64_t C = s.chunk, K = s.k, V = s.v;
+  Value flat = blockId(gpu::Dimension::x);
+  Value c = divu(flat, param(pHV)), hv = remu(flat, param(pHV));
+  Value N = param(pN);
+  ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  Value total = chunkOffsetOf(map.inlineMap, map.scan, N);
+  Value ended = xorSum(arith::ExtUIOp::create(b, i32,
+                                               andI(cmp(arith::CmpIPredicate::ult, lane, N),
+                                                    cmp(arith::CmpIPredicate::sle, map.scan, c))),
+                       1, 16);
+  ifThen(cmp(arith::CmpIPredicate::slt, c, total), [&] {
+    Value n = sequenceOfChunk(map, c, ended);
+    Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n),
+          c1 = chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1)));
+    Value segment = divu(sub(c, c0), segmentChunks(sub(c1, c0)));
+    Value bos, eos;
+    std::tie(bos, eos) = sequenceBounds(map, n);
+    Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
+    Value rows = toI32(minS(cI64(C), sub(eos, t0)));
+    SequenceSlots slots = sequenceSlots(n, map.ok);
+    // The first segment's rows are final; a skipped sequence's are zero.
+    Value corrected = andI(cmp(arith::CmpIPredicate::ugt, segment, cI32(0)),
+                           andI(slots.kept, map.ok));
+    ifThen(corrected, [&] {
+      Value qh = region(0), st = region(C * (K + kRowPad) * 2);
+      Value tr = toI64(add(mul(add(mul(n, param(pHV)), hv), param(pSegments)), segment));
+      copyTile(qh, workRegion(kCorrection), mul(chunkHead(c, hv), cI64(C * K)), C, K);
+      copyTile(st, workRegion(kEntering), mul(tr, cI64(K * V)), K, V);
+      waitCopies();
+      barrier();
+      SmallVector<Frag> acc = zeroFrags(C, V);
+      mma(Operand{qh, K + kRowPad}, Operand{st, V + kRowPad, /*kRows=*/true}, C, V, K, acc);
+      auto pairTy = VectorType::get({2}, s.ioType);
+      forEachPair(C, V, acc, [&](Value row, Value col, Value x0, Value x1) {
+        ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
+          Value at = add(add(mul(add(t0, toI64(row)), param(pOStride)), mul(toI64(hv), cI64(V))),
+                         toI64(col));
+          Value o2 = LLVM::LoadOp::create(b, pairTy, gep(param(pO), s.ioType, at), 4);
+          storeVec(pack2(fadd(toF32(elt(o2, 0)), x0), fadd(toF32(elt(o2, 1)), x1), s.ioType),
+                   param(pO), s.ioType, at, 4);
+        });
+      });
+    });
+  });
+}

@@ -1,0 +1,63 @@
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s --check-prefix=NONE
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --delta-gpu-to-ptx | FileCheck %s --check-prefix=PTX
+// RUN: rm -rf %t && deltac %s --target=sm_80,sm_90a -o %t --name=lib > /dev/null
+// RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
+// RUN: not grep -q cp.async.mbarrier.arrive %t/kernels/gkv_k128_v128_prefill_recur_cp.sm_90a.ptx
+// RUN: grep -q cp.async.mbarrier.arrive %t/kernels/gkv_k128_v128_prefill_recur.sm_90a.ptx
+
+// Context parallelism (PrefillSegments.cpp): the kernels exist beside the
+// transposed recur (sm_90a's code, V tile 64, a scalar gate), in that
+// code's module only: the segmented recur with the tile-64 recur's block
+// and shared memory, the chain (128 threads, K x 16 f32 columns) and the
+// correction (128 threads, Q^ [64][136] and S_start [128][136] in 16 bits).
+module attributes {delta.targets = ["sm_80", "sm_90a"]} {
+  delta.spec @gkv rule = gated dims = [128x128] io = bf16 state = f32
+      layout = kv gate = log beta = given l2norm chunk = 64 entries = [prefill]
+  delta.spec @kkv rule = kda dims = [128x128] io = bf16 state = f32
+      layout = kv gate = channel_log beta = given l2norm chunk = 64 entries = [prefill]
+}
+
+// CHECK: gpu.module @gkv_k128_v128_prefill_recur_wgmma_gpu
+// CHECK: gpu.func @gkv_k128_v128_prefill_recur(
+// CHECK-SAME: role = recur, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM:[0-9]+]], dynamic_smem_stage = [[STAGE:[0-9]+]]
+// CHECK: gpu.module @gkv_k128_v128_prefill_recur_cp_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @gkv_k128_v128_prefill_recur_cp(
+// CHECK-SAME: role = recur_cp, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM]], dynamic_smem_stage = [[STAGE]]>
+// CHECK: gpu.module @gkv_k128_v128_prefill_cp_chain_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @gkv_k128_v128_prefill_cp_chain(
+// CHECK-SAME: role = cp_chain, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 8192>
+// CHECK: gpu.module @gkv_k128_v128_prefill_cp_correct_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @gkv_k128_v128_prefill_cp_correct(
+// CHECK-SAME: role = cp_correct, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 52224>
+
+// None for sm_80's code, for the narrow tiles, or for kda (its recur is
+// the warpgroup form, not the transposed one).
+// NONE-NOT: code = cp_async{{.*}}role = recur_cp
+// NONE-NOT: recur_cp_v16
+// NONE-NOT: @kkv_k128_v128_prefill_recur_cp
+// NONE-NOT: @kkv_k128_v128_prefill_cp_
+
+// The segmented recur is the transposed recur (wgmma with S^T as register
+// A) without the overlapped launch's flags or the raw q/k form; the chain reads M's rows as
+// 16-byte vectors into f32 FMAs, after writing S_start in bf16; the correction
+// is mma.sync on operands brought by cp.async.
+// PTX: gpu.binary @gkv_k128_v128_prefill_recur_cp_wgmma_gpu
+// PTX-NOT: ld.acquire.gpu
+// PTX-SAME: griddepcontrol.wait
+// PTX-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// PTX: gpu.binary @gkv_k128_v128_prefill_cp_chain_wgmma_gpu
+// PTX-SAME: cvt.rn.bf16x2.f32
+// PTX-SAME: ld.global.v4.b32
+// PTX-SAME: fma.rn.f32
+// PTX: gpu.binary @gkv_k128_v128_prefill_cp_correct_wgmma_gpu
+// PTX-SAME: cp.async.cg.shared.global
+// PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+
+// The variant table names the three kernels and their launch values.
+// TABLE: v.recurCp = &gkv_k128_v128_prefill_recur_cp_kernel;
+// TABLE-NEXT: v.segmentChain = &gkv_k128_v128_prefill_cp_chain_kernel;
+// TABLE-NEXT: v.segmentCorrection = &gkv_k128_v128_prefill_cp_correct_kernel;
+// TABLE-NEXT: v.segmentThreads = 128;
+// TABLE-NEXT: v.smemSegmentChain = 8192;
+// TABLE-NEXT: v.smemSegmentCorrection = 52224;
