@@ -818,11 +818,16 @@ int main(int argc, char **argv) {
     // One skipped call's checks.
     auto skippedCall = [&](const Case &c, const std::vector<int64_t> &cu) {
       Run r = runCase(c, &cu);
-      // A forced shared recur keeps no checkpoints: the call is refused.
-      if (c.ckMode && r.status == DELTAC_UNSUPPORTED &&
-          r.error.find("DELTAC_PREFILL_FORCE=") == 0 &&
-          r.error.find("keeps no state checkpoints") != std::string::npos) {
+      // A forced shared recur or cp keeps no checkpoints, and cp keeps at
+      // most kMaxSegmentHeads transfers: the call is refused.
+      bool refused = r.status == DELTAC_UNSUPPORTED && r.error.find("DELTAC_PREFILL_FORCE=") == 0;
+      if (refused && c.ckMode && r.error.find("keeps no state checkpoints") != std::string::npos) {
         results.add(c.name + " (forced shared recur: refused)", true, r.error);
+        return;
+      }
+      if (refused && forced().form == "cp" &&
+          r.error.find("segments exceeds") != std::string::npos) {
+        results.add(c.name + " (forced cp: refused)", true, r.error);
         return;
       }
       results.add(c.name,
