@@ -136,7 +136,7 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.segmentChain = &gkv_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &gkv_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -380,7 +380,7 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.segmentChain = &d64_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &d64_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {

@@ -129,7 +129,7 @@ constexpr int64_t kMaxSegmentHeads = 256;
 
 /// cp_chain's block covers this many V columns of one (sequence, value
 /// head): its grid is N * HV * V / kSegmentChainColumns.
-constexpr int64_t kSegmentChainColumns = 16;
+constexpr int64_t kSegmentChainColumns = 4;
 
 /// Bytes of the context-parallel regions 8-10, after region 7: [8] each
 /// segment's transfer (f32: the state it leaves from zero, K x V, then its

@@ -87,7 +87,7 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   p.recurSmem = recur.total;
   p.recurSmemStage = recur.stage;
   p.prepSmem = 2 * p.threads * 4 + 16; // the scan's two buffers, the verdict
-  // Context parallelism (PrefillSegments.cpp): the chain's [K][16] f32
+  // Context parallelism (PrefillSegments.cpp): the chain's [K][4] f32
   // state columns; the correction's Q^ [C][K] and S_start [K][V] operands.
   p.segmentChainSmem = spec.k * kSegmentChainColumns * 4;
   p.segmentCorrectionSmem = (spec.chunk * (spec.k + kRowPad) + spec.k * (spec.v + kRowPad)) * 2;

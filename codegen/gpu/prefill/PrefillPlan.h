@@ -163,7 +163,7 @@ struct PrefillPlan {
   /// images of W, Qg, Kd and P, U in 16-column tiles (workTileAt).
   bool swizzledWorkspace() const { return chunks != ChunksForm::Rows; }
 };
-/// cp_chain's block: one thread per K row of this many V columns.
+/// cp_chain's block: one thread per K row of this many V columns (deltac_abi.h).
 using deltac_abi::kSegmentChainColumns;
 /// The block size of cp_chain and cp_correct (K <= 128 rows; 4 warps for
 /// the correction's C x V product).

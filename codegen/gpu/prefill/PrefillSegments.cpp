@@ -18,7 +18,7 @@
 //               others from zero, and writes O0 to o; a transfer tile
 //               writes Q^ (16-bit) to region 10; every tile leaves its
 //               final state (b_seg, M_seg columns) in region 8 (f32).
-//   cp_chain    one block per (sequence, value head, 16 columns of V):
+//   cp_chain    one block per (sequence, value head, 4 columns of V):
 //               S_start(s + 1) = M_s S_start(s) + b_s in f32 from the first
 //               segment's final state, each S_start(s) left in region 9
 //               (16-bit, the correction's operand), the last one the
@@ -115,9 +115,12 @@ void PrefillEmitter::emitRecurSegments() {
   });
 }
 
-// The chain is short (segments - 1 steps of K x K by K x 16) and f32: one
-// thread per row of 16 state columns, M's row read as 16-byte vectors, the
-// state's columns from shared memory (the same address across the warp).
+// The chain is short (segments - 1 steps of K x K by K x 4) and f32: one
+// thread per row of kSegmentChainColumns state columns, M's row read as
+// 16-byte vectors, the state's columns from shared memory (the same
+// address across the warp). Narrow column blocks make more blocks, each
+// step shorter: the chain is latency, not work (16 columns: 73 us for 7
+// steps at T = 32K H2 on an H100).
 void PrefillEmitter::emitSegmentChain() {
   int64_t K = s.k, V = s.v, W = kSegmentChainColumns;
   Value segments = param(pSegments);
@@ -226,18 +229,28 @@ void PrefillEmitter::emitSegmentCorrection() {
       Value tr = toI64(add(mul(add(mul(n, param(pHV)), hv), param(pSegments)), segment));
       copyTile(qh, workRegion(kCorrection), mul(chunkHead(c, hv), cI64(C * K)), C, K);
       copyTile(st, workRegion(kEntering), mul(tr, cI64(K * V)), K, V);
+      // The rows of o this thread adds to, loaded while the operands land
+      // (a row past the sequence reads its last row and stores nothing).
+      SmallVector<Frag> acc = zeroFrags(C, V);
+      auto pairTy = VectorType::get({2}, s.ioType);
+      auto oAt = [&](Value row, Value col) {
+        Value r = minS(row, sub(rows, cI32(1)));
+        return add(add(mul(add(t0, toI64(r)), param(pOStride)), mul(toI64(hv), cI64(V))),
+                   toI64(col));
+      };
+      SmallVector<Value> before;
+      forEachPair(C, V, acc, [&](Value row, Value col, Value, Value) {
+        before.push_back(LLVM::LoadOp::create(b, pairTy, gep(param(pO), s.ioType, oAt(row, col)), 4));
+      });
       waitCopies();
       barrier();
-      SmallVector<Frag> acc = zeroFrags(C, V);
       mma(Operand{qh, K + kRowPad}, Operand{st, V + kRowPad, /*kRows=*/true}, C, V, K, acc);
-      auto pairTy = VectorType::get({2}, s.ioType);
+      int64_t i = 0;
       forEachPair(C, V, acc, [&](Value row, Value col, Value x0, Value x1) {
+        Value o2 = before[i++];
         ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
-          Value at = add(add(mul(add(t0, toI64(row)), param(pOStride)), mul(toI64(hv), cI64(V))),
-                         toI64(col));
-          Value o2 = LLVM::LoadOp::create(b, pairTy, gep(param(pO), s.ioType, at), 4);
           storeVec(pack2(fadd(toF32(elt(o2, 0)), x0), fadd(toF32(elt(o2, 1)), x1), s.ioType),
-                   param(pO), s.ioType, at, 4);
+                   param(pO), s.ioType, oAt(row, col), 4);
         });
       });
     });
