@@ -1848,7 +1848,7 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.segmentChain = &fla_kv_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {
@@ -1914,7 +1914,7 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.segmentChain = &fla_kv_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -2084,7 +2084,7 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.segmentChain = &fla_vk_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_vk_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {
@@ -2150,7 +2150,7 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.segmentChain = &fla_vk_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_vk_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -2320,7 +2320,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.segmentChain = &fla_kv_f16_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_f16_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {
@@ -2386,7 +2386,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.segmentChain = &fla_kv_f16_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_f16_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -2482,7 +2482,7 @@ const deltac_rt::PrefillVariant *fla_kv_nonorm_prefill_variants() {
       v.segmentChain = &fla_kv_nonorm_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_nonorm_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {
@@ -2548,7 +2548,7 @@ const deltac_rt::PrefillVariant *fla_kv_nonorm_prefill_variants() {
       v.segmentChain = &fla_kv_nonorm_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_nonorm_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -2644,7 +2644,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_nonorm_prefill_variants() {
       v.segmentChain = &fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {
@@ -2710,7 +2710,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_nonorm_prefill_variants() {
       v.segmentChain = &fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -2806,7 +2806,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.segmentChain = &deltanet_kv_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &deltanet_kv_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {
@@ -2872,7 +2872,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.segmentChain = &deltanet_kv_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &deltanet_kv_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -2968,7 +2968,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_nonorm_prefill_variants() {
       v.segmentChain = &deltanet_kv_nonorm_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &deltanet_kv_nonorm_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 4096;
+      v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
     }
     {
@@ -3034,7 +3034,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_nonorm_prefill_variants() {
       v.segmentChain = &deltanet_kv_nonorm_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &deltanet_kv_nonorm_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -3130,7 +3130,7 @@ const deltac_rt::PrefillVariant *serving_prefill_variants() {
       v.segmentChain = &serving_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &serving_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -3226,7 +3226,7 @@ const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
       v.segmentChain = &serving_bf16_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &serving_bf16_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {
@@ -3322,7 +3322,7 @@ const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
       v.segmentChain = &serving_f16_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &serving_f16_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {

@@ -126,7 +126,7 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.segmentChain = &qwen3_next_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &qwen3_next_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
-      v.smemSegmentChain = 8192;
+      v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
     }
     {

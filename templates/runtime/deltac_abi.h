@@ -131,16 +131,23 @@ constexpr int64_t kMaxSegmentHeads = 256;
 /// head): its grid is N * HV * V / kSegmentChainColumns.
 constexpr int64_t kSegmentChainColumns = 4;
 
+/// The (sequence, value head, segment) transfers a call of N sequences
+/// over HV heads has room for: N * HV * kMaxSegments, at most
+/// kMaxSegmentHeads.
+constexpr int64_t prefillSegmentSlots(int64_t N, int64_t HV) {
+  return N * HV * kMaxSegments < kMaxSegmentHeads ? N * HV * kMaxSegments : kMaxSegmentHeads;
+}
+
 /// Bytes of the context-parallel regions 8-10, after region 7: [8] each
 /// segment's transfer (f32: the state it leaves from zero, K x V, then its
-/// K x K transfer matrix) per (sequence, value head, segment); [9] each
+/// K x K transfer matrix) per slot (prefillSegmentSlots); [9] each
 /// segment's entering state (16-bit, K x V), the correction's operand;
 /// [10] the correction's left operand (16-bit, C x K) per (chunk, value
 /// head).
-constexpr std::array<int64_t, 3> prefillSegmentRegionBytes(int64_t C, int64_t K,
-                                                           int64_t V, int64_t chunks) {
-  return {align256(kMaxSegmentHeads * K * (V + K) * 4),
-          align256(kMaxSegmentHeads * K * V * 2), align256(chunks * C * K * 2)};
+constexpr std::array<int64_t, 3> prefillSegmentRegionBytes(int64_t C, int64_t K, int64_t V,
+                                                           int64_t chunks, int64_t slots) {
+  return {align256(slots * K * (V + K) * 4), align256(slots * K * V * 2),
+          align256(chunks * C * K * 2)};
 }
 
 /// Workspace bytes of a context-parallel prefill call: the ordinary
@@ -150,7 +157,7 @@ constexpr int64_t prefillSegmentWorkspaceBytes(int64_t C, int64_t K, int64_t V,
                                                bool perChannel, int64_t maxChunks,
                                                int64_t HV, int64_t N) {
   int64_t total = prefillWorkspaceBytes(C, K, V, perChannel, maxChunks, HV, N);
-  for (int64_t r : prefillSegmentRegionBytes(C, K, V, maxChunks * HV))
+  for (int64_t r : prefillSegmentRegionBytes(C, K, V, maxChunks * HV, prefillSegmentSlots(N, HV)))
     total += r;
   return total;
 }

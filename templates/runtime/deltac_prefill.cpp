@@ -219,7 +219,9 @@ int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
   if (total < 0 || !v.recurCp)
     return total;
   // Context parallelism's regions 8-10 (deltac_abi::prefillSegmentRegionBytes).
-  for (int64_t r : deltac_abi::prefillSegmentRegionBytes(v.chunk, v.K, v.V, maxChunks(v, T, N) * HV))
+  for (int64_t r : deltac_abi::prefillSegmentRegionBytes(v.chunk, v.K, v.V,
+                                                        maxChunks(v, T, N) * HV,
+                                                        deltac_abi::prefillSegmentSlots(N, HV)))
     total += r;
   return total;
 }
@@ -647,7 +649,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       if (forcedSegments && n == 0)
         n = 2;
       noSegments = "N * HV * segments exceeds " + std::to_string(deltac_abi::kMaxSegmentHeads);
-      if (n >= 2 && a.N * a.HV * n <= deltac_abi::kMaxSegmentHeads) {
+      if (n >= 2 && a.N * a.HV * n <= deltac_abi::prefillSegmentSlots(a.N, a.HV)) {
         // Only altTarget's code has the three kernels (an A100 must not
         // try them): each loaded, and chunks and recur that code too.
         bool altCode = c->altTarget;

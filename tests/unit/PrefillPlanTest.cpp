@@ -321,6 +321,45 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
   EXPECT_EQ(deltac_rt::kMaxSharedSMs, 254);
 }
 
+TEST(PrefillDispatch, SegmentsWhereRecurLeavesMostSMsIdle) {
+  // Context parallelism (PrefillVariant::recurCp) on the tile-64 variant:
+  // where busy * HV * 2 value tiles take at most an eighth of the SMs and
+  // a busy sequence has 8192 tokens or more, the most segments (a power of
+  // two up to 8) whose recur_cp blocks fit one wave and whose transfers
+  // fit the workspace's slots.
+  deltac_rt::Kernel *kernel = reinterpret_cast<deltac_rt::Kernel *>(&kernel);
+  deltac_rt::PrefillVariant v = variant(128, 128, 2, 1);
+  const int sms = 132;
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 4, sms, 32768, 0), 0); // no recur_cp
+  v.recurCp = v.segmentChain = v.segmentCorrection = kernel;
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 2, sms, 32768, 0), 8);
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 4, sms, 32768, 0), 8);  // 120 blocks
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 8, sms, 32768, 0), 4);  // 112 blocks
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 16, sms, 32768, 0), 0); // recur's 32 blocks: overlapped
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 4, sms, 4096, 0), 0);   // too short
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 4, sms, 131072, 0), 8);
+  // Busy sequences as choosePrefillVariant counts them: 4 long ones, or one
+  // long among short ones where the host knows the longest.
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 4, 2, sms, 4 * 16384, 0), 4); // 112 blocks
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 33, 4, sms, 32768 + 32 * 100, 0), 0);
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 33, 2, sms, 32768 + 32 * 100, 32768), 2);
+  EXPECT_EQ(deltac_rt::segmentBlocks(v, 1, 4, 8), 4 * (2 + 7 * 4));
+  EXPECT_EQ(deltac_rt::segmentBlocks(v, 1, 4, 1), 8);
+  // The workspace: the ordinary call's, then regions 8-10 (transfer slots
+  // min(8 N HV, 256), 16 KiB per (chunk, value head) of Q^).
+  int64_t T = 32768, N = 1, HV = 4, chunks = (T / 64 + N) * HV;
+  int64_t slots = deltac_abi::prefillSegmentSlots(N, HV);
+  EXPECT_EQ(slots, 32);
+  EXPECT_EQ(deltac_abi::prefillSegmentSlots(40, 32), deltac_abi::kMaxSegmentHeads);
+  EXPECT_EQ(deltac_rt::prefillWorkspaceBytes(v, T, N, HV) -
+                deltac_rt::prefillMinimumWorkspaceBytes(v, T, N, HV),
+            slots * 128 * 256 * 4 + slots * 128 * 128 * 2 + chunks * 64 * 128 * 2);
+  EXPECT_EQ(deltac_rt::prefillMinimumWorkspaceBytes(v, T, N, HV),
+            deltac_abi::prefillWorkspaceBytes(64, 128, 128, false, T / 64 + N, HV, N));
+  EXPECT_EQ(deltac_rt::prefillWorkspaceBytes(v, T, N, HV),
+            deltac_abi::prefillSegmentWorkspaceBytes(64, 128, 128, false, T / 64 + N, HV, N));
+}
+
 TEST(PrefillDispatch, SharedOverlapWhereRecurTakesAtMostHalfTheSMs) {
   // The table above, with the queue and the shared recur on the tile-64
   // variant. Taken where the reserved launch is not (chooseOverlapVariant
@@ -741,4 +780,14 @@ TEST(PrefillForce, Grammar) {
   EXPECT_NE(error("ordinary,sms=8").find("only the overlap forms"), std::string::npos);
   EXPECT_NE(error("overlap,sms=0").find("positive"), std::string::npos);
   EXPECT_NE(error("ordinary,stages=1,stages=2").find("given twice"), std::string::npos);
+  // cp: context parallelism, with its own settings.
+  EXPECT_EQ(deltac_rt::parsePrefillForce("cp,segments=4,stages=2", &f), "");
+  EXPECT_EQ(f.form, deltac_rt::PrefillForm::Segments);
+  EXPECT_EQ(f.segments, 4);
+  EXPECT_EQ(deltac_rt::parsePrefillForce("cp", &f), "");
+  EXPECT_EQ(f.segments, 0);
+  EXPECT_NE(error("cp,segments=1").find("from 2 to 8"), std::string::npos);
+  EXPECT_NE(error("cp,segments=9").find("from 2 to 8"), std::string::npos);
+  EXPECT_NE(error("overlap,segments=2").find("only the cp form"), std::string::npos);
+  EXPECT_NE(error("cp,tile=64").find("V tile its kernels"), std::string::npos);
 }

@@ -190,9 +190,14 @@ Value PrefillEmitter::workRegion(int64_t which) {
   // Regions 8-10 (context parallelism) follow region 7.
   if (which >= 8)
     off = add(off, add(cI64(deltac_abi::kOverlapCounterBytes), round(mul(chunks, cI64(4)))));
-  std::array<int64_t, 3> segment = deltac_abi::prefillSegmentRegionBytes(s.chunk, s.k, s.v, 0);
-  for (int64_t r = 8; r < which; ++r)
-    off = add(off, cI64(segment[r - 8]));
+  if (which >= 9) {
+    // Regions 8 and 9 hold deltac_abi::prefillSegmentSlots(N, HV) transfers.
+    Value wanted = mul(mul(toI64(param(pN)), toI64(param(pHV))), cI64(deltac_abi::kMaxSegments));
+    Value slots = minS(wanted, cI64(deltac_abi::kMaxSegmentHeads));
+    off = add(off, round(mul(slots, cI64(s.k * (s.v + s.k) * 4))));
+    if (which >= 10)
+      off = add(off, round(mul(slots, cI64(s.k * s.v * 2))));
+  }
   if (which == 0)
     off = cI64(0);
   return gep(param(pWork), b.getI8Type(), off);

@@ -31,7 +31,7 @@
 // rounding (the transfer and chain in f32, the correction's operands in
 // 16 bits as every product of recur). The host decides the segments per
 // call (deltac_prefill.cpp) and bounds N * HV * segments by
-// deltac_abi::kMaxSegmentHeads, the regions' size.
+// deltac_abi::prefillSegmentSlots, the regions' size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,6 +128,10 @@ void PrefillEmitter::emitSegmentChain() {
   Value block = remu(flat, cI32(V / W)), rest = divu(flat, cI32(V / W));
   Value hv = remu(rest, param(pHV)), n = divu(rest, param(pHV));
   ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
+  // A block past the sequences (a grid for wider blocks) reads nothing.
+  auto within = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, n, param(pN)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(within.thenBlock());
   SequenceSlots slots = sequenceSlots(n, map.ok);
   Value col0 = mul(block, cI32(W));
   Value active = cmp(arith::CmpIPredicate::ult, tid, cI32(K));
@@ -166,18 +170,25 @@ void PrefillEmitter::emitSegmentChain() {
     SmallVector<Value> y;
     for (int64_t j = 0; j < W; ++j)
       y.push_back(load(f32, transfers, bAt(tr, j), 4));
-    // y += M_seg[d][:] S: M's row from region 8 after b_seg.
+    // y += M_seg[d][:] S: M's row from region 8 after b_seg, 32 of its
+    // elements a step, their eight 16-byte loads issued before the FMAs
+    // that use them (one load a step, each waiting out its latency, made
+    // a chain step 5 us).
     Value mRow = add(add(mul(tr, cI64(K * (V + K))), cI64(K * V)), mul(d, cI64(K)));
-    auto ks = scf::ForOp::create(b, cI32(0), cI32(K), cI32(4), y);
+    int64_t span = std::min<int64_t>(K, 32);
+    auto ks = scf::ForOp::create(b, cI32(0), cI32(K), cI32(span), y);
     {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(ks.getBody());
       Value k0 = ks.getInductionVar();
       SmallVector<Value> acc(ks.getRegionIterArgs());
       auto v4 = VectorType::get({4}, f32);
-      Value m4 = LLVM::LoadOp::create(b, v4, gep(transfers, f32, add(mRow, toI64(k0))), 16);
-      for (int64_t e = 0; e < 4; ++e) {
-        Value m = elt(m4, e);
+      SmallVector<Value> m4;
+      for (int64_t q = 0; q < span; q += 4)
+        m4.push_back(LLVM::LoadOp::create(
+            b, v4, gep(transfers, f32, add(mRow, toI64(add(k0, cI32(q))))), 16));
+      for (int64_t e = 0; e < span; ++e) {
+        Value m = elt(m4[e / 4], e % 4);
         Value row = add(k0, cI32(e));
         for (int64_t j = 0; j < W; j += 4) {
           Value s4 = LLVM::LoadOp::create(
