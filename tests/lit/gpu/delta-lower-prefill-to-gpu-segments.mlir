@@ -9,7 +9,7 @@
 // Context parallelism (PrefillSegments.cpp): the kernels exist beside the
 // transposed recur (sm_90a's code, V tile 64, a scalar gate), in that
 // code's module only: the segmented recur with the tile-64 recur's block
-// and shared memory, the chain (128 threads, K x 16 f32 columns) and the
+// and shared memory, the chain (128 threads, K x 4 f32 columns) and the
 // correction (128 threads, Q^ [64][136] and S_start [128][136] in 16 bits).
 module attributes {delta.targets = ["sm_80", "sm_90a"]} {
   delta.spec @gkv rule = gated dims = [128x128] io = bf16 state = f32
@@ -26,7 +26,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // CHECK-SAME: role = recur_cp, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM]], dynamic_smem_stage = [[STAGE]]>
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_chain_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_cp_chain(
-// CHECK-SAME: role = cp_chain, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 8192>
+// CHECK-SAME: role = cp_chain, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 2048>
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_correct_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_cp_correct(
 // CHECK-SAME: role = cp_correct, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 52224>
@@ -59,5 +59,5 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // TABLE-NEXT: v.segmentChain = &gkv_k128_v128_prefill_cp_chain_kernel;
 // TABLE-NEXT: v.segmentCorrection = &gkv_k128_v128_prefill_cp_correct_kernel;
 // TABLE-NEXT: v.segmentThreads = 128;
-// TABLE-NEXT: v.smemSegmentChain = 8192;
+// TABLE-NEXT: v.smemSegmentChain = 2048;
 // TABLE-NEXT: v.smemSegmentCorrection = 52224;

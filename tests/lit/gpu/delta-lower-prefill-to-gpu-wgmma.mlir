@@ -158,6 +158,12 @@ module attributes {delta.targets = ["sm_90a"]} {
 // TABLE-NEXT: v.queue = &qwen_k128_v128_prefill_queue_kernel;
 // TABLE-NEXT: v.chunksRaw = &qwen_k128_v128_prefill_chunks_raw_kernel;
 // TABLE-NEXT: v.recurShared = &qwen_k128_v128_prefill_recur_shared_kernel;
+// TABLE-NEXT: v.recurCp = &qwen_k128_v128_prefill_recur_cp_kernel;
+// TABLE-NEXT: v.segmentChain = &qwen_k128_v128_prefill_cp_chain_kernel;
+// TABLE-NEXT: v.segmentCorrection = &qwen_k128_v128_prefill_cp_correct_kernel;
+// TABLE-NEXT: v.segmentThreads = 128;
+// TABLE-NEXT: v.smemSegmentChain = 2048;
+// TABLE-NEXT: v.smemSegmentCorrection = 52224;
 // TABLE-NEXT: }
 // TABLE: deltac_rt::PrefillVariant &v = t[1];
 // TABLE: v.recurThreads = 96;

@@ -6,7 +6,7 @@
 // The README's main job on the shipped example: verify, expand, lower what
 // has a lowering, write the library. (ptxas's part of each line, registers
 // and spills, is checked by deltac-example-ptxas.mlir, which needs ptxas.)
-// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 15 kernels planned, 15 generated
+// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 18 kernels planned, 18 generated
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_90a {{ *}}prefill K=128 V=128  PTX {{[0-9]+}} B, 256 threads
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_80 {{ *}}prefill K=128 V=128  PTX
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_chunks.sm_90a {{ *}}prefill K=128 V=128  PTX
@@ -15,6 +15,9 @@
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_chunks.sm_80 {{ *}}prefill K=128 V=128  PTX
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 256 threads x 2 blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_shared.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 256 threads x 2 blocks/head
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_cp.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 256 threads
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_cp_chain.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_cp_correct.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur.sm_80 {{ *}}prefill
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 96 threads x 8 blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_80 {{ *}}prefill
