@@ -231,6 +231,10 @@ def main():
                     help="with --no-fla: also the host time per eager call")
     ap.add_argument("--rule", default="gdn", choices=["gdn", "kda"],
                     help="kda: FLA's chunk_kda against deltac's kkv spec")
+    ap.add_argument("--module", action="store_true",
+                    help="also time each shape through the generated Python module's "
+                         "FLA-named chunk_gated_delta_rule (o and the final state allocated "
+                         "per call, as users call it)")
     ap.add_argument("--cp-accuracy", action="store_true",
                     help="also the error vs fp64 at context-parallel shapes (9000 tokens, "
                          "strong decay, DeltaNet over 128K; slow: an fp64 token loop)")
@@ -248,6 +252,12 @@ def main():
             sys.exit("Error: FLA is not importable: put it on PYTHONPATH, or pass --no-fla")
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
         from fla.ops.kda import chunk_kda
+    module = None
+    if args.module and not kda:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "generated",
+                                        "deltac_test_prefill"))
+        import deltac_test_prefill as module  # the generated module (gkv: kv state)
+        module.load(args.lib)
     dev = torch.cuda.get_device_name()
     rows, table = [], []
     named = args.shapes.split(",") if args.shapes else []
@@ -285,11 +295,20 @@ def main():
             continue
         t_fla = H.graph_ms(fla)
         t_ours = H.graph_ms(ours)
+        t_module = float("nan")
+        if module is not None:
+            def named():
+                return module.chunk_gated_delta_rule(
+                    q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+                    use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg, cu_seqlens_cpu=cu_cpu)
+            t_module = H.graph_ms(named)
         if args.profile:
             for who, fn in (("fla", fla), ("deltac", ours)):
                 profile(who, name, fn)
         assert flag.item() == 0, "device error flag raised"
         line = f"prefill,{name},fla_ms={t_fla:.4f},deltac_ms={t_ours:.4f},ratio={t_fla / t_ours:.2f}"
+        if module is not None:
+            line += f",module_ms={t_module:.4f},module_ratio={t_fla / t_module:.2f}"
         rows.append(line)
         table.append((name, t_fla, t_ours))
         print(line, flush=True)
