@@ -150,9 +150,8 @@ constexpr std::array<int64_t, 3> prefillSegmentRegionBytes(int64_t C, int64_t K,
           align256(chunks * C * K * 2)};
 }
 
-/// Workspace bytes of a context-parallel prefill call: the ordinary
-/// call's, then regions 8-10. A smaller workspace (at least the ordinary
-/// call's) runs the call without context parallelism.
+/// Workspace bytes of a prefill call of a spec with context parallelism:
+/// the ordinary call's, then regions 8-10.
 constexpr int64_t prefillSegmentWorkspaceBytes(int64_t C, int64_t K, int64_t V,
                                                bool perChannel, int64_t maxChunks,
                                                int64_t HV, int64_t N) {

@@ -549,7 +549,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         {"cu_seqlens", a.cu_seqlens}})
     if (p && !aligned16(p))
       return invalid(std::string(name) + " must be 16-byte aligned");
-  int64_t need = prefillMinimumWorkspaceBytes(v, a.T, a.N, a.HV);
+  int64_t need = prefillWorkspaceBytes(v, a.T, a.N, a.HV);
   if (a.workspace_bytes < need)
     return invalid("workspace_bytes = " + std::to_string(a.workspace_bytes) +
                    " is below the " + std::to_string(need) +
@@ -636,11 +636,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     for (int i = 0; i < count && !c; ++i)
       if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurCp)
         c = &variants[i];
-    if (c && a.workspace_bytes < prefillWorkspaceBytes(*c, a.T, a.N, a.HV))
-      noSegments = "workspace_bytes = " + std::to_string(a.workspace_bytes) +
-                   " lacks the context-parallel regions (prefill_workspace_bytes: " +
-                   std::to_string(prefillWorkspaceBytes(*c, a.T, a.N, a.HV)) + ")";
-    else if (c) {
+    if (c) {
       if (sms == 0 && (sms = multiprocessorCount(&error)) == 0)
         return {DELTAC_CUDA_ERROR, error};
       int n = forcedSegments && force.segments > 0

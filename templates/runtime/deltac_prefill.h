@@ -79,9 +79,8 @@ struct PrefillVariant {
 /// cu_seqlens themselves.
 int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
                               int64_t HV);
-/// The workspace a call needs at least (prefillWorkspaceBytes without the
-/// context-parallel regions: a call given this much runs without context
-/// parallelism; -1 as above).
+/// prefillWorkspaceBytes without the context-parallel regions (the
+/// ordinary launch's part; -1 as above).
 int64_t prefillMinimumWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
                                      int64_t HV);
 
