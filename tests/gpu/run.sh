@@ -73,6 +73,10 @@ run_tests() {
     # 168 registers hand over shared memory as the other recur's do).
     sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
     sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
+    # Context parallelism forced onto every case that has it (varlen
+    # batches split 8 ways, pools, short sequences with empty segments).
+    sanitize memcheck prefill_test memcheck_prefill_cp DELTAC_PREFILL_FORCE=cp,segments=8
+    sanitize racecheck prefill_test racecheck_prefill_cp DELTAC_PREFILL_FORCE=cp,segments=8
     # The raw q/k form (never overlapped) as dispatched: its TMA copies and
     # the W form (W's stores over A_w; the chain's wait for it).
     local tool
