@@ -625,9 +625,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // recur's grid for a variant: a block per (sequence, value head, V tile).
   auto recurGrid = [&](const PrefillVariant &c) { return a.N * a.HV * int64_t(c.valueTiles); };
   // Context parallelism (PrefillVariant::recurCp, chooseSegments): where
-  // the device runs the code that has it, the workspace has its regions
-  // and the call keeps no checkpoints; forced by cp, never taken under the
-  // other forms.
+  // the device runs the code that has it and the call keeps no
+  // checkpoints; forced by cp, never taken under the other forms.
   int segments = 0;
   bool forcedSegments = force.form == PrefillForm::Segments;
   std::string noSegments = "the library has no context-parallel kernels";
@@ -646,14 +645,17 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         n = 2;
       noSegments = "N * HV * segments exceeds " + std::to_string(deltac_abi::kMaxSegmentHeads);
       if (n >= 2 && a.N * a.HV * n <= deltac_abi::prefillSegmentSlots(a.N, a.HV)) {
-        // Only altTarget's code has the three kernels (an A100 must not
-        // try them): each loaded, and chunks and recur that code too.
-        bool altCode = c->altTarget;
-        for (Kernel *kernel : {c->chunks, c->recur, c->recurCp, c->segmentChain,
-                               c->segmentCorrection}) {
-          if (!kernel->load(&error))
+        // Only altTarget's code has the three kernels: they are loaded only
+        // where chunks and recur loaded that code (an A100, or a forced
+        // sm_80 target, must not try them), and each must be that code too.
+        auto alt = [&](Kernel *kernel) { return kernel->imageTarget() == c->altTarget; };
+        if (!c->chunks->load(&error) || !c->recur->load(&error))
+          return {DELTAC_CUDA_ERROR, error};
+        bool altCode = c->altTarget && alt(c->chunks) && alt(c->recur);
+        for (Kernel *kernel : {c->recurCp, c->segmentChain, c->segmentCorrection}) {
+          if (altCode && !kernel->load(&error))
             return {DELTAC_CUDA_ERROR, error};
-          altCode = altCode && kernel->imageTarget() == c->altTarget;
+          altCode = altCode && alt(kernel);
         }
         noSegments = "the code loaded for this GPU has no recur_cp";
         if (altCode) {
