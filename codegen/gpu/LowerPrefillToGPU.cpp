@@ -166,7 +166,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                   int64_t minBlocks, ArrayAttr moduleTargets,
                   StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
     StringRef partName = prefillPartName(part);
-    bool recur = part == PrefillPart::recur || part == PrefillPart::recurCp;
+    bool recur = isRecurPart(part);
     // A kernel whose buffers do not fit a block could only fail at launch.
     // recur runs with one stage where two do not fit (RecurSmem).
     int64_t smem = prefillPartSharedBytes(part, plan) - (recur ? plan.recurSmemStage : 0);

@@ -226,10 +226,13 @@ int64_t prefillWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t N,
   return total;
 }
 
+int64_t segmentTiles(const PrefillVariant &v) {
+  int64_t tile = v.V / std::max(1u, v.valueTiles);
+  return v.valueTiles + v.K / tile;
+}
+
 int64_t segmentBlocks(const PrefillVariant &v, int64_t N, int64_t HV, int segments) {
-  int64_t tile = v.V / std::max(1u, v.valueTiles), valueTiles = v.valueTiles;
-  int64_t tiles = valueTiles + v.K / tile;
-  return N * HV * (valueTiles + int64_t(segments - 1) * tiles);
+  return N * HV * (v.valueTiles + int64_t(segments - 1) * segmentTiles(v));
 }
 
 int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int64_t T,
@@ -917,8 +920,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     // segment's value tiles, every other one's value and transfer tiles;
     // the grid also holds the first segment's transfer slots, which leave
     // at once), the chain of transfers, the correction.
-    unsigned tiles = unsigned(v.V / (v.V / chosen->valueTiles) + v.K / (v.V / chosen->valueTiles));
-    int64_t cpGrid = a.N * a.HV * segments * int64_t(tiles);
+    int64_t cpGrid = a.N * a.HV * segments * segmentTiles(*chosen);
     unsigned t = chosen->segmentThreads;
     if ((a.N > kPrefillInlineSequences &&
          !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,

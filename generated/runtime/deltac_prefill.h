@@ -93,6 +93,9 @@ int64_t prefillMinimumWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t
 /// * segments deltac_abi::kMaxSegmentHeads.
 int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int64_t T,
                    int64_t maxSeqlen);
+/// recur_cp's tiles per (sequence, value head, segment): V / tile value
+/// tiles and K / tile transfer tiles (its grid has that many per segment).
+int64_t segmentTiles(const PrefillVariant &v);
 /// recur_cp's blocks that run for `segments` segments (the first
 /// segment's value tiles, every other one's value and transfer tiles).
 int64_t segmentBlocks(const PrefillVariant &v, int64_t N, int64_t HV, int segments);

@@ -34,10 +34,7 @@ void PrefillEmitter::chunkItem(Value flat) {
   Value total = chunkOffsetOf(inlineMap, scan, N);
   // Inline: the sequence of chunk c is the number of sequences l whose
   // chunks end at or before c (a warp sum).
-  Value ended = xorSum(arith::ExtUIOp::create(b, i32,
-                                               andI(cmp(arith::CmpIPredicate::ult, lane, N),
-                                                    cmp(arith::CmpIPredicate::sle, scan, c))),
-                       1, 16);
+  Value ended = sequencesEndedBy(map, c);
   auto live = scf::IfOp::create(b, cmp(arith::CmpIPredicate::slt, c, total), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(live.thenBlock());

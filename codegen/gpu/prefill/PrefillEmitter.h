@@ -261,9 +261,11 @@ protected:
                                function_ref<void(ValueRange)> bind, StateElements each,
                                function_ref<SmallVector<Value>(Value c, ValueRange carried)> body);
   /// The `count` initial-state elements that `load` pushes (each state
-  /// form's own order), read where `readOk`, else zeros.
-  SmallVector<Value> initialStateOrZero(Value readOk, int64_t count,
-                                        function_ref<void(SmallVectorImpl<Value> &)> load) {
+  /// form's own order), read where `readOk`, else those `otherwise` pushes
+  /// (null: zeros).
+  SmallVector<Value> initialStateOrZero(
+      Value readOk, int64_t count, function_ref<void(SmallVectorImpl<Value> &)> load,
+      function_ref<void(SmallVectorImpl<Value> &)> otherwise = nullptr) {
     auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(count, f32)), readOk, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifRead.thenBlock());
@@ -271,7 +273,12 @@ protected:
     load(vals);
     scf::YieldOp::create(b, vals);
     b.setInsertionPointToStart(ifRead.elseBlock());
-    scf::YieldOp::create(b, SmallVector<Value>(count, cF32(0.0)));
+    vals.clear();
+    if (otherwise)
+      otherwise(vals);
+    else
+      vals.assign(count, cF32(0.0));
+    scf::YieldOp::create(b, vals);
     return SmallVector<Value>(ifRead.getResults());
   }
   /// The block's initial state (`count` elements that `each` lists by (d,
@@ -280,25 +287,20 @@ protected:
   SmallVector<Value> initialStateOf(
       const RecurSequence &q, int64_t count,
       function_ref<void(function_ref<void(Value d, Value col)>)> each) {
-    auto ifRead = scf::IfOp::create(b, TypeRange(SmallVector<Type>(count, f32)), q.readOk, true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifRead.thenBlock());
-    SmallVector<Value> vals;
-    each([&](Value d, Value col) {
-      vals.push_back(loadInitialState(q.stateIndex(q.inSlot, d, col)));
-    });
-    scf::YieldOp::create(b, vals);
-    b.setInsertionPointToStart(ifRead.elseBlock());
-    vals.clear();
-    if (q.transfer)
+    auto identity = [&](SmallVectorImpl<Value> &vals) {
       each([&](Value d, Value col) {
         Value one = andI(q.transfer, cmp(arith::CmpIPredicate::eq, d, add(q.m0, col)));
         vals.push_back(sel(one, cF32(1.0), cF32(0.0)));
       });
-    else
-      vals.assign(count, cF32(0.0));
-    scf::YieldOp::create(b, vals);
-    return SmallVector<Value>(ifRead.getResults());
+    };
+    return initialStateOrZero(
+        q.readOk, count,
+        [&](SmallVectorImpl<Value> &vals) {
+          each([&](Value d, Value col) {
+            vals.push_back(loadInitialState(q.stateIndex(q.inSlot, d, col)));
+          });
+        },
+        q.transfer ? function_ref<void(SmallVectorImpl<Value> &)>(identity) : nullptr);
   }
   /// Element (d, col) of the block's final state: q.storeFinal, else the
   /// pool's slot q.outSlot.
@@ -317,6 +319,14 @@ protected:
   /// inline map (the lanes' count of sequences ending at or before c),
   /// else a binary search over prep's offsets.
   Value sequenceOfChunk(const ChunkMap &map, Value c, Value ended);
+  /// With the inline map: the sequences whose chunks end at or before
+  /// chunk c (a warp sum over the lanes' scan), sequenceOfChunk's `ended`.
+  Value sequencesEndedBy(const ChunkMap &map, Value c) {
+    return xorSum(arith::ExtUIOp::create(b, i32,
+                                         andI(cmp(arith::CmpIPredicate::ult, lane, param(pN)),
+                                              cmp(arith::CmpIPredicate::sle, map.scan, c))),
+                  1, 16);
+  }
   /// Chunks per segment of a sequence of `chunks` chunks in a
   /// context-parallel call: ceil(chunks / segments).
   Value segmentChunks(Value chunks) {

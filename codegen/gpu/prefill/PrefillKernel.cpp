@@ -52,7 +52,7 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   std::string kernelName = (name + "_" + prefillPartName(part) + suffix).str();
   // recur and chunks have block sizes of their own.
   PrefillPlan own = plan;
-  if (part == PrefillPart::recur || part == PrefillPart::recurCp)
+  if (isRecurPart(part))
     own.threads = plan.recurThreads;
   if (part == PrefillPart::segmentChain || part == PrefillPart::segmentCorrection)
     own.threads = kSegmentThreads;
@@ -66,7 +66,7 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   auto func = gpu::GPUFuncOp::create(builder, loc, kernelName,
                                      builder.getFunctionType(inputs, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
-  bool recur = part == PrefillPart::recur || part == PrefillPart::recurCp;
+  bool recur = isRecurPart(part);
   KernelRole role = KernelRole::prep;
   switch (part) {
   case PrefillPart::prep: role = KernelRole::prep; break;

@@ -53,6 +53,11 @@ namespace mlir::delta {
 /// and segmentCorrection, launched after chunks instead of recur.
 enum class PrefillPart { prep, chunks, queue, recur, recurCp, segmentChain, segmentCorrection };
 
+/// The parts built by a recur form (recur's block, shared memory and ring).
+inline bool isRecurPart(PrefillPart part) {
+  return part == PrefillPart::recur || part == PrefillPart::recurCp;
+}
+
 
 /// The part's name in its kernels' names (`<spec>_k<K>_v<V>_prefill_<part>`).
 llvm::StringRef prefillPartName(PrefillPart part);

@@ -218,10 +218,7 @@ void PrefillEmitter::emitSegmentCorrection() {
   Value N = param(pN);
   ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
   Value total = chunkOffsetOf(map.inlineMap, map.scan, N);
-  Value ended = xorSum(arith::ExtUIOp::create(b, i32,
-                                               andI(cmp(arith::CmpIPredicate::ult, lane, N),
-                                                    cmp(arith::CmpIPredicate::sle, map.scan, c))),
-                       1, 16);
+  Value ended = sequencesEndedBy(map, c);
   ifThen(cmp(arith::CmpIPredicate::slt, c, total), [&] {
     Value n = sequenceOfChunk(map, c, ended);
     Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n),
