@@ -18,7 +18,7 @@ _RUNTIME = _os.path.normpath(_os.path.join(
     _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
 if _RUNTIME not in _sys.path:
     _sys.path.insert(0, _RUNTIME)
-from deltac_torch import Library
+from deltac_torch import Library, CPContext, build_cp_context
 
 SPECS = [
     dict(name="qwen3_next", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=4, chunk=64),
@@ -37,3 +37,7 @@ fused_recurrent_kda = _library.fused_recurrent_kda
 # call that reads it, clears it and raises what was wrong (deltac_torch.py).
 error_flag = _library.error_flag
 check_errors = _library.check_errors
+# Context parallelism across ranks: chunk_gated_delta_rule / chunk_delta_rule
+# take cp_context=build_cp_context(cu_seqlens, group); without a group the
+# call returns its pending phase, finished by cp_finish (deltac_torch.py).
+cp_finish = _library.cp_finish

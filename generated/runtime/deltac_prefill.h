@@ -93,6 +93,12 @@ int64_t prefillMinimumWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t
 /// * segments deltac_abi::kMaxSegmentHeads.
 int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int64_t T,
                    int64_t maxSeqlen);
+/// A rank's segments in a cp_phase call (deltac_prefill_args::cp_phase):
+/// every segment has transfer tiles, so the most, a power of two up to
+/// deltac_abi::kMaxSegments, whose N * HV * segments * segmentTiles blocks
+/// fit one wave (at least 1), within the transfer slots (0: N * HV alone
+/// exceeds them).
+int chooseRankSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms);
 /// recur_cp's tiles per (sequence, value head, segment): V / tile value
 /// tiles and K / tile transfer tiles (its grid has that many per segment).
 int64_t segmentTiles(const PrefillVariant &v);
@@ -268,6 +274,8 @@ struct PrefillParams {
   int32_t checkpointF32;
   int32_t betaF32;
   int32_t segments; ///< context parallelism's segments (0: not)
+  int32_t cpPhase;  ///< across ranks: 1, 2 (deltac_prefill_args::cp_phase)
+  void *cpTransfer; ///< phase 1's output
 };
 void packPrefillParams(const PrefillParams &p, ParamPack &pack);
 const ParamInfo *prefillParamLayout(int *count);

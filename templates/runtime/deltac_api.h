@@ -206,6 +206,27 @@ typedef struct deltac_prefill_args {
   /* Nonzero: beta is f32 (read as given, never rounded; FLA's callers may
    * pass f32 beta with bf16 q). Else the io dtype; 16-byte aligned either way. */
   int32_t beta_f32;
+  /* Context parallelism across ranks (docs/context-parallelism.md, "Across
+   * GPUs"): a sequence split over ranks runs, on every rank but the one
+   * holding its first token, in two calls with the same arguments, on the
+   * same stream and workspace:
+   *  - cp_phase 1: every sequence of the call enters in a state not yet
+   *    known. Writes each one's transfer to cp_transfer (f32 [N, HV, K *
+   *    (V + K)], 16-byte aligned: b [K][V] then M [K][K], row-major, so
+   *    that the state leaving the call is M E + b for the entering state E
+   *    in the [K][V] orientation, whatever the spec's layout) and a partial
+   *    o; reads no state and writes none.
+   *  - cp_phase 2: initial_state (and its indices) is the entering state E;
+   *    finishes o and writes final_state as an ordinary call would. Run it
+   *    once per phase 1 (it adds to o).
+   * 0: an ordinary call (cp_transfer must be null). Phase calls need the
+   * context-parallel kernels (sm_90a code, scalar gates), T >= 1 and no
+   * checkpoints. cp_segments: the segments each sequence splits into on
+   * the card (1 to deltac_abi::kMaxSegments; 0: chosen from N, HV and the
+   * SMs); both phases must use the same. */
+  int32_t cp_phase;
+  void *cp_transfer;
+  int32_t cp_segments;
 } deltac_prefill_args;
 
 #ifdef __cplusplus

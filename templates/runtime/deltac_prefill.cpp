@@ -235,6 +235,17 @@ int64_t segmentBlocks(const PrefillVariant &v, int64_t N, int64_t HV, int segmen
   return N * HV * (v.valueTiles + int64_t(segments - 1) * segmentTiles(v));
 }
 
+int chooseRankSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms) {
+  if (!v.recurCp || N * HV > deltac_abi::prefillSegmentSlots(N, HV))
+    return 0;
+  int best = 1;
+  for (int n = 2; n <= deltac_abi::kMaxSegments; n *= 2)
+    if (N * HV * n <= deltac_abi::prefillSegmentSlots(N, HV) &&
+        N * HV * n * segmentTiles(v) <= sms)
+      best = n;
+  return best;
+}
+
 int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int64_t T,
                    int64_t maxSeqlen) {
   if (!v.recurCp || sms <= 0 || N <= 0)
@@ -596,6 +607,24 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                                     ": its recur has no registers left for them)"};
   if (std::string e = checkCheckpoints(v, a, ckEvery); !e.empty())
     return invalid(e);
+  // Context parallelism across ranks (deltac_api.h, cp_phase).
+  if (a.cp_phase < 0 || a.cp_phase > 2)
+    return invalid("cp_phase = " + std::to_string(a.cp_phase) +
+                   " must be 0 (an ordinary call), 1 or 2");
+  if (a.cp_segments < 0 || a.cp_segments > deltac_abi::kMaxSegments)
+    return invalid("cp_segments = " + std::to_string(a.cp_segments) + " must lie in [0, " +
+                   std::to_string(deltac_abi::kMaxSegments) + "] (0: chosen)");
+  if (a.cp_phase == 0 && (a.cp_transfer || a.cp_segments))
+    return invalid("cp_transfer and cp_segments are for cp_phase 1 and 2 (cp_phase is 0)");
+  if (a.cp_phase == 1 && !a.cp_transfer)
+    return invalid("cp_transfer must not be null in cp_phase 1 (it receives the transfers)");
+  if (a.cp_phase == 1 && !aligned16(a.cp_transfer))
+    return invalid("cp_transfer must be 16-byte aligned");
+  if (a.cp_phase != 0 && a.T == 0)
+    return invalid("T = 0: a cp_phase call needs tokens (an empty rank's transfer is the "
+                   "identity: M = I, b = 0)");
+  if (a.cp_phase != 0 && keeps)
+    return {DELTAC_UNSUPPORTED, "cp_phase calls keep no state checkpoints"};
   if (a.debug_checks)
     if (deltac::Status s = checkDeviceData(a, v, slots, stream); !s.ok())
       return s;
@@ -633,7 +662,44 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   int segments = 0;
   bool forcedSegments = force.form == PrefillForm::Segments;
   std::string noSegments = "the library has no context-parallel kernels";
-  if ((dispatch || forcedSegments) && !keeps && a.T > 0) {
+  if (a.cp_phase != 0) {
+    // A rank's phase: the cp kernels whatever the dispatch says (a forced
+    // form other than cp cannot run it), cp_segments or chosen.
+    if (!dispatch && !forcedSegments)
+      return refuse("a cp_phase call runs only the context-parallel form");
+    const PrefillVariant *c = nullptr;
+    for (int i = 0; i < count && !c; ++i)
+      if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurCp)
+        c = &variants[i];
+    if (!c)
+      return {DELTAC_UNSUPPORTED, "cp_phase: the library has no context-parallel kernels for "
+                                  "K = " + std::to_string(a.K) + ", V = " + std::to_string(a.V) +
+                                  " (sm_90a code of a scalar-gate spec)"};
+    if (sms == 0 && (sms = multiprocessorCount(&error)) == 0)
+      return {DELTAC_CUDA_ERROR, error};
+    int n = a.cp_segments > 0                          ? a.cp_segments
+            : forcedSegments && force.segments > 0     ? force.segments
+                                                       : chooseRankSegments(*c, a.N, a.HV, sms);
+    if (n == 0 || a.N * a.HV * n > deltac_abi::prefillSegmentSlots(a.N, a.HV))
+      return {DELTAC_UNSUPPORTED, "cp_phase: N * HV * segments = " +
+                                      std::to_string(a.N * a.HV * std::max(n, 1)) + " exceeds " +
+                                      std::to_string(deltac_abi::prefillSegmentSlots(a.N, a.HV)) +
+                                      " transfer slots"};
+    if (!c->chunks->load(&error) || !c->recur->load(&error))
+      return {DELTAC_CUDA_ERROR, error};
+    auto alt = [&](Kernel *kernel) { return kernel->imageTarget() == c->altTarget; };
+    bool altCode = c->altTarget && alt(c->chunks) && alt(c->recur);
+    for (Kernel *kernel : {c->recurCp, c->segmentChain, c->segmentCorrection}) {
+      if (altCode && !kernel->load(&error))
+        return {DELTAC_CUDA_ERROR, error};
+      altCode = altCode && alt(kernel);
+    }
+    if (!altCode)
+      return {DELTAC_UNSUPPORTED,
+              "cp_phase: the code loaded for this GPU has no context-parallel kernels"};
+    segments = n;
+    chosen = c;
+  } else if ((dispatch || forcedSegments) && !keeps && a.T > 0) {
     const PrefillVariant *c = nullptr;
     for (int i = 0; i < count && !c; ++i)
       if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurCp)
@@ -879,7 +945,9 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                              keeps ? a.checkpoint_rows : 0,
                              a.checkpoint_dtype == DELTAC_F32 ? 1 : 0,
                              a.beta_f32 ? 1 : 0,
-                             segments};
+                             segments,
+                             a.cp_phase,
+                             a.cp_phase == 1 ? a.cp_transfer : nullptr};
   ParamPack pack;
   packPrefillParams(values, pack);
   void **params = pack.args();
@@ -922,6 +990,34 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     // at once), the chain of transfers, the correction.
     int64_t cpGrid = a.N * a.HV * segments * segmentTiles(*chosen);
     unsigned t = chosen->segmentThreads;
+    int64_t chainBlocks = a.N * a.HV * (v.V / deltac_abi::kSegmentChainColumns);
+    bool prep = a.N > kPrefillInlineSequences;
+    // Across ranks: phase 1 runs up to the chain, which composes the
+    // rank's transfer on K more columns; phase 2 the chain from the
+    // entering state and the correction of every segment.
+    if (a.cp_phase == 1) {
+      if ((prep && !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
+                                         chosen->smemPrep)) ||
+          !chosen->chunks->launch(chunksGrid, 1, 1, launched.chunksThreads, stream, params,
+                                  &error, launched.smemChunks) ||
+          !chosen->recurCp->launch((unsigned)cpGrid, 1, 1, launched.recurThreads, stream,
+                                   params, &error, recurSmem, dependent) ||
+          !chosen->segmentChain->launch(
+              (unsigned)(a.N * a.HV * ((v.V + v.K) / deltac_abi::kSegmentChainColumns)), 1, 1,
+              t, stream, params, &error, chosen->smemSegmentChain))
+        return {DELTAC_CUDA_ERROR, error};
+      return {};
+    }
+    if (a.cp_phase == 2) {
+      if ((prep && !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
+                                         chosen->smemPrep)) ||
+          !chosen->segmentChain->launch((unsigned)chainBlocks, 1, 1, t, stream, params, &error,
+                                        chosen->smemSegmentChain) ||
+          !chosen->segmentCorrection->launch(chunksGrid, 1, 1, t, stream, params, &error,
+                                             chosen->smemSegmentCorrection))
+        return {DELTAC_CUDA_ERROR, error};
+      return {};
+    }
     if ((a.N > kPrefillInlineSequences &&
          !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                                chosen->smemPrep)) ||
@@ -1002,6 +1098,8 @@ void packPrefillParams(const PrefillParams &p, ParamPack &pack) {
   pack.add("checkpoint_f32", &p.checkpointF32);
   pack.add("beta_f32", &p.betaF32);
   pack.add("segments", &p.segments);
+  pack.add("cp_phase", &p.cpPhase);
+  pack.add("cp_transfer", &p.cpTransfer);
 }
 
 const ParamInfo *prefillParamLayout(int *count) {

@@ -115,6 +115,8 @@ class _PrefillArgs(ctypes.Structure):
         ("checkpoint_dtype", ctypes.c_int32), ("checkpoint_starts", ctypes.c_void_p),
         ("checkpoint_every_n_tokens", ctypes.c_int64),
         ("beta_f32", ctypes.c_int32),
+        ("cp_phase", ctypes.c_int32), ("cp_transfer", ctypes.c_void_p),
+        ("cp_segments", ctypes.c_int32),
     ]
 
 
@@ -671,7 +673,8 @@ class Library:
         cannot change the result and is ignored. chunk_size: FLA's default
         64 lets the library's spec choose its chunk (the result differs
         only by rounding), 16 / 32 select a spec with that chunk. cp_context
-        (context parallelism) and head_first=True raise ValueError.
+        (context parallelism across ranks: see _prefill_cp) runs this
+        rank's slice; head_first=True raises ValueError.
         States are [N, HV, K, V], or [N, HV, V, K] with state_v_first.
 
         deltac's extensions: with initial_state_indices (int32/int64 [N]),
@@ -705,13 +708,12 @@ class Library:
         if head_first:
             raise ValueError(f"{fn}: head_first=True is not supported (FLA removed it): pass "
                              f"q, k, v as [B, T, H, ...]")
-        _no_cp(fn, cp_context)
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
         del chunk_indices  # FLA's precomputed chunk map: cannot change the result
-        return self._prefill(
-            "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
+        return self._prefill_or_cp(
+            cp_context, "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
             output_final_state=output_final_state,
             use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
             use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
@@ -733,20 +735,21 @@ class Library:
                          output_state_indices=None, error_flag=None, output=None,
                          output_state=None, return_intermediate_states=False,
                          intermediate_states_dtype=None, state_checkpoints=None,
-                         checkpoint_cu_starts=None, checkpoint_every_n_tokens=0):
+                         checkpoint_cu_starts=None, checkpoint_every_n_tokens=0,
+                         cp_context=None):
         """flash-linear-attention's chunk_delta_rule (FLA_VERSION's
         parameters, order and defaults; FLA's **kwargs keys chunk_size and
         head_first keyword-only): plain DeltaNet (no decay) on the library's
         rule-delta prefill spec, otherwise as chunk_gated_delta_rule (its
         keyword-only extensions too: output=, output_state=, the state
-        checkpoints)."""
+        checkpoints, and cp_context, which FLA's chunk_delta_rule lacks)."""
         fn = "chunk_delta_rule"
         chunk = _chunk_size(fn, chunk_size, (16, 32, 64))
         if head_first:
             raise ValueError(f"{fn}: head_first=True is not supported (FLA removed it): pass "
                              f"q, k, v as [B, T, H, ...]")
-        return self._prefill(
-            "delta", q, k, v, None, beta, scale=scale, initial_state=initial_state,
+        return self._prefill_or_cp(
+            cp_context, "delta", q, k, v, None, beta, scale=scale, initial_state=initial_state,
             output_final_state=output_final_state,
             use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel=False,
             allow_neg_eigval=False, state_v_first=False, cu_seqlens=cu_seqlens,
@@ -799,7 +802,9 @@ class Library:
         if safe_gate and use_gate_in_kernel and (bound is None or not -5 <= bound < 0):
             raise ValueError(f"{fn}: safe_gate=True with use_gate_in_kernel=True needs "
                              f"lower_bound in the safe range [-5, 0), got {lower_bound}")
-        _no_cp(fn, cp_context)
+        if cp_context is not None:
+            raise ValueError(f"{fn}: cp_context (context parallelism) is not supported for "
+                             f"KDA: deltac has no context-parallel KDA kernels yet")
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
@@ -820,13 +825,144 @@ class Library:
             state_checkpoints=state_checkpoints, checkpoint_cu_starts=checkpoint_cu_starts,
             checkpoint_every_n_tokens=checkpoint_every_n_tokens)
 
+    # ------------------------------------------------ context parallelism
+    def _prefill_or_cp(self, cp_context, rule, q, k, v, g, beta, **kw):
+        if cp_context is None:
+            return self._prefill(rule, q, k, v, g, beta, **kw)
+        fn = kw["fn"]
+        given = [name for name in ("cu_seqlens", "initial_state_indices",
+                                   "output_state_indices", "output", "output_state",
+                                   "intermediate_dtype", "state_checkpoints",
+                                   "checkpoint_cu_starts") if kw.get(name) is not None]
+        if kw.get("cu_seqlens_cpu") is not None:
+            given.append("cu_seqlens_cpu")
+        if given:
+            raise ValueError(f"{fn}: with cp_context, {', '.join(given)} cannot be given (the "
+                             f"rank-local cu_seqlens come from cp_context; pools, caller-owned "
+                             f"outputs and checkpoints are not supported across ranks)")
+        return self._prefill_cp(cp_context, rule, q, k, v, g, beta, **kw)
+
+    def _prefill_cp(self, ctx, rule, q, k, v, g, beta, **kw):
+        """A rank's slice of a context-parallel prefill (docs/
+        context-parallelism.md, "Across GPUs"). ctx: FLA's FLACPContext or
+        build_cp_context's (rank-local cu_seqlens and cu_seqlens_cpu,
+        is_first_rank / is_last_rank of the local first / last sequence,
+        pre_num_ranks, group). The local first sequence, where it started on
+        an earlier rank, runs in the library's two phases (cp_phase 1: its
+        transfer [b | M]; 2: from the entering state); every other local
+        sequence is an ordinary call from its initial state. Each rank
+        all-gathers the transfers of its last sequence (HV * K * (V + K) f32:
+        its (M, b), or (0, final state) where it started here) and folds its
+        pre_num_ranks predecessors' in f32: E = M_j E + b_j. initial_state:
+        rows for the local sequences (a continued one's row is not read);
+        the final state's rows are those of the sequences that end here
+        (zeros for one that goes on). With group None, returns a CPPending:
+        gather every rank's .transfer yourself and call cp_finish."""
+        fn = kw["fn"]
+        if q.dim() != 4 or q.shape[0] != 1:
+            raise ValueError(f"{fn}: cp_context needs B = 1 (a rank's packed tokens), got q "
+                             f"of shape {tuple(q.shape)}")
+        if ctx.cu_seqlens is None:
+            raise ValueError(f"{fn}: cp_context.cu_seqlens is None")
+        cpu = ctx.cu_seqlens_cpu if ctx.cu_seqlens_cpu is not None else ctx.cu_seqlens.cpu()
+        cpu = torch.as_tensor(cpu).to(torch.int64)
+        T = q.shape[1]
+        if cpu.numel() < 2 or int(cpu[0]) != 0 or int(cpu[-1]) != T:
+            raise ValueError(f"{fn}: cp_context.cu_seqlens_cpu {cpu.tolist()[:8]} must run "
+                             f"from 0 to this rank's T = {T}")
+        N = cpu.numel() - 1
+        cont_in, cont_out = not ctx.is_first_rank, not ctx.is_last_rank
+        HV, V, K = v.shape[2], v.shape[3], q.shape[3]
+        init = kw.pop("initial_state")
+        want_final = kw.pop("output_final_state")
+        for name in ("output", "output_state"):  # None: checked by _prefill_or_cp
+            kw.pop(name)
+        o = torch.empty(1, T, HV, V, dtype=q.dtype, device=q.device)
+        cut = lambda t, a, b_: None if t is None else t[:, a:b_]
+        p = CPPending(ctx, rule, kw, N, cont_in, cont_out, HV, K, V, o, want_final)
+        p.t_head = int(cpu[1]) if cont_in else 0
+        p.head = (cut(q, 0, p.t_head), cut(k, 0, p.t_head), cut(v, 0, p.t_head),
+                  cut(g, 0, p.t_head), cut(beta, 0, p.t_head))
+        if cont_in:  # phase 1: the continued sequence's transfer
+            p.head_transfer = torch.empty(HV, K * (V + K), dtype=torch.float32,
+                                          device=q.device)
+            self._prefill(rule, *p.head, initial_state=None, output_final_state=False,
+                          output=o[:, :p.t_head], cp_phase=1, cp_transfer=p.head_transfer,
+                          cp_work=p.work, **kw)
+        first = 1 if cont_in else 0
+        if N > first:  # the sequences that start here: an ordinary call
+            t0 = p.t_head
+            rows = None if init is None else init[first:]
+            _, p.rest_final = self._prefill(
+                rule, *(cut(t, t0, T) for t in (q, k, v, g, beta)), initial_state=rows,
+                output_final_state=bool(want_final or cont_out), output=o[:, t0:],
+                **{**kw, "cu_seqlens": ctx.cu_seqlens[first:] - t0,
+                   "cu_seqlens_cpu": cpu[first:] - t0})
+        # The library's layout per value head: b [K][V], then M [K][K].
+        p.transfer = torch.zeros(HV, K * (V + K), dtype=torch.float32, device=q.device)
+        if cont_out:
+            if N == 1 and cont_in:
+                p.transfer.copy_(p.head_transfer)
+            else:  # started here: M = 0, b = its final state in [K][V]
+                last = p.rest_final[-1].to(torch.float32)
+                last = last.transpose(-1, -2) if kw["state_v_first"] else last
+                p.transfer[:, :K * V] = last.reshape(HV, K * V)
+        if getattr(ctx, "group", None) is None:
+            return p
+        import torch.distributed as dist
+        world = dist.get_world_size(ctx.group)
+        gathered = torch.empty((world,) + tuple(p.transfer.shape), dtype=torch.float32,
+                               device=q.device)
+        dist.all_gather_into_tensor(gathered, p.transfer, group=ctx.group)
+        return self.cp_finish(p, gathered, rank=dist.get_rank(ctx.group))
+
+    def cp_finish(self, pending, transfers, rank=None):
+        """Phase 2 of a rank's context-parallel prefill: `transfers` holds
+        every rank's pending.transfer ([world, HV, K * (V + K)] f32, rank
+        order; per value head b [K][V] then M [K][K]). Returns (o,
+        final_state or None)."""
+        p, ctx = pending, pending.ctx
+        rank = getattr(ctx, "rank", None) if rank is None else rank
+        final = None
+        if p.cont_in:
+            pre = int(ctx.pre_num_ranks)
+            if rank is None or pre < 1 or rank - pre < 0 or rank >= transfers.shape[0]:
+                raise ValueError(f"cp_finish: rank {rank} with pre_num_ranks {pre} does not "
+                                 f"fit {transfers.shape[0]} transfers")
+            HV, K, V = p.HV, p.K, p.V
+            E = torch.zeros(HV, K, V, dtype=torch.float32, device=transfers.device)
+            for j in range(rank - pre, rank):  # E = M_j E + b_j, in f32
+                b = transfers[j, :, :K * V].view(HV, K, V)
+                M = transfers[j, :, K * V:].view(HV, K, K)
+                E = torch.baddbmm(b, M, E)
+            if p.kw["state_v_first"]:
+                E = E.transpose(-1, -2)
+            # (A final state it writes for a sequence that goes on is
+            # zeroed below: it is the next rank's to write.)
+            _, final = self._prefill(p.rule, *p.head, initial_state=E.contiguous()[None],
+                                     output_final_state=p.want_final,
+                                     output=p.o[:, :p.t_head], cp_phase=2, cp_work=p.work,
+                                     **p.kw)
+        if not p.want_final:
+            return p.o, None
+        like = final if final is not None else p.rest_final
+        out = torch.zeros((p.N,) + tuple(like.shape[1:]), dtype=like.dtype, device=like.device)
+        if final is not None:
+            out[0] = final[0]
+        if p.rest_final is not None:
+            out[p.N - p.rest_final.shape[0]:] = p.rest_final
+        if p.cont_out:
+            out[-1] = 0  # the rank holding its last token writes it
+        return p.o, out
+
     def _prefill(self, rule, q, k, v, g, beta, *, scale, initial_state, output_final_state,
                  use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
                  state_v_first, cu_seqlens, cu_seqlens_cpu, use_gate_in_kernel, A_log,
                  dt_bias, chunk, initial_state_indices, output_state_indices, error_flag,
                  lower_bound=None, output=None, output_state=None, intermediate_dtype=None,
                  state_checkpoints=None, checkpoint_cu_starts=None,
-                 checkpoint_every_n_tokens=0, fn="prefill"):
+                 checkpoint_every_n_tokens=0, fn="prefill", cp_phase=0, cp_transfer=None,
+                 cp_work=None):
         """The prefill call of chunk_gated_delta_rule (rule "gated": a decay
         per token and head), chunk_kda (rule "kda": per key channel) and
         chunk_delta_rule (rule "delta": no decay, g None).
@@ -835,7 +971,9 @@ class Library:
         caller-owned o and final state; intermediate_dtype: FLA's
         return_intermediate_states in that dtype (None: not asked), the
         third result; state_checkpoints / checkpoint_cu_starts /
-        checkpoint_every_n_tokens: FlashInfer's checkpoints."""
+        checkpoint_every_n_tokens: FlashInfer's checkpoints. cp_phase,
+        cp_transfer: a rank's phase call (_prefill_cp); cp_work: a dict
+        that keeps the workspace from phase 1 for phase 2."""
         _check_gpu_q(q)
         delta = rule == "delta"
         for name, t in (("k", k), ("v", v), ("g", g), ("beta", beta)):
@@ -948,7 +1086,13 @@ class Library:
         size = lib[f"{self.name}_{spec['name']}_prefill_workspace_bytes"]
         size.restype = ctypes.c_int64
         size.argtypes = [ctypes.c_int64] * 5
-        work = torch.empty(max(size(K, V, B * T, N, HV), 16), dtype=torch.uint8, device=q.device)
+        if cp_work is not None and "work" in cp_work:
+            work = cp_work["work"]  # phase 2 reads what phase 1 left there
+        else:
+            work = torch.empty(max(size(K, V, B * T, N, HV), 16), dtype=torch.uint8,
+                               device=q.device)
+            if cp_work is not None:
+                cp_work["work"] = work
         flag = _resolve_flag(error_flag, q.device, "prefill")
         a = _PrefillArgs()
         a.K, a.V, a.T, a.N, a.H, a.HV = K, V, B * T, N, H, HV
@@ -975,6 +1119,7 @@ class Library:
         a.checkpoints, a.checkpoint_rows = _ptr(ck), ck_rows
         a.checkpoint_dtype = _DTYPES[ck_dtype] if ck_dtype is not None else 0
         a.checkpoint_starts, a.checkpoint_every_n_tokens = _ptr(ck_starts), ck_every
+        a.cp_phase, a.cp_transfer = cp_phase, _ptr(cp_transfer)
         self._call(spec, a, entry="prefill")
         if intermediate_dtype is not None:
             if ck is None:  # no chunk (T = 0): FLA's empty h
@@ -1115,6 +1260,64 @@ class Library:
         return o
 
 
+class CPPending:
+    """A rank's context-parallel prefill between its phases (Library.
+    _prefill_cp): .transfer [HV, K * (V + K)] f32 (per value head b [K][V],
+    then M [K][K], the library's cp_transfer layout) is what the rank
+    publishes."""
+
+    def __init__(self, ctx, rule, kw, N, cont_in, cont_out, HV, K, V, o, want_final):
+        self.ctx, self.rule, self.kw, self.N = ctx, rule, kw, N
+        self.cont_in, self.cont_out = cont_in, cont_out
+        self.HV, self.K, self.V, self.o, self.want_final = HV, K, V, o, want_final
+        self.work = {}  # phase 1's workspace, read again by phase 2
+        self.head, self.t_head, self.head_transfer = None, 0, None
+        self.rest_final, self.transfer = None, None
+
+
+class CPContext:
+    """FLA's FLACPContext (fla.ops.cp) fields that deltac reads, plus
+    `rank` (for the two-phase use without a process group)."""
+
+    def __init__(self, group=None, cu_seqlens=None, cu_seqlens_cpu=None, is_last_rank=None,
+                 pre_num_ranks=None, is_first_rank=None, post_num_ranks=None, rank=None):
+        self.group, self.cu_seqlens, self.cu_seqlens_cpu = group, cu_seqlens, cu_seqlens_cpu
+        self.is_last_rank, self.pre_num_ranks = is_last_rank, pre_num_ranks
+        self.is_first_rank, self.post_num_ranks, self.rank = is_first_rank, post_num_ranks, rank
+
+
+def build_cp_context(cu_seqlens, group=None, cu_seqlens_cpu=None, *, rank=None,
+                     world_size=None):
+    """FLA's build_cp_context (fla.ops.cp.get_cp_cu_seqlens, the same
+    partition): the global cu_seqlens' T tokens split into world_size equal
+    slices (T must be a multiple of it); this rank's local cu_seqlens and
+    where its first / last sequence started / ends. group None: pass rank
+    and world_size (the two-phase use, Library.cp_finish)."""
+    if group is not None:
+        import torch.distributed as dist
+        world_size, rank = dist.get_world_size(group), dist.get_rank(group)
+    if rank is None or world_size is None:
+        raise ValueError("build_cp_context: give a process group, or rank and world_size")
+    cpu = torch.as_tensor(cu_seqlens if cu_seqlens_cpu is None else cu_seqlens_cpu)
+    cpu = cpu.cpu().to(torch.int64)
+    total = int(cpu[-1])
+    if total < world_size or total % world_size:
+        raise ValueError(f"build_cp_context: {total} tokens must be a positive multiple of "
+                         f"world_size = {world_size}")
+    part = total // world_size
+    lo, hi = part * rank, part * (rank + 1)
+    first = int(torch.searchsorted(cpu[1:], lo, right=True))
+    last = int(torch.searchsorted(cpu[:-1], hi, right=False))
+    local = (cpu[first:last + 1].clamp(lo, hi) - lo).unique_consecutive()
+    start, end = int(cpu[first]), int(cpu[last])
+    first_rank, last_rank = start // part, (end - 1) // part
+    device = cu_seqlens.device if isinstance(cu_seqlens, torch.Tensor) else "cpu"
+    return CPContext(group=group, cu_seqlens=local.to(torch.int32).to(device),
+                     cu_seqlens_cpu=local.to(torch.int32), is_last_rank=rank == last_rank,
+                     pre_num_ranks=rank - first_rank, is_first_rank=rank == first_rank,
+                     post_num_ranks=last_rank - rank, rank=rank)
+
+
 def _recurrent_shapes(q, k, v, *others):
     """(B, T, H, K, HV, V) of an FLA-named recurrent call, after checking
     q, k, v (and the (name, tensor) pairs in others) are on q's GPU, q and
@@ -1175,11 +1378,6 @@ def _chunk_size(fn, chunk_size, allowed):
     if chunk_size not in allowed:
         raise ValueError(f"{fn}: chunk_size must be one of {allowed} (as in FLA), got {chunk_size!r}")
     return None if chunk_size == 64 else int(chunk_size)
-
-
-def _no_cp(fn, cp_context):
-    if cp_context is not None:
-        raise ValueError(f"{fn}: cp_context (context parallelism) is not supported")
 
 
 def _raw_gate_params(A_log, dt_bias, HV, device, per_key, bounded=False,

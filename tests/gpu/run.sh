@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-all|bench|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -311,8 +311,39 @@ run_prefill_variants() {
   done | tee "$OUT/prefill_variants.txt"
 }
 
+# Context parallelism across ranks (tests/gpu/test_cp.py): R ranks emulated
+# on one GPU, then over NCCL on 2 and (where the machine has them) 4 GPUs.
+run_cp_tests() {
+  local status=0 gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  python3 tests/gpu/test_cp.py "$BUILD" "$OUT" > "$OUT/test_cp.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/test_cp.log" || tail -20 "$OUT/test_cp.log"
+  for n in 2 4; do
+    [ "$gpus" -ge "$n" ] || continue
+    NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node "$n" tests/gpu/test_cp.py \
+      "$BUILD" "$OUT" --distributed > "$OUT/test_cp_$n.log" 2>&1 || status=1
+    grep -E "^(FAIL|==)" "$OUT/test_cp_$n.log" || tail -20 "$OUT/test_cp_$n.log"
+  done
+  return $status
+}
+
+# One sequence of TOKENS (default 2^20) at H = HV = 16 on 2 and 4 GPUs
+# against one GPU (rank 0's) in the same run.
+run_cp_bench() {
+  local gpus n
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  for n in 2 4; do
+    [ "$gpus" -ge "$n" ] || continue
+    NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node "$n" tests/gpu/test_cp.py \
+      "$BUILD" "$OUT" --bench --tokens "${TOKENS:-1048576}" 2>&1 | tee "$OUT/bench_cp_$n.log" |
+      grep -E "^\|" || tail -20 "$OUT/bench_cp_$n.log"
+  done
+}
+
 environment
 case "${1:-all}" in
+  test-cp) build && run_cp_tests ;;
+  bench-cp) build && run_cp_bench ;;
   variants) run_variants ;;
   prefill-variants) run_prefill_variants "${@:2}" ;;
   build) build ;;
@@ -330,5 +361,5 @@ case "${1:-all}" in
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
   all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
-  *) echo "usage: $0 build|test|test-forced|test-python|test-all|bench|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
+  *) echo "usage: $0 build|test|test-forced|test-python|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
 esac

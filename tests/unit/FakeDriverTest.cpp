@@ -571,3 +571,83 @@ TEST(FakeDriver, ExceptionsBecomeStatuses) {
             DELTAC_INVALID_ARGUMENT);
   EXPECT_STREQ(deltac_rt::lastError(), "args must not be null");
 }
+
+// Context parallelism across ranks (deltac_prefill_args::cp_phase): phase 1
+// launches chunks, recur_cp and the chain over K more columns (M's), which
+// writes cp_transfer; phase 2 only the chain and the correction, reading
+// the entering state as initial_state. Both phases choose the same
+// segments; an ordinary call rejects the phase arguments, and a phase call
+// without a transfer buffer, tokens or with checkpoints is refused before
+// any launch.
+TEST(FakeDriver, PrefillRankPhases) {
+  Buffers m;
+  deltac_prefill_args a = prefillArgs(m);
+  a.N = 1;
+  a.workspace_bytes = qwen3_next_gdn_qwen3_next_prefill_workspace_bytes(128, 128, 128, 1, 4);
+  a.workspace = m.get(size_t(a.workspace_bytes));
+  void *transfer = m.get(4 * 128 * 256 * 4);
+  a.cp_phase = 1;
+  a.cp_transfer = transfer;
+  ASSERT_EQ(watchedPrefill(a), DELTAC_OK) << qwen3_next_gdn_last_error();
+  std::vector<Launch> first = launches;
+  ASSERT_EQ(first.size(), 3u) << qwen3_next_gdn::last_launches();
+  EXPECT_NE(first[0].kernel.find("_prefill_chunks"), std::string::npos) << first[0].kernel;
+  EXPECT_NE(first[1].kernel.find("_prefill_recur_cp"), std::string::npos) << first[1].kernel;
+  EXPECT_NE(first[2].kernel.find("_prefill_cp_chain"), std::string::npos) << first[2].kernel;
+  // One block per (sequence, value head, 4 of the V + K columns).
+  EXPECT_EQ(first[2].grid[0], 1u * 4 * (256 / 4));
+  int64_t segments = first[1].params.at("segments");
+  // Every segment has its 2 value and 2 transfer tiles, in one wave of 132.
+  EXPECT_EQ(segments, 8);
+  EXPECT_EQ(first[1].grid[0], unsigned(4 * segments * 4));
+  for (const Launch &l : first) {
+    EXPECT_EQ(l.params.at("cp_phase"), 1) << l.kernel;
+    EXPECT_EQ(l.params.at("cp_transfer"), address(transfer)) << l.kernel;
+  }
+  a.cp_phase = 2;
+  ASSERT_EQ(watchedPrefill(a), DELTAC_OK) << qwen3_next_gdn_last_error();
+  ASSERT_EQ(launches.size(), 2u) << qwen3_next_gdn::last_launches();
+  EXPECT_NE(launches[0].kernel.find("_prefill_cp_chain"), std::string::npos);
+  EXPECT_EQ(launches[0].grid[0], 1u * 4 * (128 / 4));
+  EXPECT_NE(launches[1].kernel.find("_prefill_cp_correct"), std::string::npos);
+  for (const Launch &l : launches) {
+    EXPECT_EQ(l.params.at("cp_phase"), 2) << l.kernel;
+    EXPECT_EQ(l.params.at("segments"), segments) << l.kernel;
+    EXPECT_EQ(l.params.at("cp_transfer"), 0) << l.kernel; // phase 2 reads none
+  }
+  // cp_segments fixes the segments of both phases.
+  a.cp_segments = 3;
+  ASSERT_EQ(watchedPrefill(a), DELTAC_OK) << qwen3_next_gdn_last_error();
+  EXPECT_EQ(launches[0].params.at("segments"), 3);
+
+  auto rejected = [&](deltac_prefill_args bad, int code, const std::string &text) {
+    EXPECT_EQ(watchedPrefill(bad), code) << text;
+    EXPECT_NE(std::string(qwen3_next_gdn_last_error()).find(text), std::string::npos)
+        << qwen3_next_gdn_last_error() << "\nexpected: " << text;
+    EXPECT_TRUE(launches.empty()) << text;
+  };
+  deltac_prefill_args bad = a;
+  bad.cp_phase = 3;
+  rejected(bad, DELTAC_INVALID_ARGUMENT, "cp_phase = 3 must be 0");
+  bad = a;
+  bad.cp_segments = 9;
+  rejected(bad, DELTAC_INVALID_ARGUMENT, "cp_segments = 9 must lie in [0, 8]");
+  bad = a;
+  bad.cp_phase = 0;
+  rejected(bad, DELTAC_INVALID_ARGUMENT, "cp_transfer and cp_segments are for cp_phase 1 and 2");
+  bad = a;
+  bad.cp_phase = 1;
+  bad.cp_transfer = nullptr;
+  rejected(bad, DELTAC_INVALID_ARGUMENT, "cp_transfer must not be null");
+  bad.cp_transfer = static_cast<char *>(transfer) + 4;
+  rejected(bad, DELTAC_INVALID_ARGUMENT, "cp_transfer must be 16-byte aligned");
+  bad = a;
+  bad.T = 0;
+  rejected(bad, DELTAC_INVALID_ARGUMENT, "a cp_phase call needs tokens");
+  bad = a;
+  bad.checkpoints = m.get(16 * 4 * 128 * 128 * 4);
+  bad.checkpoint_rows = 16;
+  bad.checkpoint_dtype = DELTAC_F32;
+  rejected(bad, DELTAC_UNSUPPORTED, "cp_phase calls keep no state checkpoints");
+  fakecuda_reset();
+}

@@ -41,7 +41,7 @@ enum Param {
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
   pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw,
   pTma, pQMap, pKMap, pVMap, pLowerBound, pSlotStride, pCkpt, pCkptStarts,
-  pCkptEvery, pCkptRows, pCkptF32, pBetaF32, pSegments
+  pCkptEvery, pCkptRows, pCkptF32, pBetaF32, pSegments, pCpPhase, pCpTransfer
 };
 
 /// kda's diagonal blocks go through the product form where, in every
@@ -333,6 +333,9 @@ protected:
     Value n = param(pSegments);
     return divu(add(chunks, sub(n, cI32(1))), n);
   }
+  /// Whether the call is phase `phase` of context parallelism across
+  /// ranks (cp_phase; PrefillSegments.cpp).
+  Value rankPhase(int phase) { return cmp(arith::CmpIPredicate::eq, param(pCpPhase), cI32(phase)); }
   /// An initial-state element at `index` as f32.
   Value loadInitialState(Value index) { return loadF32(param(pInitial), s.stateType, index); }
   /// x stored to the final state at element index(), in the state's type

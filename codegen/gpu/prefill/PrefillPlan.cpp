@@ -44,6 +44,12 @@ const KernelParam kParams[] = {
     // Context parallelism (recur_cp, cp_chain, cp_correct): the segments
     // each sequence's chunks split into (the other kernels ignore it).
     {"segments", ParamKind::I32},
+    // Context parallelism across ranks (issue 36): 1 = phase 1 (every
+    // sequence enters in an unknown state; cp_chain writes each one's
+    // transfer [b | M] to cp_transfer), 2 = phase 2 (the chain starts from
+    // initial_state, the entering state; cp_correct finishes every
+    // segment), 0 = an ordinary call.
+    {"cp_phase", ParamKind::I32},        {"cp_transfer", ParamKind::Pointer},
 };
 } // namespace
 

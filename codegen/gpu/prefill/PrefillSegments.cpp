@@ -67,8 +67,10 @@ void PrefillEmitter::emitRecurSegments() {
   SequenceSlots slots = sequenceSlots(n, map.ok);
   zeroUncovered(coveredTokens(map));
   Value firstSegment = cmp(arith::CmpIPredicate::eq, segment, cI32(0));
-  // The first segment starts from the known state: no transfer.
-  ifThen(notI(andI(transfer, firstSegment)), [&] {
+  // The first segment starts from the known state: no transfer; in a
+  // rank's phase 1 no state is known, and every segment has one.
+  Value known = andI(firstSegment, notI(rankPhase(1)));
+  ifThen(notI(andI(transfer, known)), [&] {
     Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n),
           c1 = chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1)));
     Value bos, eos;
@@ -82,7 +84,7 @@ void PrefillEmitter::emitRecurSegments() {
     ifThen(andI(slots.skipped, notI(transfer)),
            [&] { zeroSequence(sbos, seos, hv, v0, BV); });
     Value sc1Run = sel(slots.skipped, sc0, sc1);
-    Value readOk = andI(slots.readOk, andI(firstSegment, notI(transfer)));
+    Value readOk = andI(slots.readOk, andI(known, notI(transfer)));
     // Region 8: per (sequence, head, segment) b_seg [K][V], then M_seg [K][K].
     Value at = mul(toI64(add(mul(add(mul(n, param(pHV)), hv), segments), segment)),
                    cI64(K * (V + K)));
@@ -121,11 +123,19 @@ void PrefillEmitter::emitRecurSegments() {
 // address across the warp). Narrow column blocks make more blocks, each
 // step shorter: the chain is latency, not work (16 columns: 73 us for 7
 // steps at T = 32K H2 on an H100).
+//
+// Across ranks (issue 36) the same kernel also composes a rank's transfer
+// (phase 1: the columns of b_rank and, in (V + K) / 4 blocks, of M_rank =
+// M_{n-1} ... M_0, into cp_transfer) and starts the chain from the
+// entering state (phase 2: initial_state read as the pool's, S_start(0) =
+// it, every segment's S_start left for the correction).
 void PrefillEmitter::emitSegmentChain() {
   int64_t K = s.k, V = s.v, W = kSegmentChainColumns;
   Value segments = param(pSegments);
+  Value compose = rankPhase(1), entering = rankPhase(2);
+  Value blocks = sel(compose, cI32((V + K) / W), cI32(V / W));
   Value flat = blockId(gpu::Dimension::x);
-  Value block = remu(flat, cI32(V / W)), rest = divu(flat, cI32(V / W));
+  Value block = remu(flat, blocks), rest = divu(flat, blocks);
   Value hv = remu(rest, param(pHV)), n = divu(rest, param(pHV));
   ChunkMap map = chunkMap(arith::ConstantIntOp::create(b, 0, 1));
   // A block past the sequences (a grid for wider blocks) reads nothing.
@@ -134,19 +144,37 @@ void PrefillEmitter::emitSegmentChain() {
   b.setInsertionPointToStart(within.thenBlock());
   SequenceSlots slots = sequenceSlots(n, map.ok);
   Value col0 = mul(block, cI32(W));
+  // Phase 1's columns past V are M's (no b added, I at the start).
+  Value ofM = cmp(arith::CmpIPredicate::uge, col0, cI32(V));
   Value active = cmp(arith::CmpIPredicate::ult, tid, cI32(K));
   Value d = toI64(minS(tid, cI32(K - 1))); // in bounds; only `active` stores
   Value first = toI64(mul(add(mul(n, param(pHV)), hv), segments));
   Value transfers = gep(workRegion(kTransfers), f32, cI64(0));
-  Value entering = gep(workRegion(kEntering), opType, cI64(0));
+  Value starts = gep(workRegion(kEntering), opType, cI64(0));
   Value S = region(0); // [K][W] f32
-  auto bAt = [&](Value tr, int64_t j) {
-    return add(add(mul(tr, cI64(K * (V + K))), mul(d, cI64(V))), toI64(add(col0, cI32(j))));
+  // Element (d, col0 + j) of transfer tr: b [K][V], then M [K][K].
+  auto colAt = [&](Value tr, int64_t j) {
+    Value inB = add(mul(d, cI64(V)), toI64(add(col0, cI32(j))));
+    Value inM = add(cI64(K * V), add(mul(d, cI64(K)), toI64(sub(add(col0, cI32(j)), cI32(V)))));
+    return add(mul(tr, cI64(K * (V + K))), sel(ofM, inM, inB));
   };
-  SmallVector<Value> x;
-  for (int64_t j = 0; j < W; ++j)
-    x.push_back(load(f32, transfers, bAt(first, j), 4));
-  auto steps = scf::ForOp::create(b, cI32(1), segments, cI32(1), x);
+  // Phase 2 starts from the entering state (zeros where the slot is not
+  // read: a negative index), the others from the first segment's transfer.
+  SmallVector<Value> x = initialStateOrZero(
+      entering, W,
+      [&](SmallVectorImpl<Value> &vals) {
+        SmallVector<Value> in = initialStateOrZero(slots.readOk, W, [&](SmallVectorImpl<Value> &v) {
+          for (int64_t j = 0; j < W; ++j)
+            v.push_back(loadInitialState(
+                poolStateIndex(slots.inSlot, hv, cI32(0), toI32(d), add(col0, cI32(j)))));
+        });
+        vals.append(in.begin(), in.end());
+      },
+      [&](SmallVectorImpl<Value> &vals) {
+        for (int64_t j = 0; j < W; ++j)
+          vals.push_back(load(f32, transfers, colAt(first, j), 4));
+      });
+  auto steps = scf::ForOp::create(b, sel(entering, cI32(0), cI32(1)), segments, cI32(1), x);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(steps.getBody());
@@ -161,15 +189,19 @@ void PrefillEmitter::emitSegmentChain() {
           vec = LLVM::InsertElementOp::create(b, vec, cur[j + e], cI32(e));
         storeVec(vec, S, f32, add(mul(d, cI64(W)), cI64(j)), 16);
       }
-      // S_start(seg), the correction's operand.
-      for (int64_t j = 0; j < W; j += 2)
-        storeVec(pack2(cur[j], cur[j + 1], opType), entering, opType,
-                 add(add(mul(tr, cI64(K * V)), mul(d, cI64(V))), toI64(add(col0, cI32(j)))), 4);
+      // S_start(seg), the correction's operand (phase 1 corrects nothing).
+      ifThen(notI(compose), [&] {
+        for (int64_t j = 0; j < W; j += 2)
+          storeVec(pack2(cur[j], cur[j + 1], opType), starts, opType,
+                   add(add(mul(tr, cI64(K * V)), mul(d, cI64(V))), toI64(add(col0, cI32(j)))),
+                   4);
+      });
     });
     barrier();
-    SmallVector<Value> y;
-    for (int64_t j = 0; j < W; ++j)
-      y.push_back(load(f32, transfers, bAt(tr, j), 4));
+    SmallVector<Value> y = initialStateOrZero(notI(ofM), W, [&](SmallVectorImpl<Value> &vals) {
+      for (int64_t j = 0; j < W; ++j)
+        vals.push_back(load(f32, transfers, colAt(tr, j), 4));
+    });
     // y += M_seg[d][:] S: M's row from region 8 after b_seg, 32 of its
     // elements a step, their eight 16-byte loads issued before the FMAs
     // that use them (one load a step, each waiting out its latency, made
@@ -203,7 +235,13 @@ void PrefillEmitter::emitSegmentChain() {
     scf::YieldOp::create(b, ks.getResults());
   }
   SmallVector<Value> last(steps.getResults());
-  ifThen(andI(active, slots.writeOk), [&] {
+  // Phase 1: the rank's transfer [b | M] of (n, hv), f32, to cp_transfer.
+  ifThen(andI(active, compose), [&] {
+    Value at = toI64(add(mul(n, param(pHV)), hv));
+    for (int64_t j = 0; j < W; ++j)
+      store(last[j], param(pCpTransfer), colAt(at, j), 4);
+  });
+  ifThen(andI(active, andI(slots.writeOk, notI(compose))), [&] {
     for (int64_t j = 0; j < W; ++j)
       storeFinalState(last[j], [&] {
         return poolStateIndex(slots.outSlot, hv, cI32(0), toI32(d), add(col0, cI32(j)));
@@ -229,8 +267,9 @@ void PrefillEmitter::emitSegmentCorrection() {
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));
     Value rows = toI32(minS(cI64(C), sub(eos, t0)));
     SequenceSlots slots = sequenceSlots(n, map.ok);
-    // The first segment's rows are final; a skipped sequence's are zero.
-    Value corrected = andI(cmp(arith::CmpIPredicate::ugt, segment, cI32(0)),
+    // The first segment's rows are final (but for phase 2's, which
+    // started from an unknown state); a skipped sequence's are zero.
+    Value corrected = andI(orI(cmp(arith::CmpIPredicate::ugt, segment, cI32(0)), rankPhase(2)),
                            andI(slots.kept, map.ok));
     ifThen(corrected, [&] {
       Value qh = region(0), st = region(C * (K + kRowPad) * 2);
