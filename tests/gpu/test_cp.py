@@ -43,9 +43,9 @@ import gdn  # noqa: E402
 DIST = "--distributed" in ARGS or "--bench" in ARGS
 if DIST:
     import torch.distributed as dist
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     dist.init_process_group("nccl")
     RANK, WORLD = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", RANK)))
 else:
     RANK, WORLD = 0, 1
 DEV = torch.device("cuda", torch.cuda.current_device())
