@@ -12,7 +12,11 @@ Modes (each prints a table, exits non-zero on a failed check):
       GDN kv and vk, DeltaNet.
   torchrun --nproc-per-node R test_cp.py BUILD OUT --distributed
       the same cases over torch.distributed (NCCL, one GPU per rank):
-      each rank checks its slice of o and the final states that end on it.
+      each rank checks its slice of o and the final states that end on it;
+      and the whole call (NCCL's all_gather included) replayed from a CUDA
+      graph gives the eager call's bits.
+  test_cp.py BUILD OUT --profile-rank    one GPU: the kernels of a middle
+      rank of a 2^20-token sequence over 4 ranks at H = HV = 16.
   torchrun --nproc-per-node R test_cp.py BUILD OUT --bench [--tokens N]
       one sequence of N tokens (default 2^20) at H = HV = 16: the
       context-parallel call on R GPUs against the single-GPU call of the
@@ -180,6 +184,80 @@ def distributed(rule, vk):
     return rank_calls
 
 
+def graph_capture():
+    """The whole context-parallel call (phase 1, NCCL's all_gather, the
+    fold, phase 2) captured in one CUDA graph: its replay gives the eager
+    call's bits."""
+    lens = [1000, 5000, 300, 2100]
+    q, k, v, g, beta, cu, h0 = inputs(lens, 4, 128, seed=11, delta=False)
+    ctx = gdn.build_cp_context(cu, group=dist.group.WORLD)
+    part = sum(lens) // WORLD
+    lq, lk, lv, lg, lb, lh = slice_inputs(ctx, (q, k, v, g, beta, h0, cu), RANK * part,
+                                          (RANK + 1) * part)
+    run = lambda: call("gated", False, lq, lk, lv, lg, lb, lh, cp_context=ctx)  # noqa: E731
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        eager = run()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            captured = run()
+        for x in captured:
+            x.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        same = all(torch.equal(a, b) for a, b in zip(eager, captured))
+        check("the context-parallel call replayed from a CUDA graph gives the eager bits", same)
+    except Exception as e:  # a capture that fails is a failed check, not a crash
+        check("the context-parallel call replayed from a CUDA graph gives the eager bits",
+              False, f"{type(e).__name__}: {e}")
+
+
+def profile_rank(tokens):
+    """One GPU: the kernels of a middle rank (its slice continues in and
+    out) of a `tokens`-long sequence over 4 ranks at H = HV = 16, timed by
+    the torch profiler (phase 1, then phase 2 from a made-up entering
+    state); the share of each kernel."""
+    HV, K, R = 16, 128, 4
+    part = tokens // R
+    gen = torch.Generator(device=DEV).manual_seed(5)
+    q, k, v = (torch.randn(1, part, HV, K, dtype=torch.bfloat16, device=DEV, generator=gen)
+               for _ in range(3))
+    g = F.logsigmoid(torch.randn(1, part, HV, device=DEV, generator=gen))
+    beta = torch.rand(1, part, HV, device=DEV, generator=gen).sigmoid().to(torch.bfloat16)
+    cu = torch.tensor([0, tokens], dtype=torch.int64)
+    ctx = gdn.build_cp_context(cu, rank=1, world_size=R)
+    transfers = torch.randn(R, HV, K * 2 * K, device=DEV) * 1e-3
+
+    def once():
+        p = gdn.chunk_gated_delta_rule(q, k, v, g, beta, cp_context=ctx,
+                                       use_qk_l2norm_in_kernel=True)
+        gdn.cp_finish(p, transfers)
+    once()
+    torch.cuda.synchronize()
+    from torch.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            once()
+        torch.cuda.synchronize()
+    times = {}
+    for e in prof.events():
+        if e.device_type.name == "CUDA":
+            name = e.name
+            for key in ("prefill_chunks", "recur_cp", "cp_chain", "cp_correct", "prefill_prep"):
+                if key in name:
+                    name = key
+            times[name] = times.get(name, 0.0) + e.device_time / 3 / 1e3
+    total = sum(times.values())
+    print(f"| kernel (middle rank, {part} tokens, H = HV = 16) | ms per call | share |")
+    print("|---|---|---|")
+    for name, t in sorted(times.items(), key=lambda x: -x[1])[:8]:
+        print(f"| {name[:60]} | {t:.3f} | {100 * t / total:.0f} % |")
+
+
 def refusals():
     q, k, v, g, beta, cu, h0 = inputs([256], 4, 128, seed=3, delta=False)
     ctx = gdn.build_cp_context(cu, rank=1, world_size=2)
@@ -276,6 +354,9 @@ def bench(tokens):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    if "--profile-rank" in ARGS:
+        profile_rank(1 << 20)
+        return 0
     if "--bench" in ARGS:
         i = ARGS.index("--tokens") if "--tokens" in ARGS else -1
         bench(int(ARGS[i + 1]) if i >= 0 else 1 << 20)
@@ -283,6 +364,8 @@ def main():
         return 0
     if not DIST:
         refusals()
+    else:
+        graph_capture()
     for name, rule, vk, lens in CASES:
         run_case(name, rule, vk, lens, [WORLD] if DIST else [2, 3, 4],
                  distributed if DIST else emulated)
