@@ -487,7 +487,7 @@ double relErr(const T *got, const double *ref, size_t n) {
 } // namespace
 
 std::string runSegmented(const Problem &p, const Inputs &in, int64_t segments,
-                         Outputs &out) {
+                         Outputs &out, bool rankSlices) {
   if (segments < 1)
     return "segments: must be >= 1 (got " + std::to_string(segments) + ")";
   if (p.betaPerValue || !in.gv.empty())
@@ -548,9 +548,12 @@ std::string runSegmented(const Problem &p, const Inputs &in, int64_t segments,
     std::vector<double> S(start.begin() + n * HV * KV,
                           start.begin() + (n + 1) * HV * KV);
     for (int64_t s = 0; s < segments; ++s) {
-      const int64_t t0 = begin + (end - begin) * s / segments;
-      const int64_t t1 = begin + (end - begin) * (s + 1) / segments;
-      if (t0 == t1)
+      const int64_t total = p.B * T;
+      const int64_t t0 = rankSlices ? std::max(begin, total * s / segments)
+                                    : begin + (end - begin) * s / segments;
+      const int64_t t1 = rankSlices ? std::min(end, total * (s + 1) / segments)
+                                    : begin + (end - begin) * (s + 1) / segments;
+      if (t0 >= t1)
         continue;
       Outputs zero, transfer;
       if (std::string e = piece(t0, t1, V, false, {}, zero); !e.empty())

@@ -156,8 +156,15 @@ std::string run(const Problem &p, const Inputs &in, Outputs &out,
 /// up to fp64 rounding. Errors as run()'s, for segments < 1, and for gv or
 /// betaPerValue: with them each value column has its own transition, so no
 /// one K x K transfer exists (they are decode options in FLA).
+///
+/// With rankSlices, the pieces are those of context parallelism across
+/// ranks instead (docs/context-parallelism.md, "Across GPUs"; FLA's
+/// partition): the flattened B * T tokens in `segments` slices of equal
+/// size (floor), a piece being a sequence's tokens within one slice, so
+/// that a sequence may span several ranks or sit inside one; the chain is
+/// then the ranks' fold.
 std::string runSegmented(const Problem &p, const Inputs &in, int64_t segments,
-                         Outputs &out);
+                         Outputs &out, bool rankSlices = false);
 
 /// ||got - ref||_2 / ||ref||_2, the error measure of every numeric test. When
 /// ref is all zeros it returns ||got||_2 (so an exact zero still gives 0).

@@ -1127,4 +1127,31 @@ TEST(ReferencePerValue, SizesAreChecked) {
   EXPECT_NE(runSegmented(p, wide, 2, out), "");
 }
 
+// Across ranks (issue 36): FLA's partition of the flattened tokens into R
+// equal slices, a sequence spanning three ranks (100..600 at R = 4: slices
+// of 210), one inside a rank and one cut at a slice's end, folded rank by
+// rank, equals the serial run for every rule and both layouts.
+TEST(ReferenceSegmented, RankSlicesEqualTheSerialRun) {
+  for (const SegmentCase &c : kSegmentCases) {
+    Problem p = makeProblem(c.rule, 1, 0, 2, 4, 8, 6);
+    p.gate = c.gate;
+    p.beta = c.beta;
+    p.layout = c.layout;
+    p.qkL2Norm = c.l2;
+    p.scale = 0.35;
+    p.cuSeqlens = cuSeqlensFromLengths({100, 500, 30, 210});
+    p.T = p.cuSeqlens.back();
+    Inputs in = randomInputs(p, 13);
+    Outputs serial;
+    ASSERT_EQ(run(p, in, serial), "");
+    for (int64_t ranks : {2, 3, 4, 7}) {
+      Outputs cp;
+      ASSERT_EQ(runSegmented(p, in, ranks, cp, /*rankSlices=*/true), "");
+      EXPECT_LT(relativeError(cp.o, serial.o), kTol) << c.name << ", " << ranks << " ranks";
+      EXPECT_LT(relativeError(cp.finalState, serial.finalState), kTol)
+          << c.name << ", " << ranks << " ranks";
+    }
+  }
+}
+
 } // namespace
