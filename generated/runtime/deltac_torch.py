@@ -859,6 +859,11 @@ class Library:
         (zeros for one that goes on). With group None, returns a CPPending:
         gather every rank's .transfer yourself and call cp_finish."""
         fn = kw["fn"]
+        missing = [a for a in ("cu_seqlens", "cu_seqlens_cpu", "is_first_rank", "is_last_rank",
+                               "pre_num_ranks", "group") if not hasattr(ctx, a)]
+        if missing:
+            raise ValueError(f"{fn}: cp_context must be FLA's FLACPContext or "
+                             f"build_cp_context's; it has no {', '.join(missing)}")
         if q.dim() != 4 or q.shape[0] != 1:
             raise ValueError(f"{fn}: cp_context needs B = 1 (a rank's packed tokens), got q "
                              f"of shape {tuple(q.shape)}")
