@@ -27,6 +27,15 @@
 //               a segment past the first adds Q^_c S_start(s) to its rows
 //               of o (mma.sync).
 //
+// Across ranks (issue 36; docs/context-parallelism.md, "Across GPUs") the
+// same three kernels run a sequence whose entering state another rank
+// holds, in two calls told apart by cp_phase: phase 1 gives the first
+// segment transfer tiles too (its value tiles start from zero) and makes
+// cp_chain compose the call's transfer [b | M] into cp_transfer on K more
+// columns; phase 2 starts cp_chain from initial_state (the entering state
+// the caller folded from the other ranks' transfers) and corrects every
+// segment, the first included.
+//
 // Exact: no truncation or decay threshold; the serial result up to
 // rounding (the transfer and chain in f32, the correction's operands in
 // 16 bits as every product of recur). The host decides the segments per
