@@ -318,6 +318,13 @@ run_cp_tests() {
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   python3 tests/gpu/test_cp.py "$BUILD" "$OUT" > "$OUT/test_cp.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/test_cp.log" || tail -20 "$OUT/test_cp.log"
+  if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
+    # The phases' kernels under memcheck (emulated ranks, R = 3).
+    compute-sanitizer --tool memcheck --error-exitcode 3 --target-processes all \
+      python3 tests/gpu/test_cp.py "$BUILD" "$OUT/cp_memcheck" --quick \
+      > "$OUT/memcheck_cp.log" 2>&1 || status=1
+    echo "memcheck_cp: $(grep -E 'ERROR SUMMARY|== test_cp' "$OUT/memcheck_cp.log" | tr '\n' ' ')"
+  fi
   for n in 2 4; do
     [ "$gpus" -ge "$n" ] || continue
     NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node "$n" tests/gpu/test_cp.py \

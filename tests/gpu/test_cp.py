@@ -15,6 +15,8 @@ Modes (each prints a table, exits non-zero on a failed check):
       each rank checks its slice of o and the final states that end on it;
       and the whole call (NCCL's all_gather included) replayed from a CUDA
       graph gives the eager call's bits.
+  test_cp.py BUILD OUT --quick           one GPU, R = 3 against one GPU's
+      result (for compute-sanitizer: no fp64 loop, no FLA).
   test_cp.py BUILD OUT --profile-rank    one GPU: the kernels of a middle
       rank of a 2^20-token sequence over 4 ranks at H = HV = 16.
   torchrun --nproc-per-node R test_cp.py BUILD OUT --bench [--tokens N]
@@ -54,7 +56,13 @@ else:
     RANK, WORLD = 0, 1
 DEV = torch.device("cuda", torch.cuda.current_device())
 H.DEV = DEV
-FLA = None if os.environ.get("DELTAC_TEST_NO_FLA", "0") not in ("", "0") else H.import_fla()
+# --quick (compute-sanitizer): R = 3 only, one GPU's result as the
+# reference, no FLA. Within 1e-2 of it: two results each about 5e-3 from
+# fp64 (DeltaNet) differ by up to 6.4e-3 (H100, 2026-11-27).
+QUICK = "--quick" in ARGS
+SLACK = 1e-2 if QUICK else 5e-4
+FLA = None if QUICK or os.environ.get("DELTAC_TEST_NO_FLA", "0") not in ("", "0") \
+    else H.import_fla()
 results = []
 
 
@@ -102,10 +110,13 @@ def run_case(name, rule, vk, lens, worlds, make_calls):
         h0 = h0.transpose(-1, -2).contiguous()
     o1, f1 = call(rule, vk, q, k, v, g, beta, h0, cu_seqlens=cu)
     h0k = h0.transpose(-1, -2) if vk else h0
-    ofla = fla_output(rule, q, k, v, g, beta, h0k, cu)
-    ro, rf = H.ref_fp64(q, k, v, g, beta, h0k, 128 ** -0.5, cu.tolist())
-    if vk:
-        rf = rf.transpose(-1, -2)
+    if QUICK:  # under compute-sanitizer: one GPU's result is the reference
+        ofla, ro, rf = None, o1, f1
+    else:
+        ofla = fla_output(rule, q, k, v, g, beta, h0k, cu)
+        ro, rf = H.ref_fp64(q, k, v, g, beta, h0k, 128 ** -0.5, cu.tolist())
+        if vk:
+            rf = rf.transpose(-1, -2)
     for R in worlds:
         if sum(lens) % R == 0:
             check_world(name, lens, R, make_calls(rule, vk), (q, k, v, g, beta, h0, cu),
@@ -141,7 +152,7 @@ def check_world(name, lens, R, rank_calls, tensors, o1, f1, ro, rf, ofla):
         e_one = H.rel(o1[:, lo:hi], ro[:, lo:hi])
         tag = f"{name}, R = {R}, rank {r}"
         e_fla = H.rel(ofla[:, lo:hi], ro[:, lo:hi]) if ofla is not None else float("inf")
-        check(f"{tag}: o vs fp64", e_cp < 1e-2 and e_cp <= 1.1 * e_one + 5e-4 and e_cp < e_fla,
+        check(f"{tag}: o vs fp64", e_cp < 1e-2 and e_cp <= 1.1 * e_one + SLACK and e_cp < e_fla,
               f"cp {e_cp:.3e}, one GPU {e_one:.3e}, FLA {e_fla:.3e}")
         rows = [i for i in range(n_local) if ends[i]]
         for i in range(n_local):
@@ -151,7 +162,7 @@ def check_world(name, lens, R, rank_calls, tensors, o1, f1, ro, rf, ofla):
             want = rf[[first + i for i in rows]]
             s_cp = H.rel(f_r[rows], want)
             s_one = H.rel(f1[[first + i for i in rows]], want)
-            check(f"{tag}: final states vs fp64", s_cp < 1e-2 and s_cp <= 1.1 * s_one + 5e-4,
+            check(f"{tag}: final states vs fp64", s_cp < 1e-2 and s_cp <= 1.1 * s_one + SLACK,
                   f"cp {s_cp:.3e}, one GPU {s_one:.3e}")
             results[-1] = results[-1][:2] + (f"cp {s_cp:.3e} / one GPU {s_one:.3e}; o cp "
                                              f"{e_cp:.3e} / one GPU {e_one:.3e} / FLA "
@@ -367,7 +378,7 @@ def main():
     else:
         graph_capture()
     for name, rule, vk, lens in CASES:
-        run_case(name, rule, vk, lens, [WORLD] if DIST else [2, 3, 4],
+        run_case(name, rule, vk, lens, [WORLD] if DIST else [3] if QUICK else [2, 3, 4],
                  distributed if DIST else emulated)
     failed = sum(not ok for _, ok, _ in results)
     if DIST:
