@@ -316,6 +316,8 @@ run_prefill_variants() {
 run_cp_tests() {
   local status=0 gpus
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  "$BUILD/rank_phase_test" > "$OUT/rank_phase_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==)" "$OUT/rank_phase_test.log" || tail -20 "$OUT/rank_phase_test.log"
   python3 tests/gpu/test_cp.py "$BUILD" "$OUT" > "$OUT/test_cp.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/test_cp.log" || tail -20 "$OUT/test_cp.log"
   if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
