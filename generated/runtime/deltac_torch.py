@@ -883,7 +883,14 @@ class Library:
         for name in ("output", "output_state"):  # None: checked by _prefill_or_cp
             kw.pop(name)
         o = torch.empty(1, T, HV, V, dtype=q.dtype, device=q.device)
-        cut = lambda t, a, b_: None if t is None else t[:, a:b_]
+        def cut(t, a, b_):
+            # A slice at token a; g and beta ([T, HV] rows of a few bytes)
+            # are copied where the slice would break their 16-byte alignment
+            # (q, k, v and o rows are multiples of 16 bytes).
+            if t is None:
+                return None
+            x = t[:, a:b_]
+            return x if x.data_ptr() % 16 == 0 else x.clone()
         p = CPPending(ctx, rule, kw, N, cont_in, cont_out, HV, K, V, o, want_final)
         p.t_head = int(cpu[1]) if cont_in else 0
         p.head = (cut(q, 0, p.t_head), cut(k, 0, p.t_head), cut(v, 0, p.t_head),

@@ -97,6 +97,9 @@ CASES = [
     ("gdn kv, one sequence", "gated", False, [8400]),
     ("gdn kv, varlen", "gated", False, [1000, 5000, 300, 2100]),
     ("gdn vk, varlen", "gated", True, [700, 6100, 1600]),
+    # A rank's continued piece of odd length (2501 at R = 2): the rest's
+    # beta rows start 8 bytes off 16 (HV = 4, bf16) and are copied.
+    ("gdn kv, odd piece", "gated", False, [701, 6000, 1699]),
     ("deltanet, one sequence", "delta", False, [8400]),
 ]
 
