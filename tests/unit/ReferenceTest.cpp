@@ -969,17 +969,23 @@ struct SegmentCase {
 
 class Segmented : public ::testing::TestWithParam<SegmentCase> {};
 
-TEST_P(Segmented, EqualsTheSerialRun) {
-  const SegmentCase &c = GetParam();
+/// The case's problem over varlen sequences of `lengths` tokens.
+Problem segmentProblem(const SegmentCase &c, const std::vector<int64_t> &lengths) {
   Problem p = makeProblem(c.rule, 1, 0, 2, 4, 8, 6);
   p.gate = c.gate;
   p.beta = c.beta;
   p.layout = c.layout;
   p.qkL2Norm = c.l2;
   p.scale = 0.35;
-  // Varlen: a sequence shorter than the pieces, an empty one, odd lengths.
-  p.cuSeqlens = cuSeqlensFromLengths({37, 2, 0, 61});
+  p.cuSeqlens = cuSeqlensFromLengths(lengths);
   p.T = p.cuSeqlens.back();
+  return p;
+}
+
+TEST_P(Segmented, EqualsTheSerialRun) {
+  const SegmentCase &c = GetParam();
+  // Varlen: a sequence shorter than the pieces, an empty one, odd lengths.
+  Problem p = segmentProblem(c, {37, 2, 0, 61});
   Inputs in = randomInputs(p, 71);
   Outputs serial;
   ASSERT_EQ(run(p, in, serial), "");
@@ -1133,14 +1139,7 @@ TEST(ReferencePerValue, SizesAreChecked) {
 // rank, equals the serial run for every rule and both layouts.
 TEST(ReferenceSegmented, RankSlicesEqualTheSerialRun) {
   for (const SegmentCase &c : kSegmentCases) {
-    Problem p = makeProblem(c.rule, 1, 0, 2, 4, 8, 6);
-    p.gate = c.gate;
-    p.beta = c.beta;
-    p.layout = c.layout;
-    p.qkL2Norm = c.l2;
-    p.scale = 0.35;
-    p.cuSeqlens = cuSeqlensFromLengths({100, 500, 30, 210});
-    p.T = p.cuSeqlens.back();
+    Problem p = segmentProblem(c, {100, 500, 30, 210});
     Inputs in = randomInputs(p, 13);
     Outputs serial;
     ASSERT_EQ(run(p, in, serial), "");
