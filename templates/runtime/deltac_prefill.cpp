@@ -475,6 +475,32 @@ unsigned recurSharedBytes(const PrefillVariant &v, int stages) {
 }
 
 namespace {
+/// The variant of (K, V) with the context-parallel kernels, or null.
+const PrefillVariant *segmentVariant(const PrefillVariant *variants, int count, int64_t K,
+                                     int64_t V) {
+  for (int i = 0; i < count; ++i)
+    if (variants[i].K == K && variants[i].V == V && variants[i].recurCp)
+      return &variants[i];
+  return nullptr;
+}
+
+/// Loads c's chunks and recur and, only where both loaded altTarget's code
+/// (an A100, or a forced sm_80 target, must not try them), its three
+/// context-parallel kernels; `altCode`: all five are that code. False with
+/// `error` set where a load failed.
+bool loadSegmentKernels(const PrefillVariant &c, bool *altCode, std::string *error) {
+  if (!c.chunks->load(error) || !c.recur->load(error))
+    return false;
+  auto alt = [&](Kernel *kernel) { return kernel->imageTarget() == c.altTarget; };
+  *altCode = c.altTarget && alt(c.chunks) && alt(c.recur);
+  for (Kernel *kernel : {c.recurCp, c.segmentChain, c.segmentCorrection}) {
+    if (*altCode && !kernel->load(error))
+      return false;
+    *altCode = *altCode && alt(kernel);
+  }
+  return true;
+}
+
 deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                               const deltac_prefill_args &a, void *stream) {
   deltac::Status status;
@@ -667,10 +693,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     // form other than cp cannot run it), cp_segments or chosen.
     if (!dispatch && !forcedSegments)
       return refuse("a cp_phase call runs only the context-parallel form");
-    const PrefillVariant *c = nullptr;
-    for (int i = 0; i < count && !c; ++i)
-      if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurCp)
-        c = &variants[i];
+    const PrefillVariant *c = segmentVariant(variants, count, a.K, a.V);
     if (!c)
       return {DELTAC_UNSUPPORTED, "cp_phase: the library has no context-parallel kernels for "
                                   "K = " + std::to_string(a.K) + ", V = " + std::to_string(a.V) +
@@ -685,26 +708,16 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                                       std::to_string(a.N * a.HV * std::max(n, 1)) + " exceeds " +
                                       std::to_string(deltac_abi::prefillSegmentSlots(a.N, a.HV)) +
                                       " transfer slots"};
-    if (!c->chunks->load(&error) || !c->recur->load(&error))
+    bool altCode = false;
+    if (!loadSegmentKernels(*c, &altCode, &error))
       return {DELTAC_CUDA_ERROR, error};
-    auto alt = [&](Kernel *kernel) { return kernel->imageTarget() == c->altTarget; };
-    bool altCode = c->altTarget && alt(c->chunks) && alt(c->recur);
-    for (Kernel *kernel : {c->recurCp, c->segmentChain, c->segmentCorrection}) {
-      if (altCode && !kernel->load(&error))
-        return {DELTAC_CUDA_ERROR, error};
-      altCode = altCode && alt(kernel);
-    }
     if (!altCode)
       return {DELTAC_UNSUPPORTED,
               "cp_phase: the code loaded for this GPU has no context-parallel kernels"};
     segments = n;
     chosen = c;
   } else if ((dispatch || forcedSegments) && !keeps && a.T > 0) {
-    const PrefillVariant *c = nullptr;
-    for (int i = 0; i < count && !c; ++i)
-      if (variants[i].K == a.K && variants[i].V == a.V && variants[i].recurCp)
-        c = &variants[i];
-    if (c) {
+    if (const PrefillVariant *c = segmentVariant(variants, count, a.K, a.V)) {
       if (sms == 0 && (sms = multiprocessorCount(&error)) == 0)
         return {DELTAC_CUDA_ERROR, error};
       int n = forcedSegments && force.segments > 0
@@ -714,18 +727,10 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         n = 2;
       noSegments = "N * HV * segments exceeds " + std::to_string(deltac_abi::kMaxSegmentHeads);
       if (n >= 2 && a.N * a.HV * n <= deltac_abi::prefillSegmentSlots(a.N, a.HV)) {
-        // Only altTarget's code has the three kernels: they are loaded only
-        // where chunks and recur loaded that code (an A100, or a forced
-        // sm_80 target, must not try them), and each must be that code too.
-        auto alt = [&](Kernel *kernel) { return kernel->imageTarget() == c->altTarget; };
-        if (!c->chunks->load(&error) || !c->recur->load(&error))
+        // Only altTarget's code has the three kernels.
+        bool altCode = false;
+        if (!loadSegmentKernels(*c, &altCode, &error))
           return {DELTAC_CUDA_ERROR, error};
-        bool altCode = c->altTarget && alt(c->chunks) && alt(c->recur);
-        for (Kernel *kernel : {c->recurCp, c->segmentChain, c->segmentCorrection}) {
-          if (altCode && !kernel->load(&error))
-            return {DELTAC_CUDA_ERROR, error};
-          altCode = altCode && alt(kernel);
-        }
         noSegments = "the code loaded for this GPU has no recur_cp";
         if (altCode) {
           segments = n;
@@ -987,49 +992,28 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     // chunks, then the segments side by side (recurCp: the first
     // segment's value tiles, every other one's value and transfer tiles;
     // the grid also holds the first segment's transfer slots, which leave
-    // at once), the chain of transfers, the correction.
+    // at once), the chain of transfers, the correction. Across ranks,
+    // phase 1 stops after the chain, which composes the rank's transfer on
+    // K more columns; phase 2 runs only the chain, from the entering
+    // state, and the correction of every segment.
+    bool transfers = a.cp_phase != 2, corrects = a.cp_phase != 1;
     int64_t cpGrid = a.N * a.HV * segments * segmentTiles(*chosen);
+    int64_t chainColumns = a.cp_phase == 1 ? v.V + v.K : v.V;
     unsigned t = chosen->segmentThreads;
-    int64_t chainBlocks = a.N * a.HV * (v.V / deltac_abi::kSegmentChainColumns);
-    bool prep = a.N > kPrefillInlineSequences;
-    // Across ranks: phase 1 runs up to the chain, which composes the
-    // rank's transfer on K more columns; phase 2 the chain from the
-    // entering state and the correction of every segment.
-    if (a.cp_phase == 1) {
-      if ((prep && !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
-                                         chosen->smemPrep)) ||
-          !chosen->chunks->launch(chunksGrid, 1, 1, launched.chunksThreads, stream, params,
-                                  &error, launched.smemChunks) ||
-          !chosen->recurCp->launch((unsigned)cpGrid, 1, 1, launched.recurThreads, stream,
-                                   params, &error, recurSmem, dependent) ||
-          !chosen->segmentChain->launch(
-              (unsigned)(a.N * a.HV * ((v.V + v.K) / deltac_abi::kSegmentChainColumns)), 1, 1,
-              t, stream, params, &error, chosen->smemSegmentChain))
-        return {DELTAC_CUDA_ERROR, error};
-      return {};
-    }
-    if (a.cp_phase == 2) {
-      if ((prep && !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
-                                         chosen->smemPrep)) ||
-          !chosen->segmentChain->launch((unsigned)chainBlocks, 1, 1, t, stream, params, &error,
-                                        chosen->smemSegmentChain) ||
-          !chosen->segmentCorrection->launch(chunksGrid, 1, 1, t, stream, params, &error,
-                                             chosen->smemSegmentCorrection))
-        return {DELTAC_CUDA_ERROR, error};
-      return {};
-    }
     if ((a.N > kPrefillInlineSequences &&
          !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                                chosen->smemPrep)) ||
-        !chosen->chunks->launch(chunksGrid, 1, 1, launched.chunksThreads, stream, params,
-                                &error, launched.smemChunks) ||
-        !chosen->recurCp->launch((unsigned)cpGrid, 1, 1, launched.recurThreads, stream, params,
-                                 &error, recurSmem, dependent) ||
+        (transfers &&
+         (!chosen->chunks->launch(chunksGrid, 1, 1, launched.chunksThreads, stream, params,
+                                  &error, launched.smemChunks) ||
+          !chosen->recurCp->launch((unsigned)cpGrid, 1, 1, launched.recurThreads, stream,
+                                   params, &error, recurSmem, dependent))) ||
         !chosen->segmentChain->launch(
-            (unsigned)(a.N * a.HV * (v.V / deltac_abi::kSegmentChainColumns)), 1, 1, t, stream,
-            params, &error, chosen->smemSegmentChain) ||
-        !chosen->segmentCorrection->launch(chunksGrid, 1, 1, t, stream, params, &error,
-                                           chosen->smemSegmentCorrection))
+            (unsigned)(a.N * a.HV * (chainColumns / deltac_abi::kSegmentChainColumns)), 1, 1, t,
+            stream, params, &error, chosen->smemSegmentChain) ||
+        (corrects && !chosen->segmentCorrection->launch(chunksGrid, 1, 1, t, stream, params,
+                                                        &error,
+                                                        chosen->smemSegmentCorrection)))
       return {DELTAC_CUDA_ERROR, error};
     return {};
   }
