@@ -59,6 +59,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.minBlocksPerSM = launch.getMinBlocksPerSm();
   k.overlapBlocksPerSM = launch.getOverlapBlocksPerSm();
   k.rawQK = launch.getRawQk();
+  k.minTokens = launch.getMinTokens();
   k.ioType = typeName(spec.getIoType());
   k.stateType = typeName(spec.getStateType());
   k.gate = spec.getGate();
@@ -344,6 +345,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
       row.set("gridX", k.gridX);
       row.set("threads", k.threads);
       row.set("minBlocksPerSM", k.minBlocksPerSM);
+      row.set("minTokens", k.minTokens);
       row.kernel("kernel", k.name);
     }
     int64_t count = rows.size();

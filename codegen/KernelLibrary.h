@@ -36,6 +36,7 @@ struct EmittedKernel {
   int64_t smem = 0;  ///< dynamic shared memory bytes at launch
   int64_t smemStage = 0; ///< bytes of one more pipeline stage (0: none)
   int64_t minBlocksPerSM = 0; ///< dispatch: used from this many blocks/SM
+  int64_t minTokens = 0;      ///< decode dispatch: from this many tokens a row
   /// prefill recur: the overlapped launch up to this many quarter blocks
   /// per SM, for altTarget's code (0: none).
   int64_t overlapBlocksPerSM = 0;

@@ -149,7 +149,9 @@ def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
     and what one more pipeline stage adds, the dispatch bound
     (`min_blocks_per_sm`, in quarters of a block per SM; 0: always), the
     overlapped launch's bound (`overlap_blocks_per_sm`; 0: none) and
-    whether recur has the form that reads raw q and k (`raw_qk`).
+    whether recur has the form that reads raw q and k (`raw_qk`); for a
+    decode kernel, the fewest tokens a row of a call it serves
+    (`min_tokens`, set on the staged form; 0: any call).
 
     ```mlir
     #delta.kernel<role = recur, code = wgmma, k = 128, v = 128,
@@ -167,7 +169,8 @@ def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
     DefaultValuedParameter<"int64_t", "0">:$dynamic_smem_stage,
     DefaultValuedParameter<"int64_t", "0">:$min_blocks_per_sm,
     DefaultValuedParameter<"int64_t", "0">:$overlap_blocks_per_sm,
-    DefaultValuedParameter<"bool", "false">:$raw_qk);
+    DefaultValuedParameter<"bool", "false">:$raw_qk,
+    DefaultValuedParameter<"int64_t", "0">:$min_tokens);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -48,7 +48,7 @@ LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t valueTile, int64_t gridX, int64_t blockThreads,
                                  int64_t dynamicSmem, int64_t dynamicSmemStage,
                                  int64_t minBlocksPerSm, int64_t overlapBlocksPerSm,
-                                 bool) {
+                                 bool, int64_t minTokens) {
   if (k < 1 || v < 1 || valueTile < 1 || gridX < 1)
     return emitError() << "kernel: k, v, value_tile and grid_x must be positive, got "
                        << k << ", " << v << ", " << valueTile << " and " << gridX;
@@ -63,6 +63,8 @@ LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kernel: min_blocks_per_sm and overlap_blocks_per_sm must "
                           "not be negative, got "
                        << minBlocksPerSm << " and " << overlapBlocksPerSm;
+  if (minTokens < 0)
+    return emitError() << "kernel: min_tokens must not be negative, got " << minTokens;
   return success();
 }
 

@@ -19,6 +19,8 @@ namespace {
 /// The largest rows-per-thread and dot-partials: a thread never holds more
 /// than a whole row (K, V <= 256), nor a dot product more partial sums.
 constexpr int64_t kMaxDecodeTuning = 256;
+/// The largest staged-min-tokens (max_t is at most this in a spec).
+constexpr int64_t kMaxStagedMinTokens = 64;
 
 /// The NVVM targets of the module's `delta.targets`, e.g. sm_90a.
 LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
@@ -45,6 +47,8 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
   // One gpu.module (and so one PTX file per target) per kernel variant.
   OpBuilder builder(func);
   for (auto [suffix, variant] : decodeVariants(tuning, only)) {
+    if (variant.stageInputs && !stagedDecodeFits(spec))
+      continue;
     std::string name = (func.getSymName() + suffix).str();
     auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
                                            name + "_gpu", targets);
@@ -63,9 +67,10 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (!variants.empty() && variants != "bulk" && variants != "small") {
-      getOperation().emitError() << "variants must be bulk, small or empty, "
-                                    "got '"
+    if (!variants.empty() && variants != "bulk" && variants != "small" &&
+        variants != "staged") {
+      getOperation().emitError() << "variants must be staged, bulk, small "
+                                    "or empty, got '"
                                  << variants << "'";
       return signalPassFailure();
     }
@@ -84,12 +89,15 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
     };
     if (!inRange("rows-per-thread", rowsPerThread, 0, kMaxDecodeTuning,
                  " (0: chosen from K, V and the state type)") ||
-        !inRange("dot-partials", dotPartials, 1, kMaxDecodeTuning, ""))
+        !inRange("dot-partials", dotPartials, 1, kMaxDecodeTuning, "") ||
+        !inRange("staged-min-tokens", stagedMinTokens, 0, kMaxStagedMinTokens,
+                 " (0: the default, 3)"))
       return signalPassFailure();
     DecodeTuning tuning;
     tuning.rowsPerThread = rowsPerThread;
     tuning.unswitchSteps = unswitchSteps;
     tuning.dotPartials = dotPartials;
+    tuning.minTokens = stagedMinTokens;
     ModuleOp module = getOperation();
     ArrayAttr targets = nvvmTargets(module);
     SmallVector<func::FuncOp> decodes;

@@ -212,7 +212,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                                own.getV(), own.getValueTile(), own.getGridX(),
                                own.getBlockThreads(), own.getDynamicSmem(),
                                own.getDynamicSmemStage(), minBlocks, overlap,
-                               own.getRawQk()));
+                               own.getRawQk(), own.getMinTokens()));
     return success();
   };
   // One block size for all kernels of the entry: the smallest any needs.

@@ -17,8 +17,11 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
   let description = [{
     Replaces every decode function (`delta.entry = decode`) by a
     `gpu.module` holding its `gpu.func` kernels (a "bulk" variant for grids
-    that fill the GPU and a "small" one, `_small`, for few rows; the host
-    picks by `delta.min_blocks_per_sm`) that advance a state pool
+    that fill the GPU, a "small" one, `_small`, for few rows, and where the
+    spec fits it a "staged" one, `_staged`, the bulk shape with a call's
+    token inputs staged in shared memory, for calls of three or more tokens
+    a row; the host picks by the `min_tokens` and
+    `min_blocks_per_sm` of their `delta.kernel`) that advance a state pool
     by T <= max_t tokens: the recurrence (`delta`, `gated`, or `kda` with a
     decay per key channel) with its gate, beta and L2 norm fused, one pass
     over the state with 16-byte accesses, fp32 arithmetic; the entering
@@ -34,11 +37,14 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
            "state rows per thread, 0 to 256 (0: chosen from K, V and "
            "the state type)">,
     Option<"variants", "variants", "std::string", /*default=*/"\"\"",
-           "kernel variants to emit: bulk, small, or both (empty)">,
+           "kernel variants to emit: staged, bulk, small, or all (empty)">,
     Option<"unswitchSteps", "unswitch-steps", "bool", /*default=*/"true",
            "emit the token loop with and without per-step stores">,
     Option<"dotPartials", "dot-partials", "int64_t", /*default=*/"4",
-           "independent partial sums per dot product, 1 to 256">
+           "independent partial sums per dot product, 1 to 256">,
+    Option<"stagedMinTokens", "staged-min-tokens", "int64_t", /*default=*/"0",
+           "the fewest tokens a row the staged variant is launched for, "
+           "0 to 64 (0: 3)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

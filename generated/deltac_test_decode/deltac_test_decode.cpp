@@ -7,14 +7,19 @@
 
 // Kernel images, embedded by CMakeLists.txt (PTX per target, fatbin when
 // ptxas and fatbinary were found).
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_k128_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_k64_v64_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_bf16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_bf16_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k64_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k64_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k64_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k128_v64_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k128_v64_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k128_v64_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_k128_v128_decode_images;
@@ -29,6 +34,7 @@ extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v48
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_kv_k64_v64_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images;
@@ -48,14 +54,19 @@ extern const deltac_rt::KernelImages deltac_test_decode_dn_pv_vk_k64_v128_decode
 
 
 namespace {
+deltac_rt::Kernel gdn_log_k128_v128_decode_staged_kernel(deltac_test_decode_gdn_log_k128_v128_decode_staged_images);
 deltac_rt::Kernel gdn_log_k128_v128_decode_kernel(deltac_test_decode_gdn_log_k128_v128_decode_images);
 deltac_rt::Kernel gdn_log_k128_v128_decode_small_kernel(deltac_test_decode_gdn_log_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_log_k64_v64_decode_staged_kernel(deltac_test_decode_gdn_log_k64_v64_decode_staged_images);
 deltac_rt::Kernel gdn_log_k64_v64_decode_kernel(deltac_test_decode_gdn_log_k64_v64_decode_images);
 deltac_rt::Kernel gdn_log_k64_v64_decode_small_kernel(deltac_test_decode_gdn_log_k64_v64_decode_small_images);
+deltac_rt::Kernel gdn_raw_bf16_k128_v128_decode_staged_kernel(deltac_test_decode_gdn_raw_bf16_k128_v128_decode_staged_images);
 deltac_rt::Kernel gdn_raw_bf16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_bf16_k128_v128_decode_images);
 deltac_rt::Kernel gdn_raw_bf16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_bf16_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_linear_k64_v128_decode_staged_kernel(deltac_test_decode_gdn_linear_k64_v128_decode_staged_images);
 deltac_rt::Kernel gdn_linear_k64_v128_decode_kernel(deltac_test_decode_gdn_linear_k64_v128_decode_images);
 deltac_rt::Kernel gdn_linear_k64_v128_decode_small_kernel(deltac_test_decode_gdn_linear_k64_v128_decode_small_images);
+deltac_rt::Kernel gdn_linear_k128_v64_decode_staged_kernel(deltac_test_decode_gdn_linear_k128_v64_decode_staged_images);
 deltac_rt::Kernel gdn_linear_k128_v64_decode_kernel(deltac_test_decode_gdn_linear_k128_v64_decode_images);
 deltac_rt::Kernel gdn_linear_k128_v64_decode_small_kernel(deltac_test_decode_gdn_linear_k128_v64_decode_small_images);
 deltac_rt::Kernel deltanet_k128_v128_decode_kernel(deltac_test_decode_deltanet_k128_v128_decode_images);
@@ -70,6 +81,7 @@ deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_kernel(deltac_test_decode_gdn_
 deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_small_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_small_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(deltac_test_decode_deltanet_kv_k64_v64_decode_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_small_kernel(deltac_test_decode_deltanet_kv_k64_v64_decode_small_images);
+deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_staged_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_staged_images);
 deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_images);
 deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images);
@@ -91,8 +103,8 @@ deltac_rt::Kernel dn_pv_vk_k64_v128_decode_small_kernel(deltac_test_decode_dn_pv
 
 namespace {
 const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
-    std::array<deltac_rt::DecodeVariant, 4> t{};
+  static const std::array<deltac_rt::DecodeVariant, 6> table = [] {
+    std::array<deltac_rt::DecodeVariant, 6> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 128;
@@ -103,10 +115,11 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &gdn_log_k128_v128_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &gdn_log_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -118,25 +131,27 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 4;
+      v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 0;
-      v.kernel = &gdn_log_k128_v128_decode_small_kernel;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &gdn_log_k128_v128_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
-      v.K = 64;
-      v.V = 64;
+      v.K = 128;
+      v.V = 128;
       v.io = DELTAC_BF16;
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 1;
+      v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &gdn_log_k64_v64_decode_kernel;
+      v.minBlocksPerSM = 0;
+      v.minTokens = 0;
+      v.kernel = &gdn_log_k128_v128_decode_small_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -150,7 +165,40 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &gdn_log_k64_v64_decode_staged_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[4];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &gdn_log_k64_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[5];
+      v.K = 64;
+      v.V = 64;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
+      v.gridX = 1;
+      v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_log_k64_v64_decode_small_kernel;
     }
     return t;
@@ -160,7 +208,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_log::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_log_decode_variants(), 4, args, stream);
+  return deltac_rt::runDecode(gdn_log_decode_variants(), 6, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_log_decode(const deltac_decode_args *args, void *stream) {
@@ -171,10 +219,26 @@ extern "C" int deltac_test_decode_gdn_log_decode(const deltac_decode_args *args,
 
 namespace {
 const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
-    std::array<deltac_rt::DecodeVariant, 2> t{};
+  static const std::array<deltac_rt::DecodeVariant, 3> table = [] {
+    std::array<deltac_rt::DecodeVariant, 3> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 4;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &gdn_raw_bf16_k128_v128_decode_staged_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[1];
       v.K = 128;
       v.V = 128;
       v.io = DELTAC_BF16;
@@ -186,10 +250,11 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_bf16_k128_v128_decode_kernel;
     }
     {
-      deltac_rt::DecodeVariant &v = t[1];
+      deltac_rt::DecodeVariant &v = t[2];
       v.K = 128;
       v.V = 128;
       v.io = DELTAC_BF16;
@@ -201,6 +266,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_bf16_k128_v128_decode_small_kernel;
     }
     return t;
@@ -210,7 +276,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_raw_bf16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_raw_bf16_decode_variants(), 2, args, stream);
+  return deltac_rt::runDecode(gdn_raw_bf16_decode_variants(), 3, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *args, void *stream) {
@@ -221,8 +287,8 @@ extern "C" int deltac_test_decode_gdn_raw_bf16_decode(const deltac_decode_args *
 
 namespace {
 const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
-    std::array<deltac_rt::DecodeVariant, 4> t{};
+  static const std::array<deltac_rt::DecodeVariant, 6> table = [] {
+    std::array<deltac_rt::DecodeVariant, 6> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 64;
@@ -235,8 +301,9 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &gdn_linear_k64_v128_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &gdn_linear_k64_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -248,25 +315,27 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 4;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 0;
-      v.kernel = &gdn_linear_k64_v128_decode_small_kernel;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &gdn_linear_k64_v128_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
-      v.K = 128;
-      v.V = 64;
+      v.K = 64;
+      v.V = 128;
       v.io = DELTAC_F16;
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 4;
-      v.gridX = 1;
+      v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &gdn_linear_k128_v64_decode_kernel;
+      v.minBlocksPerSM = 0;
+      v.minTokens = 0;
+      v.kernel = &gdn_linear_k64_v128_decode_small_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -278,9 +347,42 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 4;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &gdn_linear_k128_v64_decode_staged_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[4];
+      v.K = 128;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 4;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &gdn_linear_k128_v64_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[5];
+      v.K = 128;
+      v.V = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Linear;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_linear_k128_v64_decode_small_kernel;
     }
     return t;
@@ -290,7 +392,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_linear::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_linear_decode_variants(), 4, args, stream);
+  return deltac_rt::runDecode(gdn_linear_decode_variants(), 6, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_linear_decode(const deltac_decode_args *args, void *stream) {
@@ -316,6 +418,7 @@ const deltac_rt::DecodeVariant *deltanet_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_k128_v128_decode_kernel;
     }
     {
@@ -331,6 +434,7 @@ const deltac_rt::DecodeVariant *deltanet_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_k128_v128_decode_small_kernel;
     }
     return t;
@@ -366,6 +470,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_log_kv_k128_v128_decode_kernel;
     }
     {
@@ -381,6 +486,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_log_kv_k128_v128_decode_small_kernel;
     }
     {
@@ -396,6 +502,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_log_kv_k64_v128_decode_kernel;
     }
     {
@@ -411,6 +518,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_log_kv_k64_v128_decode_small_kernel;
     }
     return t;
@@ -446,6 +554,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_kernel;
     }
     {
@@ -461,6 +570,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_small_kernel;
     }
     {
@@ -476,6 +586,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gridX = 3;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_kernel;
     }
     {
@@ -491,6 +602,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gridX = 3;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_small_kernel;
     }
     return t;
@@ -526,6 +638,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_k64_v64_decode_kernel;
     }
     {
@@ -541,6 +654,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_k64_v64_decode_small_kernel;
     }
     return t;
@@ -561,8 +675,8 @@ extern "C" int deltac_test_decode_deltanet_kv_decode(const deltac_decode_args *a
 
 namespace {
 const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
-    std::array<deltac_rt::DecodeVariant, 2> t{};
+  static const std::array<deltac_rt::DecodeVariant, 3> table = [] {
+    std::array<deltac_rt::DecodeVariant, 3> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 128;
@@ -573,10 +687,11 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 4;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &gdn_raw_f16_k128_v128_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &gdn_raw_f16_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -588,9 +703,26 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &gdn_raw_f16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_f16_k128_v128_decode_small_kernel;
     }
     return t;
@@ -600,7 +732,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
 } // namespace
 
 deltac::Status deltac_test_decode::gdn_raw_f16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(gdn_raw_f16_decode_variants(), 2, args, stream);
+  return deltac_rt::runDecode(gdn_raw_f16_decode_variants(), 3, args, stream);
 }
 
 extern "C" int deltac_test_decode_gdn_raw_f16_decode(const deltac_decode_args *args, void *stream) {
@@ -626,6 +758,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_kv_f16_k128_v128_decode_kernel;
     }
     {
@@ -641,6 +774,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_raw_kv_f16_k128_v128_decode_small_kernel;
     }
     return t;
@@ -676,6 +810,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_pv_kv_k128_v128_decode_kernel;
     }
     {
@@ -691,6 +826,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_pv_kv_k128_v128_decode_small_kernel;
     }
     {
@@ -706,6 +842,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_pv_kv_k64_v64_decode_kernel;
     }
     {
@@ -721,6 +858,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_pv_kv_k64_v64_decode_small_kernel;
     }
     return t;
@@ -756,6 +894,7 @@ const deltac_rt::DecodeVariant *gdn_pv_vk_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &gdn_pv_vk_k128_v128_decode_kernel;
     }
     {
@@ -771,6 +910,7 @@ const deltac_rt::DecodeVariant *gdn_pv_vk_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &gdn_pv_vk_k128_v128_decode_small_kernel;
     }
     return t;
@@ -806,6 +946,7 @@ const deltac_rt::DecodeVariant *kda_pv_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &kda_pv_kv_k128_v128_decode_kernel;
     }
     {
@@ -821,6 +962,7 @@ const deltac_rt::DecodeVariant *kda_pv_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &kda_pv_kv_k128_v128_decode_small_kernel;
     }
     return t;
@@ -856,6 +998,7 @@ const deltac_rt::DecodeVariant *kda_pv_vk_decode_variants() {
       v.gridX = 1;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &kda_pv_vk_k64_v64_decode_kernel;
     }
     {
@@ -871,6 +1014,7 @@ const deltac_rt::DecodeVariant *kda_pv_vk_decode_variants() {
       v.gridX = 1;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &kda_pv_vk_k64_v64_decode_small_kernel;
     }
     return t;
@@ -906,6 +1050,7 @@ const deltac_rt::DecodeVariant *dn_pv_vk_decode_variants() {
       v.gridX = 1;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &dn_pv_vk_k64_v128_decode_kernel;
     }
     {
@@ -921,6 +1066,7 @@ const deltac_rt::DecodeVariant *dn_pv_vk_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &dn_pv_vk_k64_v128_decode_small_kernel;
     }
     return t;

@@ -47,6 +47,7 @@ extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_recur_cp_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_prep_images;
@@ -59,12 +60,14 @@ extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_recur_cp_image
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_256_k256_v256_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_256_k256_v256_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_256_k256_v256_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_256_k256_v256_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_vk_256_k256_v256_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_256_k256_v256_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_vk_256_k256_v256_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_prep_images;
@@ -197,6 +200,7 @@ extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_recur_cp_imag
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_serving_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_prep_images;
@@ -209,6 +213,7 @@ extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_cp
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_serving_bf16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_prep_images;
@@ -221,6 +226,7 @@ extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_cp_
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_serving_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_prep_images;
@@ -298,6 +304,7 @@ deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_cp_kernel(gdn_fla_vk_k64_v64_pref
 deltac_rt::Kernel fla_vk_k64_v64_prefill_cp_chain_kernel(gdn_fla_vk_k64_v64_prefill_cp_chain_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_cp_correct_kernel(gdn_fla_vk_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_vk_k64_v64_prefill_recur_v16_kernel(gdn_fla_vk_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel fla_vk_k64_v64_decode_staged_kernel(gdn_fla_vk_k64_v64_decode_staged_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_kernel(gdn_fla_vk_k64_v64_decode_images);
 deltac_rt::Kernel fla_vk_k64_v64_decode_small_kernel(gdn_fla_vk_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_prep_kernel(gdn_fla_vk_k128_v128_prefill_prep_images);
@@ -310,12 +317,14 @@ deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_cp_kernel(gdn_fla_vk_k128_v128_
 deltac_rt::Kernel fla_vk_k128_v128_prefill_cp_chain_kernel(gdn_fla_vk_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_cp_correct_kernel(gdn_fla_vk_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_vk_k128_v128_prefill_recur_v16_kernel(gdn_fla_vk_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel fla_vk_k128_v128_decode_staged_kernel(gdn_fla_vk_k128_v128_decode_staged_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_kernel(gdn_fla_vk_k128_v128_decode_images);
 deltac_rt::Kernel fla_vk_k128_v128_decode_small_kernel(gdn_fla_vk_k128_v128_decode_small_images);
 deltac_rt::Kernel fla_vk_256_k256_v256_prefill_prep_kernel(gdn_fla_vk_256_k256_v256_prefill_prep_images);
 deltac_rt::Kernel fla_vk_256_k256_v256_prefill_chunks_kernel(gdn_fla_vk_256_k256_v256_prefill_chunks_images);
 deltac_rt::Kernel fla_vk_256_k256_v256_prefill_recur_kernel(gdn_fla_vk_256_k256_v256_prefill_recur_images);
 deltac_rt::Kernel fla_vk_256_k256_v256_prefill_recur_v16_kernel(gdn_fla_vk_256_k256_v256_prefill_recur_v16_images);
+deltac_rt::Kernel fla_vk_256_k256_v256_decode_staged_kernel(gdn_fla_vk_256_k256_v256_decode_staged_images);
 deltac_rt::Kernel fla_vk_256_k256_v256_decode_kernel(gdn_fla_vk_256_k256_v256_decode_images);
 deltac_rt::Kernel fla_vk_256_k256_v256_decode_small_kernel(gdn_fla_vk_256_k256_v256_decode_small_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_prep_kernel(gdn_fla_kv_f16_k64_v64_prefill_prep_images);
@@ -448,6 +457,7 @@ deltac_rt::Kernel serving_k128_v128_prefill_recur_cp_kernel(gdn_serving_k128_v12
 deltac_rt::Kernel serving_k128_v128_prefill_cp_chain_kernel(gdn_serving_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel serving_k128_v128_prefill_cp_correct_kernel(gdn_serving_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel serving_k128_v128_prefill_recur_v16_kernel(gdn_serving_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel serving_k128_v128_decode_staged_kernel(gdn_serving_k128_v128_decode_staged_images);
 deltac_rt::Kernel serving_k128_v128_decode_kernel(gdn_serving_k128_v128_decode_images);
 deltac_rt::Kernel serving_k128_v128_decode_small_kernel(gdn_serving_k128_v128_decode_small_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_prep_kernel(gdn_serving_bf16_k128_v128_prefill_prep_images);
@@ -460,6 +470,7 @@ deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_cp_kernel(gdn_serving_bf1
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_cp_chain_kernel(gdn_serving_bf16_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_cp_correct_kernel(gdn_serving_bf16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel serving_bf16_k128_v128_prefill_recur_v16_kernel(gdn_serving_bf16_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel serving_bf16_k128_v128_decode_staged_kernel(gdn_serving_bf16_k128_v128_decode_staged_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_kernel(gdn_serving_bf16_k128_v128_decode_images);
 deltac_rt::Kernel serving_bf16_k128_v128_decode_small_kernel(gdn_serving_bf16_k128_v128_decode_small_images);
 deltac_rt::Kernel serving_f16_k128_v128_prefill_prep_kernel(gdn_serving_f16_k128_v128_prefill_prep_images);
@@ -472,6 +483,7 @@ deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_cp_kernel(gdn_serving_f16_
 deltac_rt::Kernel serving_f16_k128_v128_prefill_cp_chain_kernel(gdn_serving_f16_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel serving_f16_k128_v128_prefill_cp_correct_kernel(gdn_serving_f16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel serving_f16_k128_v128_prefill_recur_v16_kernel(gdn_serving_f16_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel serving_f16_k128_v128_decode_staged_kernel(gdn_serving_f16_k128_v128_decode_staged_images);
 deltac_rt::Kernel serving_f16_k128_v128_decode_kernel(gdn_serving_f16_k128_v128_decode_images);
 deltac_rt::Kernel serving_f16_k128_v128_decode_small_kernel(gdn_serving_f16_k128_v128_decode_small_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_prep_kernel(gdn_kda_kv_k128_v128_prefill_prep_images);
@@ -526,6 +538,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_k64_v64_decode_kernel;
     }
     {
@@ -541,6 +554,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_k64_v64_decode_small_kernel;
     }
     {
@@ -556,6 +570,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_k128_v128_decode_kernel;
     }
     {
@@ -571,6 +586,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_k128_v128_decode_small_kernel;
     }
     return t;
@@ -606,6 +622,7 @@ const deltac_rt::DecodeVariant *fla_kv_256_decode_variants() {
       v.gridX = 8;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_256_k256_v256_decode_kernel;
     }
     {
@@ -621,6 +638,7 @@ const deltac_rt::DecodeVariant *fla_kv_256_decode_variants() {
       v.gridX = 8;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_256_k256_v256_decode_small_kernel;
     }
     return t;
@@ -641,8 +659,8 @@ extern "C" int gdn_fla_kv_256_decode(const deltac_decode_args *args, void *strea
 
 namespace {
 const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 4> table = [] {
-    std::array<deltac_rt::DecodeVariant, 4> t{};
+  static const std::array<deltac_rt::DecodeVariant, 6> table = [] {
+    std::array<deltac_rt::DecodeVariant, 6> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 64;
@@ -655,8 +673,9 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &fla_vk_k64_v64_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &fla_vk_k64_v64_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -670,23 +689,25 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 0;
-      v.kernel = &fla_vk_k64_v64_decode_small_kernel;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &fla_vk_k64_v64_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
-      v.K = 128;
-      v.V = 128;
+      v.K = 64;
+      v.V = 64;
       v.io = DELTAC_BF16;
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &fla_vk_k128_v128_decode_kernel;
+      v.minBlocksPerSM = 0;
+      v.minTokens = 0;
+      v.kernel = &fla_vk_k64_v64_decode_small_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -698,9 +719,42 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
+      v.gridX = 1;
+      v.threads = 128;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &fla_vk_k128_v128_decode_staged_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[4];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &fla_vk_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[5];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_vk_k128_v128_decode_small_kernel;
     }
     return t;
@@ -710,7 +764,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
 } // namespace
 
 deltac::Status gdn::fla_vk::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_vk_decode_variants(), 4, args, stream);
+  return deltac_rt::runDecode(fla_vk_decode_variants(), 6, args, stream);
 }
 
 extern "C" int gdn_fla_vk_decode(const deltac_decode_args *args, void *stream) {
@@ -721,8 +775,8 @@ extern "C" int gdn_fla_vk_decode(const deltac_decode_args *args, void *stream) {
 
 namespace {
 const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
-    std::array<deltac_rt::DecodeVariant, 2> t{};
+  static const std::array<deltac_rt::DecodeVariant, 3> table = [] {
+    std::array<deltac_rt::DecodeVariant, 3> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 256;
@@ -733,10 +787,11 @@ const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 8;
+      v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &fla_vk_256_k256_v256_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &fla_vk_256_k256_v256_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -748,9 +803,26 @@ const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
+      v.gridX = 8;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &fla_vk_256_k256_v256_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 256;
+      v.V = 256;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Log;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
       v.gridX = 16;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_vk_256_k256_v256_decode_small_kernel;
     }
     return t;
@@ -760,7 +832,7 @@ const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
 } // namespace
 
 deltac::Status gdn::fla_vk_256::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(fla_vk_256_decode_variants(), 2, args, stream);
+  return deltac_rt::runDecode(fla_vk_256_decode_variants(), 3, args, stream);
 }
 
 extern "C" int gdn_fla_vk_256_decode(const deltac_decode_args *args, void *stream) {
@@ -786,6 +858,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_k64_v64_decode_kernel;
     }
     {
@@ -801,6 +874,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_k64_v64_decode_small_kernel;
     }
     {
@@ -816,6 +890,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_k128_v128_decode_kernel;
     }
     {
@@ -831,6 +906,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_k128_v128_decode_small_kernel;
     }
     return t;
@@ -866,6 +942,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_nonorm_k64_v64_decode_kernel;
     }
     {
@@ -881,6 +958,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_nonorm_k64_v64_decode_small_kernel;
     }
     {
@@ -896,6 +974,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_nonorm_k128_v128_decode_kernel;
     }
     {
@@ -911,6 +990,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_nonorm_k128_v128_decode_small_kernel;
     }
     return t;
@@ -946,6 +1026,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_kernel;
     }
     {
@@ -961,6 +1042,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_small_kernel;
     }
     {
@@ -976,6 +1058,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_kernel;
     }
     {
@@ -991,6 +1074,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1026,6 +1110,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_k64_v64_decode_kernel;
     }
     {
@@ -1041,6 +1126,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_k64_v64_decode_small_kernel;
     }
     {
@@ -1056,6 +1142,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_k128_v128_decode_kernel;
     }
     {
@@ -1071,6 +1158,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1106,6 +1194,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_nonorm_k64_v64_decode_kernel;
     }
     {
@@ -1121,6 +1210,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_nonorm_k64_v64_decode_small_kernel;
     }
     {
@@ -1136,6 +1226,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_nonorm_k128_v128_decode_kernel;
     }
     {
@@ -1151,6 +1242,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_nonorm_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1171,8 +1263,8 @@ extern "C" int gdn_deltanet_kv_nonorm_decode(const deltac_decode_args *args, voi
 
 namespace {
 const deltac_rt::DecodeVariant *serving_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
-    std::array<deltac_rt::DecodeVariant, 2> t{};
+  static const std::array<deltac_rt::DecodeVariant, 3> table = [] {
+    std::array<deltac_rt::DecodeVariant, 3> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 128;
@@ -1183,10 +1275,11 @@ const deltac_rt::DecodeVariant *serving_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &serving_k128_v128_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &serving_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1198,9 +1291,26 @@ const deltac_rt::DecodeVariant *serving_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &serving_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &serving_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1210,7 +1320,7 @@ const deltac_rt::DecodeVariant *serving_decode_variants() {
 } // namespace
 
 deltac::Status gdn::serving::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(serving_decode_variants(), 2, args, stream);
+  return deltac_rt::runDecode(serving_decode_variants(), 3, args, stream);
 }
 
 extern "C" int gdn_serving_decode(const deltac_decode_args *args, void *stream) {
@@ -1221,8 +1331,8 @@ extern "C" int gdn_serving_decode(const deltac_decode_args *args, void *stream) 
 
 namespace {
 const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
-    std::array<deltac_rt::DecodeVariant, 2> t{};
+  static const std::array<deltac_rt::DecodeVariant, 3> table = [] {
+    std::array<deltac_rt::DecodeVariant, 3> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 128;
@@ -1233,10 +1343,11 @@ const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &serving_bf16_k128_v128_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &serving_bf16_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1248,9 +1359,26 @@ const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &serving_bf16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_BF16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &serving_bf16_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1260,7 +1388,7 @@ const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
 } // namespace
 
 deltac::Status gdn::serving_bf16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(serving_bf16_decode_variants(), 2, args, stream);
+  return deltac_rt::runDecode(serving_bf16_decode_variants(), 3, args, stream);
 }
 
 extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *stream) {
@@ -1271,8 +1399,8 @@ extern "C" int gdn_serving_bf16_decode(const deltac_decode_args *args, void *str
 
 namespace {
 const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
-    std::array<deltac_rt::DecodeVariant, 2> t{};
+  static const std::array<deltac_rt::DecodeVariant, 3> table = [] {
+    std::array<deltac_rt::DecodeVariant, 3> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 128;
@@ -1283,10 +1411,11 @@ const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &serving_f16_k128_v128_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &serving_f16_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1298,9 +1427,26 @@ const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 8;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &serving_f16_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F16;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &serving_f16_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1310,7 +1456,7 @@ const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
 } // namespace
 
 deltac::Status gdn::serving_f16::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(serving_f16_decode_variants(), 2, args, stream);
+  return deltac_rt::runDecode(serving_f16_decode_variants(), 3, args, stream);
 }
 
 extern "C" int gdn_serving_f16_decode(const deltac_decode_args *args, void *stream) {
@@ -1336,6 +1482,7 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &kda_kv_k128_v128_decode_kernel;
     }
     {
@@ -1351,6 +1498,7 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &kda_kv_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1386,6 +1534,7 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &kda_kv_raw_k128_v128_decode_kernel;
     }
     {
@@ -1401,6 +1550,7 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &kda_kv_raw_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1436,6 +1586,7 @@ const deltac_rt::DecodeVariant *kda_vk_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &kda_vk_k128_v128_decode_kernel;
     }
     {
@@ -1451,6 +1602,7 @@ const deltac_rt::DecodeVariant *kda_vk_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &kda_vk_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1486,6 +1638,7 @@ const deltac_rt::DecodeVariant *kda_vk_raw_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &kda_vk_raw_k128_v128_decode_kernel;
     }
     {
@@ -1501,6 +1654,7 @@ const deltac_rt::DecodeVariant *kda_vk_raw_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &kda_vk_raw_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1536,6 +1690,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_k64_v64_decode_kernel;
     }
     {
@@ -1551,6 +1706,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_k64_v64_decode_small_kernel;
     }
     {
@@ -1566,6 +1722,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_k128_v128_decode_kernel;
     }
     {
@@ -1581,6 +1738,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1616,6 +1774,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_l2norm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_l2norm_k64_v64_decode_kernel;
     }
     {
@@ -1631,6 +1790,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_l2norm_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_l2norm_k64_v64_decode_small_kernel;
     }
     {
@@ -1646,6 +1806,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_l2norm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_l2norm_k128_v128_decode_kernel;
     }
     {
@@ -1661,6 +1822,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_l2norm_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &fla_kv_pv_l2norm_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1696,6 +1858,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_pv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_pv_k64_v64_decode_kernel;
     }
     {
@@ -1711,6 +1874,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_pv_decode_variants() {
       v.gridX = 2;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_pv_k64_v64_decode_small_kernel;
     }
     {
@@ -1726,6 +1890,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_pv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_pv_k128_v128_decode_kernel;
     }
     {
@@ -1741,6 +1906,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_pv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &deltanet_kv_pv_k128_v128_decode_small_kernel;
     }
     return t;
@@ -1776,6 +1942,7 @@ const deltac_rt::DecodeVariant *kda_kv_pv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 4;
+      v.minTokens = 0;
       v.kernel = &kda_kv_pv_k128_v128_decode_kernel;
     }
     {
@@ -1791,6 +1958,7 @@ const deltac_rt::DecodeVariant *kda_kv_pv_decode_variants() {
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &kda_kv_pv_k128_v128_decode_small_kernel;
     }
     return t;

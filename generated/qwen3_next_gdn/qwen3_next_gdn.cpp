@@ -17,6 +17,7 @@ extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_decode_images;
 extern const deltac_rt::KernelImages qwen3_next_gdn_qwen3_next_k128_v128_decode_small_images;
 
@@ -32,6 +33,7 @@ deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_cp_kernel(qwen3_next_gdn_qw
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_cp_chain_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_cp_correct_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel qwen3_next_k128_v128_prefill_recur_v16_kernel(qwen3_next_gdn_qwen3_next_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel qwen3_next_k128_v128_decode_staged_kernel(qwen3_next_gdn_qwen3_next_k128_v128_decode_staged_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_kernel(qwen3_next_gdn_qwen3_next_k128_v128_decode_images);
 deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_gdn_qwen3_next_k128_v128_decode_small_images);
 
@@ -39,8 +41,8 @@ deltac_rt::Kernel qwen3_next_k128_v128_decode_small_kernel(qwen3_next_gdn_qwen3_
 
 namespace {
 const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
-  static const std::array<deltac_rt::DecodeVariant, 2> table = [] {
-    std::array<deltac_rt::DecodeVariant, 2> t{};
+  static const std::array<deltac_rt::DecodeVariant, 3> table = [] {
+    std::array<deltac_rt::DecodeVariant, 3> t{};
     {
       deltac_rt::DecodeVariant &v = t[0];
       v.K = 128;
@@ -51,10 +53,11 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 4;
-      v.gridX = 2;
+      v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
-      v.kernel = &qwen3_next_k128_v128_decode_kernel;
+      v.minBlocksPerSM = 1;
+      v.minTokens = 3;
+      v.kernel = &qwen3_next_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -66,9 +69,26 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.stateVFirst = true;
       v.perValue = false;
       v.maxT = 4;
+      v.gridX = 2;
+      v.threads = 128;
+      v.minBlocksPerSM = 4;
+      v.minTokens = 0;
+      v.kernel = &qwen3_next_k128_v128_decode_kernel;
+    }
+    {
+      deltac_rt::DecodeVariant &v = t[2];
+      v.K = 128;
+      v.V = 128;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::Raw;
+      v.stateVFirst = true;
+      v.perValue = false;
+      v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
       v.minBlocksPerSM = 0;
+      v.minTokens = 0;
       v.kernel = &qwen3_next_k128_v128_decode_small_kernel;
     }
     return t;
@@ -78,7 +98,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
 } // namespace
 
 deltac::Status qwen3_next_gdn::qwen3_next::decode(const deltac_decode_args &args, void *stream) {
-  return deltac_rt::runDecode(qwen3_next_decode_variants(), 2, args, stream);
+  return deltac_rt::runDecode(qwen3_next_decode_variants(), 3, args, stream);
 }
 
 extern "C" int qwen3_next_gdn_qwen3_next_decode(const deltac_decode_args *args, void *stream) {

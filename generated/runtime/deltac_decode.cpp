@@ -396,12 +396,20 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   packDecodeParams(p, params);
   // Dispatch among the variants of this (K, V).
   std::string error;
-  const DecodeVariant *chosen = nullptr;
+  const DecodeVariant *chosen = nullptr, *fallback = nullptr;
   int sms = 0;
+  // A variant's min_tokens against the call's tokens a row: on average
+  // for varlen calls (every variant runs any row of up to max_t tokens).
+  const int64_t rowTokens = a.cu_seqlens ? a.T / std::max<int64_t>(a.B, 1)
+                                         : a.T;
   for (int i = 0; i < count && !chosen; ++i) {
     const DecodeVariant &c = variants[i];
     if (c.K != a.K || c.V != a.V)
       continue;
+    if (rowTokens < c.minTokens)
+      continue;
+    if (!fallback)
+      fallback = &c;
     if (c.minBlocksPerSM > 0 && sms == 0 &&
         (sms = multiprocessorCount(&error)) == 0)
       return {DELTAC_CUDA_ERROR, error};
@@ -409,7 +417,13 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
       chosen = &c;
   }
   if (!chosen)
-    chosen = &v;
+    chosen = fallback;
+  if (!chosen)
+    return {DELTAC_UNSUPPORTED,
+            "this library's decode kernels for K = " + std::to_string(a.K) +
+                ", V = " + std::to_string(a.V) +
+                " all serve longer calls: T = " + std::to_string(rowTokens) +
+                " tokens a row is below their min_tokens"};
   if (!chosen->kernel->launch(chosen->gridX, (unsigned)a.HV, (unsigned)a.B,
                               chosen->threads, stream, params.args(), &error))
     return {DELTAC_CUDA_ERROR, error};

@@ -28,6 +28,9 @@ struct DecodeVariant {
   /// Dispatch: the first variant of a (K, V) whose grid has at least this
   /// many blocks per SM is launched (0: always).
   int64_t minBlocksPerSM;
+  /// Launched only for calls of at least this many tokens a row (T, or
+  /// with cu_seqlens T / B on average; 0: any call): the staged form.
+  int64_t minTokens;
   Kernel *kernel;
 };
 

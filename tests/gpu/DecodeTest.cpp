@@ -387,6 +387,25 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
     results.add(name, false, fmt("status %d: %s", rc, s.lastError()));
     return;
   }
+  // Which kernel ran: the staged form for three or more tokens a row
+  // (varlen: on average) where the spec has it (vk, a gate and beta per
+  // head, max_t >= 3); the bulk or small form otherwise.
+  char launched[256] = "";
+  (std::string(s.name) == "qwen3_next" ? qwen3_next_gdn_last_launches
+                                        : deltac_test_decode_last_launches)(
+      launched, sizeof launched);
+  bool hasStaged = s.layout == ref::Layout::Vk && !s.perValue &&
+                   s.rule != ref::Rule::Kda && s.maxT >= 3;
+  int64_t rowTokens = varlen ? tokens / c.B : c.T;
+  static const int sms = [] {
+    int n = 0;
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0);
+    return n;
+  }();
+  // The staged kernels of these libraries have one block per head (grid x
+  // = 1) and are launched from one block per SM.
+  bool wantStaged = hasStaged && rowTokens >= 3 && c.B * c.HV >= sms;
+  bool ranStaged = std::string(launched).find("_staged") != std::string::npos;
 
   // o: real rows against the reference, padding rows exactly zero.
   std::vector<double> oGot = decode(
@@ -409,8 +428,12 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
         }
       }
   double oErr = oReal.empty() ? 0.0 : ref::relativeError(oReal, oWant);
-  bool ok = oErr <= tolO(s) && paddingZero && skippedZero;
+  bool ok = oErr <= tolO(s) && paddingZero && skippedZero &&
+            ranStaged == wantStaged;
   std::string detail = fmt("o err %.2e", oErr);
+  if (ranStaged != wantStaged)
+    detail += fmt(", RAN %s (want %s form)", launched,
+                  wantStaged ? "the staged" : "the bulk or small");
   if (!skippedZero)
     detail += ", SKIPPED ROW o != 0";
   if (sawPadding)
@@ -653,6 +676,47 @@ int main(int argc, char **argv) {
                          (long long)s.maxT,
                          (long long)std::min<int64_t>(2, s.maxT));
       runCase(results, s, K, V, varlen);
+      // Every T up to max_t on few rows (the bulk and small forms), then on
+      // a grid of more blocks than SMs (B * HV = 160), where the staged form
+      // runs from T = 3 where the spec has it: pool indices, step states
+      // and varlen rows of 0..max_t (a padding row among them).
+      for (int64_t T : {2, 3, 5, 8})
+        if (T <= s.maxT) {
+          Case few = multi;
+          few.seed = ++seed;
+          few.T = T;
+          few.label = fmt("T=%lld HV=3 H=1 pool indices", (long long)T);
+          runCase(results, s, K, V, few);
+        }
+      Case wide = base;
+      wide.B = 40;
+      wide.H = 2;
+      wide.HV = 4;
+      wide.slots = 45;
+      for (int64_t b = 0; b < wide.B; ++b)
+        wide.inIdx.push_back(int32_t((b * 11 + 5) % wide.slots));
+      for (int64_t T : {2, 3, 5, 8})
+        if (T <= s.maxT) {
+          Case c = wide;
+          c.seed = ++seed;
+          c.T = T;
+          c.label = fmt("T=%lld B=40 HV=4 pool indices", (long long)T);
+          runCase(results, s, K, V, c);
+        }
+      Case wideSteps = wide;
+      wideSteps.seed = ++seed;
+      wideSteps.T = s.maxT;
+      wideSteps.steps = true;
+      wideSteps.label = fmt("T=%lld B=40 HV=4 step states", (long long)s.maxT);
+      runCase(results, s, K, V, wideSteps);
+      Case wideVarlen = wide;
+      wideVarlen.seed = ++seed;
+      wideVarlen.inIdx[7] = -1; // a padding row
+      for (int64_t b = 0; b < wide.B; ++b)
+        wideVarlen.lengths.push_back(b % 9 == 4 ? 0 : s.maxT - b % 3);
+      wideVarlen.label = fmt("varlen B=40 HV=4 rows of 0,%lld..%lld, padding",
+                             (long long)s.maxT - 2, (long long)s.maxT);
+      runCase(results, s, K, V, wideVarlen);
       // Whole-call checks of cu_seqlens (B = 3, T = 6), and padding past
       // cu[B]: every spec, also under --quick (memcheck runs --quick).
       for (bool i64 : {false, true}) {

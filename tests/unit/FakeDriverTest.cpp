@@ -170,6 +170,44 @@ TEST(FakeDriver, DecodeLaunchIsReported) {
   EXPECT_EQ(launches.size(), 2u);
 }
 
+// Decode dispatch (templates/runtime/deltac_decode.cpp, the variants'
+// min_tokens and min_blocks_per_sm): the staged kernel for 3 or more tokens
+// a row once the grid has a block per SM (the fake has 132), the bulk one
+// from 4 blocks per SM, else the small one; with cu_seqlens the rows count
+// on average.
+TEST(FakeDriver, DecodeDispatchByTokensAndGrid) {
+  Buffers m;
+  deltac_decode_args a = decodeArgs(m);
+  const int64_t B = 33, maxTokens = 4 * B; // 33 rows x HV 4 = 132 blocks
+  a.B = B;
+  a.slots = B;
+  a.q = m.get(maxTokens * 2 * 128 * 2);
+  a.k = m.get(maxTokens * 2 * 128 * 2);
+  a.v = m.get(maxTokens * 4 * 128 * 2);
+  a.o = m.get(maxTokens * 4 * 128 * 2);
+  a.g = m.get(maxTokens * 4 * 2);
+  a.beta = m.get(maxTokens * 4 * 2);
+  a.state = m.get(B * 4 * 128 * 128 * 4);
+  auto ran = [&](int64_t T, int64_t rows) {
+    a.T = T;
+    a.B = rows;
+    EXPECT_EQ(qwen3_next_gdn_qwen3_next_decode(&a, nullptr), DELTAC_OK)
+        << qwen3_next_gdn_last_error();
+    return qwen3_next_gdn::last_launches();
+  };
+  const std::string staged = "qwen3_next_k128_v128_decode_staged",
+                    small = "qwen3_next_k128_v128_decode_small";
+  EXPECT_EQ(ran(3, B), staged);
+  EXPECT_EQ(ran(4, B), staged);
+  EXPECT_EQ(ran(2, B), small); // bulk needs 4 x 132 blocks
+  EXPECT_EQ(ran(1, B), small);
+  EXPECT_EQ(ran(4, B - 1), small); // 128 blocks: fewer than the SMs
+  // Varlen: T tokens over B rows (the kernel reads the row bounds).
+  a.cu_seqlens = static_cast<const int32_t *>(m.get((B + 1) * 4, 0));
+  EXPECT_EQ(ran(3 * B, B), staged);
+  EXPECT_EQ(ran(3 * B - 1, B), small);
+}
+
 // Out of place (FLA's fused_recurrent): the kernel gets the entering
 // states' tensor, their dtype and the zero / no-write choices as flags
 // (DecodeFlags: kKeepPool 1, kZeroState 4, kBetaF32 8, kStateInHalf 16,

@@ -12,8 +12,8 @@
 #ifndef DELTAC_CODEGEN_GPU_DECODE_DECODEKERNEL_H
 #define DELTAC_CODEGEN_GPU_DECODE_DECODEKERNEL_H
 
-#include "dialect/DeltaOps.h"
 #include "codegen/gpu/KernelAbi.h"
+#include "codegen/gpu/decode/DecodeSpec.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -63,68 +63,20 @@ llvm::ArrayRef<KernelParam> decodeKernelParams();
 /// The `flags` parameter's bits are deltac_abi::DecodeFlags
 /// (templates/runtime/deltac_abi.h).
 
-/// How a decode kernel maps the state onto threads, from K, V, the state
-/// type and layout. Every thread moves 16-byte pieces of state rows (the
-/// contiguous axis: K for `vk`, V for `kv`).
-///   vk: `lanesPerRow` lanes share one [K] row, each with `loadsPerLane`
-///       pieces of it; a thread keeps `rowsPerThread` value rows. Dots over K
-///       reduce with warp shuffles among the lanes of a row.
-///   kv: `lanesPerRow` lanes cover a tile of V columns with one piece each;
-///       the other lanes and warps split K, a thread keeping `rowsPerThread`
-///       key rows. Dots over K reduce with shuffles, then across warps
-///       through shared memory.
-struct DecodeTiling {
-  StateLayout layout;
-  int64_t elemsPerLoad;  ///< state elements in 16 bytes (4 f32, 8 bf16)
-  int64_t lanesPerRow;   ///< lanes along the contiguous axis (power of two)
-  int64_t loadsPerLane;  ///< 16-byte pieces per lane per row
-  int64_t rowsPerThread; ///< rows a thread keeps in registers
-  int64_t warps;         ///< warps per block
-  int64_t threads() const { return warps * 32; }
-  /// Value rows (vk) or value columns (kv) one block owns.
-  int64_t valuesPerBlock() const {
-    return layout == StateLayout::vk
-               ? warps * (32 / lanesPerRow) * rowsPerThread
-               : lanesPerRow * elemsPerLoad;
-  }
-};
-
-/// The options a decode kernel is specialised for.
-struct DecodeSpec {
-  Rule rule;
-  GateForm gate;
-  BetaForm beta;
-  bool qkL2Norm;
-  StateLayout layout;
-  Type ioType, stateType;
-  int64_t k, v, maxT;
-  /// FLA's per-value terms (the recurrence's gv and [.., V] beta): the
-  /// kernel reads gv and, per the call's kBetaPerValue, a beta per value
-  /// column.
-  bool perValue = false;
-};
-
-/// Code-shape choices of the decode kernels. The defaults come from the
-/// reasoning in DecodeKernel.cpp; the pass options of
-/// delta-lower-decode-to-gpu (and deltac --decode-tuning) override them, to
-/// measure alternatives without editing the compiler.
-struct DecodeTuning {
-  int64_t rowsPerThread = 0; ///< state rows per thread; 0 = chosen
-  bool prefetch = true;      ///< load token t + 1 while computing token t
-  /// Dispatch: the host uses this kernel when it launches at least this many
-  /// blocks per SM (0: always); variants are tried in order.
-  int64_t minBlocksPerSM = 0;
-  bool unswitchSteps = true; ///< separate loops with / without step stores
-  int64_t dotPartials = 4;   ///< independent partial sums per dot product
-};
+/// Whether the staged form covers `spec`: a vk state, a gate and beta per
+/// head (not KDA's per-channel decays nor per-value terms), max_t >= 3.
+bool stagedDecodeFits(const DecodeSpec &spec);
 
 /// Chooses the tiling of `spec` (see DecodeKernel.cpp for the reasoning).
 DecodeTiling chooseDecodeTiling(const DecodeSpec &spec,
                                 const DecodeTuning &tuning = {});
 
-/// The decode kernels of one entry, in dispatch order: "bulk" (no prefetch,
-/// more state per thread: best when the grid fills the GPU several times)
-/// and "small" (prefetch, more blocks: lower latency for few rows).
+/// The decode kernels of one entry, in dispatch order: "staged" (the bulk
+/// shape with a call's token inputs staged in shared memory, for calls of
+/// three or more tokens a row, where the spec fits it: stagedDecodeFits),
+/// "bulk" (no prefetch, more state per thread: best when the grid fills the
+/// GPU several times) and "small" (prefetch, more blocks: lower latency for
+/// few rows).
 /// `overrides` carries the pass options (rows per thread, dot partials,
 /// unswitching); `only` restricts to one variant ("" = both).
 llvm::SmallVector<std::pair<std::string, DecodeTuning>>

@@ -85,7 +85,8 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
                 KernelAttr::get(ctx, role, plan.code, spec.k, spec.v, plan.valueTile,
                                 spec.v / plan.valueTile, own.threads, smemBytes,
                                 recur ? plan.recurSmemStage : 0, /*minBlocksPerSm=*/0,
-                                /*overlapBlocksPerSm=*/0, recur && plan.recurRawQK()));
+                                /*overlapBlocksPerSm=*/0, recur && plan.recurRawQK(),
+                                /*minTokens=*/0));
   for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
     if (p.kind == ParamKind::Pointer)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());

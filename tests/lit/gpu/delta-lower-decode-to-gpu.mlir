@@ -1,12 +1,28 @@
 // RUN: deltac-opt %s --delta-expand-spec --delta-lower-decode-to-gpu -split-input-file | FileCheck %s
 
-// Two kernels per decode function, each in a gpu.module with one
-// #nvvm.target per SM of delta.targets: "bulk" (64 rows per block, used from
-// 4 blocks per SM) and "_small" (32 rows per block, prefetching). Both keep
-// the fixed ABI of codegen/gpu/decode/DecodeKernel.h. Prefill stays at sequence level.
+// Up to three kernels per decode function, each in a gpu.module with one
+// #nvvm.target per SM of delta.targets: "_staged" (vk with a gate and beta
+// per head: 128 rows per block, the call's token inputs copied to shared
+// memory before the token loop, used from 3 tokens a row and 1 block per
+// SM), "bulk" (64 rows per block, used from 4 blocks per SM) and "_small"
+// (32 rows per block, prefetching). All keep the fixed ABI of
+// codegen/gpu/decode/DecodeKernel.h. Prefill stays at sequence level.
 
 // CHECK-LABEL: module attributes {delta.targets = ["sm_80", "sm_90a"], gpu.container_module}
 // CHECK: func.func @gdn_k128_v128_prefill
+// The stage: q and k of max_t = 4 tokens (2 * 4 * 128), the block's 128 v
+// columns of each (4 * 128), g and beta (2 * 4) floats.
+// CHECK: gpu.module @gdn_k128_v128_decode_staged_gpu
+// CHECK: llvm.mlir.global internal @gdn_k128_v128_decode_staged_stage() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1544 x f32>
+// CHECK: gpu.func @gdn_k128_v128_decode_staged(
+// CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 128, grid_x = 1, block_threads = 128, min_blocks_per_sm = 1, min_tokens = 3>
+// Staged in 16-byte pieces, one barrier, then the token loop reads the
+// stage (q and k pieces as vector loads).
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
+// CHECK: gpu.shuffle  xor
 // CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gdn_k128_v128_decode(
 // CHECK-SAME: %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias},

@@ -6,7 +6,7 @@
 // The README's main job on the shipped example: verify, expand, lower what
 // has a lowering, write the library. (ptxas's part of each line, registers
 // and spills, is checked by deltac-example-ptxas.mlir, which needs ptxas.)
-// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 18 kernels planned, 18 generated
+// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 20 kernels planned, 20 generated
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_90a {{ *}}prefill K=128 V=128  PTX {{[0-9]+}} B, 256 threads
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_80 {{ *}}prefill K=128 V=128  PTX
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_chunks.sm_90a {{ *}}prefill K=128 V=128  PTX
@@ -21,6 +21,8 @@
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur.sm_80 {{ *}}prefill
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 96 threads x 8 blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_80 {{ *}}prefill
+// CHECK-NEXT: qwen3_next_k128_v128_decode_staged.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x 1 blocks/head
+// CHECK-NEXT: qwen3_next_k128_v128_decode_staged.sm_80 {{ *}}decode  K=128 V=128  PTX
 // CHECK-NEXT: qwen3_next_k128_v128_decode.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x {{[0-9]+}} blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_decode.sm_80 {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B
 // CHECK-NEXT: qwen3_next_k128_v128_decode_small.sm_90a {{ *}}decode  K=128 V=128  PTX
@@ -52,4 +54,4 @@
 // PRINT: gpu.module @qwen3_next_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // PRINT: gpu.module @qwen3_next_k128_v128_prefill_chunks_gpu
 // PRINT: gpu.module @qwen3_next_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
-// PRINT: 6 kernels planned, 6 generated
+// PRINT: 7 kernels planned, 7 generated

@@ -21,7 +21,7 @@
 // PARTIALS-BIG: error: delta-lower-decode-to-gpu option dot-partials = 257 is out of range; accepted: 1 to 256
 // BOOL: error: --decode-tuning: cannot parse 'unswitch-steps=maybe': options of delta-lower-decode-to-gpu are name=value, integers are decimal and fit 64 bits, booleans are true, false, 1 or 0
 // OVERFLOW: error: --decode-tuning: cannot parse 'rows-per-thread=99999999999999999999'
-// VARIANTS: error: variants must be bulk, small or empty, got 'all'
+// VARIANTS: error: variants must be staged, bulk, small or empty, got 'all'
 // UNKNOWN: error: --decode-tuning: <Pass-Options-Parser>: no such option bogus
 // TILE: error: value tile -8 must be a multiple of 8 that divides V = 64
 // TILE-TEXT: error: --prefill-plan: cannot parse 'value-tiles=x'
