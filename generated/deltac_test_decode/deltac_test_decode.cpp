@@ -117,7 +117,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &gdn_log_k128_v128_decode_staged_kernel;
     }
@@ -133,7 +133,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_log_k128_v128_decode_kernel;
     }
@@ -165,7 +165,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &gdn_log_k64_v64_decode_staged_kernel;
     }
@@ -181,7 +181,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_log_k64_v64_decode_kernel;
     }
@@ -233,7 +233,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &gdn_raw_bf16_k128_v128_decode_staged_kernel;
     }
@@ -249,7 +249,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_raw_bf16_k128_v128_decode_kernel;
     }
@@ -301,7 +301,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &gdn_linear_k64_v128_decode_staged_kernel;
     }
@@ -317,7 +317,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_linear_k64_v128_decode_kernel;
     }
@@ -349,7 +349,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &gdn_linear_k128_v64_decode_staged_kernel;
     }
@@ -365,7 +365,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_linear_k128_v64_decode_kernel;
     }
@@ -417,7 +417,7 @@ const deltac_rt::DecodeVariant *deltanet_decode_variants() {
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_k128_v128_decode_kernel;
     }
@@ -469,7 +469,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_log_kv_k128_v128_decode_kernel;
     }
@@ -501,7 +501,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_log_kv_k64_v128_decode_kernel;
     }
@@ -553,7 +553,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_kernel;
     }
@@ -585,7 +585,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.maxT = 4;
       v.gridX = 3;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_kernel;
     }
@@ -637,7 +637,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_kv_k64_v64_decode_kernel;
     }
@@ -689,7 +689,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &gdn_raw_f16_k128_v128_decode_staged_kernel;
     }
@@ -705,7 +705,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_raw_f16_k128_v128_decode_kernel;
     }
@@ -757,7 +757,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_raw_kv_f16_k128_v128_decode_kernel;
     }
@@ -809,7 +809,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_pv_kv_k128_v128_decode_kernel;
     }
@@ -841,7 +841,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_pv_kv_k64_v64_decode_kernel;
     }
@@ -893,7 +893,7 @@ const deltac_rt::DecodeVariant *gdn_pv_vk_decode_variants() {
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &gdn_pv_vk_k128_v128_decode_kernel;
     }
@@ -945,7 +945,7 @@ const deltac_rt::DecodeVariant *kda_pv_kv_decode_variants() {
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &kda_pv_kv_k128_v128_decode_kernel;
     }
@@ -997,7 +997,7 @@ const deltac_rt::DecodeVariant *kda_pv_vk_decode_variants() {
       v.maxT = 2;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &kda_pv_vk_k64_v64_decode_kernel;
     }
@@ -1049,7 +1049,7 @@ const deltac_rt::DecodeVariant *dn_pv_vk_decode_variants() {
       v.maxT = 2;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &dn_pv_vk_k64_v128_decode_kernel;
     }

@@ -537,7 +537,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_k64_v64_decode_kernel;
     }
@@ -569,7 +569,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_k128_v128_decode_kernel;
     }
@@ -621,7 +621,7 @@ const deltac_rt::DecodeVariant *fla_kv_256_decode_variants() {
       v.maxT = 8;
       v.gridX = 8;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_256_k256_v256_decode_kernel;
     }
@@ -673,7 +673,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &fla_vk_k64_v64_decode_staged_kernel;
     }
@@ -689,7 +689,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_vk_k64_v64_decode_kernel;
     }
@@ -721,7 +721,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &fla_vk_k128_v128_decode_staged_kernel;
     }
@@ -737,7 +737,7 @@ const deltac_rt::DecodeVariant *fla_vk_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_vk_k128_v128_decode_kernel;
     }
@@ -789,7 +789,7 @@ const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &fla_vk_256_k256_v256_decode_staged_kernel;
     }
@@ -805,7 +805,7 @@ const deltac_rt::DecodeVariant *fla_vk_256_decode_variants() {
       v.maxT = 8;
       v.gridX = 8;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_vk_256_k256_v256_decode_kernel;
     }
@@ -857,7 +857,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_f16_k64_v64_decode_kernel;
     }
@@ -889,7 +889,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_f16_k128_v128_decode_kernel;
     }
@@ -941,7 +941,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_nonorm_k64_v64_decode_kernel;
     }
@@ -973,7 +973,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_nonorm_k128_v128_decode_kernel;
     }
@@ -1025,7 +1025,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_kernel;
     }
@@ -1057,7 +1057,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_kernel;
     }
@@ -1109,7 +1109,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_kv_k64_v64_decode_kernel;
     }
@@ -1141,7 +1141,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_kv_k128_v128_decode_kernel;
     }
@@ -1193,7 +1193,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_kv_nonorm_k64_v64_decode_kernel;
     }
@@ -1225,7 +1225,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_kv_nonorm_k128_v128_decode_kernel;
     }
@@ -1277,7 +1277,7 @@ const deltac_rt::DecodeVariant *serving_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &serving_k128_v128_decode_staged_kernel;
     }
@@ -1293,7 +1293,7 @@ const deltac_rt::DecodeVariant *serving_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &serving_k128_v128_decode_kernel;
     }
@@ -1345,7 +1345,7 @@ const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &serving_bf16_k128_v128_decode_staged_kernel;
     }
@@ -1361,7 +1361,7 @@ const deltac_rt::DecodeVariant *serving_bf16_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &serving_bf16_k128_v128_decode_kernel;
     }
@@ -1413,7 +1413,7 @@ const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &serving_f16_k128_v128_decode_staged_kernel;
     }
@@ -1429,7 +1429,7 @@ const deltac_rt::DecodeVariant *serving_f16_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &serving_f16_k128_v128_decode_kernel;
     }
@@ -1481,7 +1481,7 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &kda_kv_k128_v128_decode_kernel;
     }
@@ -1533,7 +1533,7 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &kda_kv_raw_k128_v128_decode_kernel;
     }
@@ -1585,7 +1585,7 @@ const deltac_rt::DecodeVariant *kda_vk_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &kda_vk_k128_v128_decode_kernel;
     }
@@ -1637,7 +1637,7 @@ const deltac_rt::DecodeVariant *kda_vk_raw_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &kda_vk_raw_k128_v128_decode_kernel;
     }
@@ -1689,7 +1689,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_pv_k64_v64_decode_kernel;
     }
@@ -1721,7 +1721,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_pv_k128_v128_decode_kernel;
     }
@@ -1773,7 +1773,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_l2norm_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_pv_l2norm_k64_v64_decode_kernel;
     }
@@ -1805,7 +1805,7 @@ const deltac_rt::DecodeVariant *fla_kv_pv_l2norm_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &fla_kv_pv_l2norm_k128_v128_decode_kernel;
     }
@@ -1857,7 +1857,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_pv_decode_variants() {
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_kv_pv_k64_v64_decode_kernel;
     }
@@ -1889,7 +1889,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_pv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &deltanet_kv_pv_k128_v128_decode_kernel;
     }
@@ -1941,7 +1941,7 @@ const deltac_rt::DecodeVariant *kda_kv_pv_decode_variants() {
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &kda_kv_pv_k128_v128_decode_kernel;
     }

@@ -55,7 +55,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
-      v.minBlocksPerSM = 1;
+      v.minBlocksPerSM = 3;
       v.minTokens = 3;
       v.kernel = &qwen3_next_k128_v128_decode_staged_kernel;
     }
@@ -71,7 +71,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
-      v.minBlocksPerSM = 4;
+      v.minBlocksPerSM = 16;
       v.minTokens = 0;
       v.kernel = &qwen3_next_k128_v128_decode_kernel;
     }

@@ -413,7 +413,8 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
     if (c.minBlocksPerSM > 0 && sms == 0 &&
         (sms = multiprocessorCount(&error)) == 0)
       return {DELTAC_CUDA_ERROR, error};
-    if (int64_t(c.gridX) * a.HV * a.B >= c.minBlocksPerSM * sms)
+    // min_blocks_per_sm is in quarters of a block per SM.
+    if (4 * int64_t(c.gridX) * a.HV * a.B >= c.minBlocksPerSM * sms)
       chosen = &c;
   }
   if (!chosen)

@@ -26,7 +26,7 @@ struct DecodeVariant {
   int64_t maxT;
   unsigned gridX, threads;
   /// Dispatch: the first variant of a (K, V) whose grid has at least this
-  /// many blocks per SM is launched (0: always).
+  /// many quarters of a block per SM is launched (0: always).
   int64_t minBlocksPerSM;
   /// Launched only for calls of at least this many tokens a row (T, or
   /// with cu_seqlens T / B on average; 0: any call): the staged form.

@@ -171,10 +171,10 @@ TEST(FakeDriver, DecodeLaunchIsReported) {
 }
 
 // Decode dispatch (templates/runtime/deltac_decode.cpp, the variants'
-// min_tokens and min_blocks_per_sm): the staged kernel for 3 or more tokens
-// a row once the grid has a block per SM (the fake has 132), the bulk one
-// from 4 blocks per SM, else the small one; with cu_seqlens the rows count
-// on average.
+// min_tokens and min_blocks_per_sm, in quarters of a block per SM): the
+// staged kernel for 3 or more tokens a row once the grid has 3/4 of a block
+// per SM (the fake has 132 SMs: 99 blocks), the bulk one from 4 blocks per
+// SM, else the small one; with cu_seqlens the rows count on average.
 TEST(FakeDriver, DecodeDispatchByTokensAndGrid) {
   Buffers m;
   deltac_decode_args a = decodeArgs(m);
@@ -201,7 +201,8 @@ TEST(FakeDriver, DecodeDispatchByTokensAndGrid) {
   EXPECT_EQ(ran(4, B), staged);
   EXPECT_EQ(ran(2, B), small); // bulk needs 4 x 132 blocks
   EXPECT_EQ(ran(1, B), small);
-  EXPECT_EQ(ran(4, B - 1), small); // 128 blocks: fewer than the SMs
+  EXPECT_EQ(ran(4, 25), staged); // 100 blocks
+  EXPECT_EQ(ran(4, 24), small);  // 96 blocks
   // Varlen: T tokens over B rows (the kernel reads the row bounds).
   a.cu_seqlens = static_cast<const int32_t *>(m.get((B + 1) * 4, 0));
   EXPECT_EQ(ran(3 * B, B), staged);

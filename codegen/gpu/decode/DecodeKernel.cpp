@@ -119,10 +119,10 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
 }
 
 bool mlir::delta::stagedDecodeFits(const DecodeSpec &spec) {
-  // kv measured slower staged (H200, session 38: T = 4 B = 256 583.7 us,
-  // 558.1 at 16 rows a thread, against bulk's 510.2); likely its per-token
-  // exchange through shared memory bounds it, not the token's loads (not
-  // profiled).
+  // kv, staged through the same stage (a variant removed after measuring),
+  // was slower (H200, session 38: T = 4 B = 256 583.7 us, 558.1 at 16 rows
+  // a thread, against bulk's 510.2); likely its per-token exchange through
+  // shared memory bounds it, not the token's loads (not profiled).
   return spec.layout == StateLayout::vk && !spec.perValue &&
          spec.gate != GateForm::channel_log &&
          spec.gate != GateForm::channel_raw && spec.maxT >= 3;
@@ -136,15 +136,17 @@ mlir::delta::decodeVariants(const DecodeTuning &overrides, StringRef only) {
   // Staged: no prefetch, the token inputs in shared memory and 128 state
   // registers a thread (8 rows at K = 128 f32: each token's chain of
   // reductions serves 8 rows). Measured on an H100 (session 38): T = 4
-  // B = 256 382 us against bulk's 484, B = 16 37.7 against 40.1, but B = 1
-  // 11.5 against small's 9.5, so from one block per SM; at T = 2 bulk runs
-  // at T = 1's time, so from 3 tokens a row.
+  // B = 256 382 us against bulk's 484, B = 16 37.7 against 40.1, B = 4
+  // (128 blocks) 15.1 against small's 18.4, but B = 3 (96 blocks) 14.0
+  // against 13.4, so from three quarters of a block per SM; at T = 2 bulk
+  // runs at T = 1's time, so from 3 tokens a row. (min_blocks_per_sm is in
+  // quarters of a block per SM.)
   staged.prefetch = false;
   staged.stageInputs = true;
-  staged.minBlocksPerSM = 1;
+  staged.minBlocksPerSM = 3;
   staged.minTokens = overrides.minTokens > 0 ? overrides.minTokens : 3;
   bulk.prefetch = false;
-  bulk.minBlocksPerSM = 4;
+  bulk.minBlocksPerSM = 16; // 4 blocks per SM
   small.prefetch = true;
   small.minBlocksPerSM = 0;
   SmallVector<std::pair<std::string, DecodeTuning>> variants;
@@ -286,15 +288,14 @@ void VkEmitter::emit(Value stage) {
 class KvEmitter : EmitterBase {
 public:
   using EmitterBase::EmitterBase;
-  /// `stage`: the staged form's shared memory (null: the serial form).
-  void emit(Value sharedBase, Value stage);
+  void emit(Value sharedBase);
 
 private:
   Value column0, kGroup, laneInGroup;
   SmallVector<Value> keyRows;
 };
 
-void KvEmitter::emit(Value shared, Value stage) {
+void KvEmitter::emit(Value shared) {
   int64_t tile = t.valuesPerBlock();
   int64_t epl = t.elemsPerLoad;
   int64_t groupsPerWarp = 32 / t.lanesPerRow;
@@ -351,28 +352,8 @@ void KvEmitter::emit(Value shared, Value stage) {
   // Inputs of a token: q and k of each key row, v of the tile's columns,
   // g, beta.
   int64_t nRows = t.rowsPerThread;
-  if (stage)
-    stageInputs(stage);
   auto loadInputs = [&](Value tok) {
     SmallVector<Value> in;
-    if (stage) {
-      // From the stage: q and k of the thread's key rows, the v piece of
-      // its columns, beta, g.
-      Value j = arith::SubIOp::create(b, tok, rowStart);
-      for (int64_t at : {qAt(0), kAt(0)})
-        for (Value row : keyRows)
-          in.push_back(loadShared(add(add(cI64(at), mul(j, cI64(s.k))), row),
-                                  1)[0]);
-      Value local = arith::SubIOp::create(b, column0,
-                                          toI64(mul(bx, cI32(tile))));
-      llvm::append_range(
-          in, loadShared(add(add(cI64(vAt(0)), mul(j, cI64(tile))), local),
-                         epl));
-      in.push_back(loadShared(add(cI64(betaAt(0)), j), 1)[0]);
-      if (s.gate != GateForm::none)
-        in.push_back(loadShared(add(cI64(gAt(0)), j), 1)[0]);
-      return in;
-    }
     for (Value row : keyRows)
       in.push_back(loadQK(param(pQ), param(pQStride), tok, row, 1)[0]);
     for (Value row : keyRows)
@@ -589,7 +570,7 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
   if (spec.layout == StateLayout::kv) {
     Value shared = LLVM::AddressOfOp::create(
         b, LLVM::LLVMPointerType::get(ctx, 3), sharedName);
-    KvEmitter(b, func, spec, tiling, tuning).emit(shared, stage);
+    KvEmitter(b, func, spec, tiling, tuning).emit(shared);
   } else {
     VkEmitter(b, func, spec, tiling, tuning).emit(stage);
   }

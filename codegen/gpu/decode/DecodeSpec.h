@@ -63,7 +63,7 @@ struct DecodeTuning {
   int64_t rowsPerThread = 0; ///< state rows per thread; 0 = chosen
   bool prefetch = true;      ///< load token t + 1 while computing token t
   /// Dispatch: the host uses this kernel when it launches at least this many
-  /// blocks per SM (0: always); variants are tried in order.
+  /// quarters of a block per SM (0: always); variants are tried in order.
   int64_t minBlocksPerSM = 0;
   bool unswitchSteps = true; ///< separate loops with / without step stores
   int64_t dotPartials = 4;   ///< independent partial sums per dot product

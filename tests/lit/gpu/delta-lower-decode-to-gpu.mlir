@@ -3,8 +3,9 @@
 // Up to three kernels per decode function, each in a gpu.module with one
 // #nvvm.target per SM of delta.targets: "_staged" (vk with a gate and beta
 // per head: 128 rows per block, the call's token inputs copied to shared
-// memory before the token loop, used from 3 tokens a row and 1 block per
-// SM), "bulk" (64 rows per block, used from 4 blocks per SM) and "_small"
+// memory before the token loop, used from 3 tokens a row and 3/4 of a
+// block per SM), "bulk" (64 rows per block, used from 4 blocks per SM:
+// min_blocks_per_sm counts quarters) and "_small"
 // (32 rows per block, prefetching). All keep the fixed ABI of
 // codegen/gpu/decode/DecodeKernel.h. Prefill stays at sequence level.
 
@@ -15,7 +16,7 @@
 // CHECK: gpu.module @gdn_k128_v128_decode_staged_gpu
 // CHECK: llvm.mlir.global internal @gdn_k128_v128_decode_staged_stage() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1544 x f32>
 // CHECK: gpu.func @gdn_k128_v128_decode_staged(
-// CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 128, grid_x = 1, block_threads = 128, min_blocks_per_sm = 1, min_tokens = 3>
+// CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 128, grid_x = 1, block_threads = 128, min_blocks_per_sm = 3, min_tokens = 3>
 // Staged in 16-byte pieces, one barrier, then the token loop reads the
 // stage (q and k pieces as vector loads).
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
@@ -29,7 +30,7 @@
 // CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[BOUND:[[:alnum:]_]+]]: f32, %[[GV:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias})
 // CHECK-SAME: kernel
 // CHECK-SAME: delta.entry = #delta<entry decode>
-// CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, min_blocks_per_sm = 4>
+// CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, min_blocks_per_sm = 16>
 // CHECK-SAME: delta.max_t = 4 : i64
 // CHECK-SAME: delta.spec = @gdn
 // Varlen rows: with cu_seqlens (the last parameter) row b is tokens

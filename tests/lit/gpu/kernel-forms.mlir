@@ -113,11 +113,22 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // FORM-DAG: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // NOT-NOT: wgmma
 
-// decode: one code for every target, 64 values a block from 4 blocks per SM, else 32 (_small).
+// decode: one code for every target: 128 values a block with the call's
+// token inputs staged (_staged, from 3 tokens a row and 3/4 of a block per
+// SM; min_blocks_per_sm counts quarters), then 64 from 4 blocks per SM,
+// else 32 (_small).
+// CHECK-LABEL: gpu.module @gdn_k128_v128_decode_staged_gpu 
+// CHECK: delta.kernel = #delta.kernel<role = decode, code = all
+// FORM-DAG: value_tile = 128
+// FORM-DAG: min_blocks_per_sm = 3, min_tokens = 3
+// FORM-DAG: gpu.barrier
+// NOT-NOT: nvvm.mma.sync
+// NOT-NOT: wgmma
+
 // CHECK-LABEL: gpu.module @gdn_k128_v128_decode_gpu 
 // CHECK: delta.kernel = #delta.kernel<role = decode, code = all
 // FORM-DAG: value_tile = 64
-// FORM-DAG: min_blocks_per_sm = 4
+// FORM-DAG: min_blocks_per_sm = 16
 // FORM-DAG: nvvm.vote.sync
 // NOT-NOT: nvvm.mma.sync
 // NOT-NOT: wgmma
