@@ -2,8 +2,9 @@
 //
 // The parameter indices of the decode ABI and EmitterBase: constants, math,
 // memory access, the prologue (ids, rows, slots, checks), gate and beta,
-// and the token loop. The serial emitters (DecodeKernel.cpp) and the
-// token-chunked ones (DecodeChunked.cpp) build on it.
+// the token loop and the staged form's copy of a call's token inputs
+// (DecodeStage.cpp); VkEmitterBase adds vk's mapping of rows onto threads.
+// The vk and kv emitters of DecodeKernel.cpp build on them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -254,7 +255,7 @@ protected:
 };
 
 /// The vk layout's mapping of a block's value rows onto threads (rows of
-/// S^T, [V, K], K contiguous), shared by the serial and the token-chunked
+/// S^T, [V, K], K contiguous), shared by the bulk, small and staged
 /// emitters: `lanesPerRow` lanes share one row, each with `loadsPerLane`
 /// 16-byte pieces of it, a thread keeping `rowsPerThread` rows.
 class VkEmitterBase : protected EmitterBase {
