@@ -307,6 +307,31 @@ TEST(DecodeHost, PerValueChecks) {
   EXPECT_TRUE(wide.untouched());
 }
 
+// A table whose only variant is the staged form (min_tokens 3, as a
+// library built with variants=staged has) refuses shorter calls by name,
+// launching nothing.
+TEST(DecodeHost, VariantsForLongerCallsOnly) {
+  deltac_rt::DecodeVariant staged{};
+  staged.K = ValidCall::K;
+  staged.V = ValidCall::V;
+  staged.io = DELTAC_BF16;
+  staged.state = DELTAC_F32;
+  staged.gate = deltac_rt::GateKind::Raw;
+  staged.stateVFirst = true;
+  staged.maxT = 4;
+  staged.gridX = 1;
+  staged.threads = 128;
+  staged.minTokens = 3;
+  ValidCall c;
+  c.args.T = 2;
+  deltac::Status status = deltac_rt::runDecode(&staged, 1, c.args, nullptr);
+  EXPECT_EQ(status.code, DELTAC_UNSUPPORTED);
+  EXPECT_EQ(status.message,
+            "this library's decode kernels for K = 128, V = 128 all serve "
+            "longer calls: T = 2 tokens a row is below their min_tokens");
+  EXPECT_TRUE(c.untouched());
+}
+
 TEST(DecodeHost, Strides) {
   ValidCall small;
   small.args.q_stride = 100; // one token holds H * K = 256 elements
