@@ -234,11 +234,14 @@ protected:
   }
   int64_t gAt(int64_t j) const { return vAt(s.maxT) + j; }
   int64_t betaAt(int64_t j) const { return gAt(s.maxT) + j; }
-  Value sharedAt(Value index);
-  /// `count` floats of the stage from `index` (i64), in loads of up to 16
-  /// bytes; storeShared likewise.
-  SmallVector<Value> loadShared(Value index, int64_t count);
-  void storeShared(Value index, ArrayRef<Value> values);
+  /// `count` floats of the stage from `index`, in loads of up to 16 bytes
+  /// (loadElems on the shared pointer); storeStage likewise.
+  SmallVector<Value> loadStage(Value index, int64_t count) {
+    return loadElems(stageBase, f32, index, count);
+  }
+  void storeStage(Value index, ArrayRef<Value> values) {
+    storeElems(stageBase, f32, index, values);
+  }
   /// The stage's shared memory (set by stageInputs).
   Value stageBase;
 

@@ -35,43 +35,6 @@ int64_t mlir::delta::decode::stagedInputFloats(const DecodeSpec &spec,
          2 * spec.maxT;
 }
 
-Value EmitterBase::sharedAt(Value index) {
-  return LLVM::GEPOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 3),
-                             f32, stageBase, ValueRange{index});
-}
-
-SmallVector<Value> EmitterBase::loadShared(Value index, int64_t count) {
-  SmallVector<Value> out;
-  for (int64_t first = 0; first < count; first += 4) {
-    int64_t n = std::min<int64_t>(4, count - first);
-    Value at = sharedAt(add(index, cI64(first)));
-    if (n == 1) {
-      out.push_back(LLVM::LoadOp::create(b, f32, at, 4));
-      continue;
-    }
-    Value vec = LLVM::LoadOp::create(b, VectorType::get({n}, f32), at, 4 * n);
-    for (int64_t e = 0; e < n; ++e)
-      out.push_back(elt(vec, e));
-  }
-  return out;
-}
-
-void EmitterBase::storeShared(Value index, ArrayRef<Value> values) {
-  int64_t count = values.size();
-  for (int64_t first = 0; first < count; first += 4) {
-    int64_t n = std::min<int64_t>(4, count - first);
-    Value at = sharedAt(add(index, cI64(first)));
-    if (n == 1) {
-      LLVM::StoreOp::create(b, values[first], at, 4);
-      continue;
-    }
-    Value vec = LLVM::PoisonOp::create(b, VectorType::get({n}, f32));
-    for (int64_t e = 0; e < n; ++e)
-      vec = LLVM::InsertElementOp::create(b, vec, values[first + e], cI32(e));
-    LLVM::StoreOp::create(b, vec, at, 4 * n);
-  }
-}
-
 void EmitterBase::stageInputs(Value shared) {
   stageBase = shared;
   int64_t T = s.maxT, vpb = t.valuesPerBlock();
@@ -105,7 +68,7 @@ void EmitterBase::stageInputs(Value shared) {
     Value base = arith::SelectOp::create(b, isK, param(pK), param(pQ));
     Value stride =
         arith::SelectOp::create(b, isK, param(pKStride), param(pQStride));
-    storeShared(add(mul(toI64(vector), cI64(s.k)), offset),
+    storeStage(add(mul(toI64(vector), cI64(s.k)), offset),
                 loadQK(base, stride, tok, offset, perPiece));
   });
   // The block's v columns of each token.
@@ -116,7 +79,7 @@ void EmitterBase::stageInputs(Value shared) {
     Value offset = toI64(
         mul(arith::RemUIOp::create(b, p, cI32(vPieces)), cI32(vPiece)));
     Value column = add(toI64(mul(bx, cI32(vpb))), offset);
-    storeShared(add(cI64(vAt(0)), add(mul(toI64(j), cI64(vpb)), offset)),
+    storeStage(add(cI64(vAt(0)), add(mul(toI64(j), cI64(vpb)), offset)),
                 loadElems(param(pV), s.ioType,
                           vIndex(clampedToken(j), param(pVStride), column),
                           vPiece));
@@ -130,8 +93,8 @@ void EmitterBase::stageInputs(Value shared) {
     Value tok = clampedToken(tid);
     Value j = toI64(tid);
     if (Value g = loadGate(tok))
-      storeShared(add(cI64(gAt(0)), j), {g});
-    storeShared(add(cI64(betaAt(0)), j),
+      storeStage(add(cI64(gAt(0)), j), {g});
+    storeStage(add(cI64(betaAt(0)), j),
                 {loadBeta(add(mul(tok, toI64(param(pHV))), hv))});
   }
   gpu::BarrierOp::create(b);
@@ -143,16 +106,16 @@ SmallVector<Value> VkEmitterBase::stagedInputs(Value tok) {
   for (int64_t at : {qAt(0), kAt(0)})
     for (int64_t p = 0; p < t.loadsPerLane; ++p)
       llvm::append_range(
-          in, loadShared(add(add(cI64(at), mul(j, cI64(s.k))), elemIndex(p)),
+          in, loadStage(add(add(cI64(at), mul(j, cI64(s.k))), elemIndex(p)),
                          t.elemsPerLoad));
   Value column0 = toI64(mul(bx, cI32(t.valuesPerBlock())));
   for (Value row : rows)
-    in.push_back(loadShared(add(add(cI64(vAt(0)),
+    in.push_back(loadStage(add(add(cI64(vAt(0)),
                                     mul(j, cI64(t.valuesPerBlock()))),
                                 arith::SubIOp::create(b, row, column0)),
                             1)[0]);
-  in.push_back(loadShared(add(cI64(betaAt(0)), j), 1)[0]);
+  in.push_back(loadStage(add(cI64(betaAt(0)), j), 1)[0]);
   if (s.gate != GateForm::none)
-    in.push_back(loadShared(add(cI64(gAt(0)), j), 1)[0]);
+    in.push_back(loadStage(add(cI64(gAt(0)), j), 1)[0]);
   return in;
 }
