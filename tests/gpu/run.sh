@@ -248,8 +248,13 @@ run_profile_prefill() {
 
 # build_variant DIR NAME: configures and builds the generated library
 # DIR/NAME into DIR/build/NAME, its log in $OUT/variant_NAME.log.
+# A copy of a checked-in library (git archive) names its runtime ../runtime;
+# the variant's own runtime/ folder, where there is one, stands in for it.
 build_variant() {
-  cmake -S "$1/$2" -B "$1/build/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/variant_$2.log" 2>&1 &&
+  local runtime=()
+  [ -d "$1/$2/runtime" ] && runtime=("-Ddeltac_test_prefill_RUNTIME_DIR=$1/$2/runtime")
+  cmake -S "$1/$2" -B "$1/build/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release "${runtime[@]}" \
+    > "$OUT/variant_$2.log" 2>&1 &&
     cmake --build "$1/build/$2" -j 16 >> "$OUT/variant_$2.log" 2>&1
 }
 
