@@ -46,9 +46,7 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
 
   // One gpu.module (and so one PTX file per target) per kernel variant.
   OpBuilder builder(func);
-  for (auto [suffix, variant] : decodeVariants(tuning, only)) {
-    if (variant.stageInputs && !stagedDecodeFits(spec))
-      continue;
+  for (auto [suffix, variant] : decodeVariants(spec, tuning, only)) {
     std::string name = (func.getSymName() + suffix).str();
     auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
                                            name + "_gpu", targets);

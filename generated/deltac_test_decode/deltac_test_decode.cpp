@@ -24,21 +24,21 @@ extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k128_v64_deco
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_linear_k128_v64_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_k128_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_kv_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_kv_k128_v128_decode_images;
-extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_kv_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_kv_k64_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_kv_k64_v128_decode_images;
-extern const deltac_rt::KernelImages deltac_test_decode_gdn_log_kv_k64_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v128_decode_images;
-extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_images;
-extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_deltanet_kv_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images;
-extern const deltac_rt::KernelImages deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_kv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_kv_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages deltac_test_decode_gdn_pv_kv_k64_v64_decode_images;
@@ -71,21 +71,21 @@ deltac_rt::Kernel gdn_linear_k128_v64_decode_kernel(deltac_test_decode_gdn_linea
 deltac_rt::Kernel gdn_linear_k128_v64_decode_small_kernel(deltac_test_decode_gdn_linear_k128_v64_decode_small_images);
 deltac_rt::Kernel deltanet_k128_v128_decode_kernel(deltac_test_decode_deltanet_k128_v128_decode_images);
 deltac_rt::Kernel deltanet_k128_v128_decode_small_kernel(deltac_test_decode_deltanet_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_log_kv_k128_v128_decode_staged_kernel(deltac_test_decode_gdn_log_kv_k128_v128_decode_staged_images);
 deltac_rt::Kernel gdn_log_kv_k128_v128_decode_kernel(deltac_test_decode_gdn_log_kv_k128_v128_decode_images);
-deltac_rt::Kernel gdn_log_kv_k128_v128_decode_small_kernel(deltac_test_decode_gdn_log_kv_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_log_kv_k64_v128_decode_staged_kernel(deltac_test_decode_gdn_log_kv_k64_v128_decode_staged_images);
 deltac_rt::Kernel gdn_log_kv_k64_v128_decode_kernel(deltac_test_decode_gdn_log_kv_k64_v128_decode_images);
-deltac_rt::Kernel gdn_log_kv_k64_v128_decode_small_kernel(deltac_test_decode_gdn_log_kv_k64_v128_decode_small_images);
+deltac_rt::Kernel gdn_raw_kv_bf16_k128_v128_decode_staged_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v128_decode_staged_images);
 deltac_rt::Kernel gdn_raw_kv_bf16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v128_decode_images);
-deltac_rt::Kernel gdn_raw_kv_bf16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_staged_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_staged_images);
 deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_images);
-deltac_rt::Kernel gdn_raw_kv_bf16_k128_v48_decode_small_kernel(deltac_test_decode_gdn_raw_kv_bf16_k128_v48_decode_small_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(deltac_test_decode_deltanet_kv_k64_v64_decode_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_small_kernel(deltac_test_decode_deltanet_kv_k64_v64_decode_small_images);
 deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_staged_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_staged_images);
 deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_images);
 deltac_rt::Kernel gdn_raw_f16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_f16_k128_v128_decode_small_images);
+deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_staged_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_staged_images);
 deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_images);
-deltac_rt::Kernel gdn_raw_kv_f16_k128_v128_decode_small_kernel(deltac_test_decode_gdn_raw_kv_f16_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_pv_kv_k128_v128_decode_kernel(deltac_test_decode_gdn_pv_kv_k128_v128_decode_images);
 deltac_rt::Kernel gdn_pv_kv_k128_v128_decode_small_kernel(deltac_test_decode_gdn_pv_kv_k128_v128_decode_small_images);
 deltac_rt::Kernel gdn_pv_kv_k64_v64_decode_kernel(deltac_test_decode_gdn_pv_kv_k64_v64_decode_images);
@@ -468,10 +468,10 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &gdn_log_kv_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &gdn_log_kv_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -487,7 +487,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &gdn_log_kv_k128_v128_decode_small_kernel;
+      v.kernel = &gdn_log_kv_k128_v128_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -500,10 +500,10 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &gdn_log_kv_k64_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &gdn_log_kv_k64_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -519,7 +519,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &gdn_log_kv_k64_v128_decode_small_kernel;
+      v.kernel = &gdn_log_kv_k64_v128_decode_kernel;
     }
     return t;
   }();
@@ -552,10 +552,10 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -571,7 +571,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_small_kernel;
+      v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -584,10 +584,10 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.perValue = false;
       v.maxT = 4;
       v.gridX = 3;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -603,7 +603,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_small_kernel;
+      v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_kernel;
     }
     return t;
   }();
@@ -756,10 +756,10 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.perValue = false;
       v.maxT = 4;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &gdn_raw_kv_f16_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &gdn_raw_kv_f16_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -775,7 +775,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &gdn_raw_kv_f16_k128_v128_decode_small_kernel;
+      v.kernel = &gdn_raw_kv_f16_k128_v128_decode_kernel;
     }
     return t;
   }();

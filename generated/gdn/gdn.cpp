@@ -17,8 +17,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_recur_cp_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_queue_images;
@@ -29,8 +29,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_recur_cp_image
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_256_k256_v256_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_256_k256_v256_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_256_k256_v256_prefill_recur_images;
@@ -80,8 +80,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_recur_cp_ima
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_f16_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_queue_images;
@@ -92,8 +92,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_recur_cp_i
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_f16_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_queue_images;
@@ -104,8 +104,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_recur_cp_
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_queue_images;
@@ -116,8 +116,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_recur_c
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_nonorm_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_queue_images;
@@ -128,8 +128,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_queue_images;
@@ -140,8 +140,8 @@ extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_rec
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_fla_kv_f16_nonorm_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_queue_images;
@@ -152,8 +152,8 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_recur_cp_im
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_decode_images;
-extern const deltac_rt::KernelImages gdn_deltanet_kv_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_queue_images;
@@ -164,8 +164,8 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_recur_cp_
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_deltanet_kv_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_queue_images;
@@ -176,8 +176,8 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_recu
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_decode_images;
-extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_queue_images;
@@ -188,8 +188,8 @@ extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_re
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_chain_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_deltanet_kv_nonorm_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_serving_k128_v128_prefill_queue_images;
@@ -234,10 +234,10 @@ extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_raw_k128_v128_decode_staged_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_raw_k128_v128_decode_images;
-extern const deltac_rt::KernelImages gdn_kda_kv_raw_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_raw_k128_v128_prefill_prep_images;
@@ -274,8 +274,8 @@ deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_k64_v64_pref
 deltac_rt::Kernel fla_kv_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_k64_v64_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_k64_v64_decode_staged_kernel(gdn_fla_kv_k64_v64_decode_staged_images);
 deltac_rt::Kernel fla_kv_k64_v64_decode_kernel(gdn_fla_kv_k64_v64_decode_images);
-deltac_rt::Kernel fla_kv_k64_v64_decode_small_kernel(gdn_fla_kv_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_prep_kernel(gdn_fla_kv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_chunks_kernel(gdn_fla_kv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_queue_kernel(gdn_fla_kv_k128_v128_prefill_queue_images);
@@ -286,8 +286,8 @@ deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv_k128_v128_
 deltac_rt::Kernel fla_kv_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_k128_v128_decode_staged_kernel(gdn_fla_kv_k128_v128_decode_staged_images);
 deltac_rt::Kernel fla_kv_k128_v128_decode_kernel(gdn_fla_kv_k128_v128_decode_images);
-deltac_rt::Kernel fla_kv_k128_v128_decode_small_kernel(gdn_fla_kv_k128_v128_decode_small_images);
 deltac_rt::Kernel fla_kv_256_k256_v256_prefill_prep_kernel(gdn_fla_kv_256_k256_v256_prefill_prep_images);
 deltac_rt::Kernel fla_kv_256_k256_v256_prefill_chunks_kernel(gdn_fla_kv_256_k256_v256_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_256_k256_v256_prefill_recur_kernel(gdn_fla_kv_256_k256_v256_prefill_recur_images);
@@ -337,8 +337,8 @@ deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_f16_k64_
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_f16_k64_v64_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_f16_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_f16_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_f16_k64_v64_decode_staged_kernel(gdn_fla_kv_f16_k64_v64_decode_staged_images);
 deltac_rt::Kernel fla_kv_f16_k64_v64_decode_kernel(gdn_fla_kv_f16_k64_v64_decode_images);
-deltac_rt::Kernel fla_kv_f16_k64_v64_decode_small_kernel(gdn_fla_kv_f16_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_prep_kernel(gdn_fla_kv_f16_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_chunks_kernel(gdn_fla_kv_f16_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_queue_kernel(gdn_fla_kv_f16_k128_v128_prefill_queue_images);
@@ -349,8 +349,8 @@ deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv_f16_k1
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_f16_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_f16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_f16_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_f16_k128_v128_decode_staged_kernel(gdn_fla_kv_f16_k128_v128_decode_staged_images);
 deltac_rt::Kernel fla_kv_f16_k128_v128_decode_kernel(gdn_fla_kv_f16_k128_v128_decode_images);
-deltac_rt::Kernel fla_kv_f16_k128_v128_decode_small_kernel(gdn_fla_kv_f16_k128_v128_decode_small_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_prep_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_prep_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_chunks_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_queue_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_queue_images);
@@ -361,8 +361,8 @@ deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_nonor
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_nonorm_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_nonorm_k64_v64_decode_staged_kernel(gdn_fla_kv_nonorm_k64_v64_decode_staged_images);
 deltac_rt::Kernel fla_kv_nonorm_k64_v64_decode_kernel(gdn_fla_kv_nonorm_k64_v64_decode_images);
-deltac_rt::Kernel fla_kv_nonorm_k64_v64_decode_small_kernel(gdn_fla_kv_nonorm_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_prep_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_chunks_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_queue_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_queue_images);
@@ -373,8 +373,8 @@ deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv_non
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_nonorm_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_nonorm_k128_v128_decode_staged_kernel(gdn_fla_kv_nonorm_k128_v128_decode_staged_images);
 deltac_rt::Kernel fla_kv_nonorm_k128_v128_decode_kernel(gdn_fla_kv_nonorm_k128_v128_decode_images);
-deltac_rt::Kernel fla_kv_nonorm_k128_v128_decode_small_kernel(gdn_fla_kv_nonorm_k128_v128_decode_small_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_prep_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_prep_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_chunks_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_queue_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_queue_images);
@@ -385,8 +385,8 @@ deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_recur_cp_kernel(gdn_fla_kv_f
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_kernel(gdn_fla_kv_f16_nonorm_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_decode_staged_kernel(gdn_fla_kv_f16_nonorm_k64_v64_decode_staged_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_decode_kernel(gdn_fla_kv_f16_nonorm_k64_v64_decode_images);
-deltac_rt::Kernel fla_kv_f16_nonorm_k64_v64_decode_small_kernel(gdn_fla_kv_f16_nonorm_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_prep_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_prep_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_chunks_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_queue_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_queue_images);
@@ -397,8 +397,8 @@ deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_recur_cp_kernel(gdn_fla_kv
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_kernel(gdn_fla_kv_f16_nonorm_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_decode_staged_kernel(gdn_fla_kv_f16_nonorm_k128_v128_decode_staged_images);
 deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_decode_kernel(gdn_fla_kv_f16_nonorm_k128_v128_decode_images);
-deltac_rt::Kernel fla_kv_f16_nonorm_k128_v128_decode_small_kernel(gdn_fla_kv_f16_nonorm_k128_v128_decode_small_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_prep_kernel(gdn_deltanet_kv_k64_v64_prefill_prep_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_chunks_kernel(gdn_deltanet_kv_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_queue_kernel(gdn_deltanet_kv_k64_v64_prefill_queue_images);
@@ -409,8 +409,8 @@ deltac_rt::Kernel deltanet_kv_k64_v64_prefill_recur_cp_kernel(gdn_deltanet_kv_k6
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_cp_chain_kernel(gdn_deltanet_kv_k64_v64_prefill_cp_chain_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_cp_correct_kernel(gdn_deltanet_kv_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_prefill_recur_v16_kernel(gdn_deltanet_kv_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel deltanet_kv_k64_v64_decode_staged_kernel(gdn_deltanet_kv_k64_v64_decode_staged_images);
 deltac_rt::Kernel deltanet_kv_k64_v64_decode_kernel(gdn_deltanet_kv_k64_v64_decode_images);
-deltac_rt::Kernel deltanet_kv_k64_v64_decode_small_kernel(gdn_deltanet_kv_k64_v64_decode_small_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_prep_kernel(gdn_deltanet_kv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_chunks_kernel(gdn_deltanet_kv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_queue_kernel(gdn_deltanet_kv_k128_v128_prefill_queue_images);
@@ -421,8 +421,8 @@ deltac_rt::Kernel deltanet_kv_k128_v128_prefill_recur_cp_kernel(gdn_deltanet_kv_
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_cp_chain_kernel(gdn_deltanet_kv_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_cp_correct_kernel(gdn_deltanet_kv_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_prefill_recur_v16_kernel(gdn_deltanet_kv_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel deltanet_kv_k128_v128_decode_staged_kernel(gdn_deltanet_kv_k128_v128_decode_staged_images);
 deltac_rt::Kernel deltanet_kv_k128_v128_decode_kernel(gdn_deltanet_kv_k128_v128_decode_images);
-deltac_rt::Kernel deltanet_kv_k128_v128_decode_small_kernel(gdn_deltanet_kv_k128_v128_decode_small_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_prep_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_prep_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_chunks_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_queue_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_queue_images);
@@ -433,8 +433,8 @@ deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_recur_cp_kernel(gdn_deltane
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_cp_chain_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_chain_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_cp_correct_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_prefill_recur_v16_kernel(gdn_deltanet_kv_nonorm_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_decode_staged_kernel(gdn_deltanet_kv_nonorm_k64_v64_decode_staged_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_decode_kernel(gdn_deltanet_kv_nonorm_k64_v64_decode_images);
-deltac_rt::Kernel deltanet_kv_nonorm_k64_v64_decode_small_kernel(gdn_deltanet_kv_nonorm_k64_v64_decode_small_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_prep_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_prep_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_chunks_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_queue_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_queue_images);
@@ -445,8 +445,8 @@ deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_recur_cp_kernel(gdn_delta
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_cp_chain_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_chain_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_cp_correct_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_prefill_recur_v16_kernel(gdn_deltanet_kv_nonorm_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_decode_staged_kernel(gdn_deltanet_kv_nonorm_k128_v128_decode_staged_images);
 deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_decode_kernel(gdn_deltanet_kv_nonorm_k128_v128_decode_images);
-deltac_rt::Kernel deltanet_kv_nonorm_k128_v128_decode_small_kernel(gdn_deltanet_kv_nonorm_k128_v128_decode_small_images);
 deltac_rt::Kernel serving_k128_v128_prefill_prep_kernel(gdn_serving_k128_v128_prefill_prep_images);
 deltac_rt::Kernel serving_k128_v128_prefill_chunks_kernel(gdn_serving_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel serving_k128_v128_prefill_queue_kernel(gdn_serving_k128_v128_prefill_queue_images);
@@ -491,10 +491,10 @@ deltac_rt::Kernel kda_kv_k128_v128_prefill_chunks_kernel(gdn_kda_kv_k128_v128_pr
 deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_kernel(gdn_kda_kv_k128_v128_prefill_recur_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_v32_kernel(gdn_kda_kv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_v16_kernel(gdn_kda_kv_k128_v128_prefill_recur_v16_images);
+deltac_rt::Kernel kda_kv_k128_v128_decode_staged_kernel(gdn_kda_kv_k128_v128_decode_staged_images);
 deltac_rt::Kernel kda_kv_k128_v128_decode_kernel(gdn_kda_kv_k128_v128_decode_images);
-deltac_rt::Kernel kda_kv_k128_v128_decode_small_kernel(gdn_kda_kv_k128_v128_decode_small_images);
+deltac_rt::Kernel kda_kv_raw_k128_v128_decode_staged_kernel(gdn_kda_kv_raw_k128_v128_decode_staged_images);
 deltac_rt::Kernel kda_kv_raw_k128_v128_decode_kernel(gdn_kda_kv_raw_k128_v128_decode_images);
-deltac_rt::Kernel kda_kv_raw_k128_v128_decode_small_kernel(gdn_kda_kv_raw_k128_v128_decode_small_images);
 deltac_rt::Kernel kda_vk_k128_v128_decode_kernel(gdn_kda_vk_k128_v128_decode_images);
 deltac_rt::Kernel kda_vk_k128_v128_decode_small_kernel(gdn_kda_vk_k128_v128_decode_small_images);
 deltac_rt::Kernel kda_vk_raw_k128_v128_prefill_prep_kernel(gdn_kda_vk_raw_k128_v128_prefill_prep_images);
@@ -536,10 +536,10 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_k64_v64_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_k64_v64_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -555,7 +555,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_k64_v64_decode_small_kernel;
+      v.kernel = &fla_kv_k64_v64_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -568,10 +568,10 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -587,7 +587,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_k128_v128_decode_small_kernel;
+      v.kernel = &fla_kv_k128_v128_decode_kernel;
     }
     return t;
   }();
@@ -856,10 +856,10 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_f16_k64_v64_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_f16_k64_v64_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -875,7 +875,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_f16_k64_v64_decode_small_kernel;
+      v.kernel = &fla_kv_f16_k64_v64_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -888,10 +888,10 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_f16_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_f16_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -907,7 +907,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_f16_k128_v128_decode_small_kernel;
+      v.kernel = &fla_kv_f16_k128_v128_decode_kernel;
     }
     return t;
   }();
@@ -940,10 +940,10 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_nonorm_k64_v64_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_nonorm_k64_v64_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -959,7 +959,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_nonorm_k64_v64_decode_small_kernel;
+      v.kernel = &fla_kv_nonorm_k64_v64_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -972,10 +972,10 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_nonorm_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_nonorm_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -991,7 +991,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_nonorm_k128_v128_decode_small_kernel;
+      v.kernel = &fla_kv_nonorm_k128_v128_decode_kernel;
     }
     return t;
   }();
@@ -1024,10 +1024,10 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1043,7 +1043,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_small_kernel;
+      v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -1056,10 +1056,10 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -1075,7 +1075,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_small_kernel;
+      v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_kernel;
     }
     return t;
   }();
@@ -1108,10 +1108,10 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &deltanet_kv_k64_v64_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &deltanet_kv_k64_v64_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1127,7 +1127,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &deltanet_kv_k64_v64_decode_small_kernel;
+      v.kernel = &deltanet_kv_k64_v64_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -1140,10 +1140,10 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &deltanet_kv_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &deltanet_kv_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -1159,7 +1159,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &deltanet_kv_k128_v128_decode_small_kernel;
+      v.kernel = &deltanet_kv_k128_v128_decode_kernel;
     }
     return t;
   }();
@@ -1192,10 +1192,10 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 2;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &deltanet_kv_nonorm_k64_v64_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &deltanet_kv_nonorm_k64_v64_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1211,7 +1211,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &deltanet_kv_nonorm_k64_v64_decode_small_kernel;
+      v.kernel = &deltanet_kv_nonorm_k64_v64_decode_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[2];
@@ -1224,10 +1224,10 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &deltanet_kv_nonorm_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &deltanet_kv_nonorm_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[3];
@@ -1243,7 +1243,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &deltanet_kv_nonorm_k128_v128_decode_small_kernel;
+      v.kernel = &deltanet_kv_nonorm_k128_v128_decode_kernel;
     }
     return t;
   }();
@@ -1480,10 +1480,10 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &kda_kv_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &kda_kv_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1499,7 +1499,7 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &kda_kv_k128_v128_decode_small_kernel;
+      v.kernel = &kda_kv_k128_v128_decode_kernel;
     }
     return t;
   }();
@@ -1532,10 +1532,10 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.perValue = false;
       v.maxT = 8;
       v.gridX = 4;
-      v.threads = 128;
-      v.minBlocksPerSM = 16;
-      v.minTokens = 0;
-      v.kernel = &kda_kv_raw_k128_v128_decode_kernel;
+      v.threads = 32;
+      v.minBlocksPerSM = 7;
+      v.minTokens = 3;
+      v.kernel = &kda_kv_raw_k128_v128_decode_staged_kernel;
     }
     {
       deltac_rt::DecodeVariant &v = t[1];
@@ -1551,7 +1551,7 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.threads = 128;
       v.minBlocksPerSM = 0;
       v.minTokens = 0;
-      v.kernel = &kda_kv_raw_k128_v128_decode_small_kernel;
+      v.kernel = &kda_kv_raw_k128_v128_decode_kernel;
     }
     return t;
   }();

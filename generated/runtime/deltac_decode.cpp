@@ -186,9 +186,9 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
                          {"o", a.o}})
     if (std::string e = needPointer(name, p); !e.empty())
       return invalid(e);
-  // dt_bias may be null (0: FLA's dt_bias=None).
+  // dt_bias may be null (0: FLA's dt_bias=None); a null log g reads 0.
   if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.bounded_gate,
-                                      a.lower_bound);
+                                      a.lower_bound, /*nullLogGate=*/true);
       !e.empty())
     return invalid(e);
   if (!a.beta)
@@ -387,7 +387,8 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
             (a.zero_initial_state ? kZeroState : 0) | (betaF32 ? kBetaF32 : 0) |
             (half ? kStateInHalf : 0) |
             (half && inDtype == DELTAC_F16 ? kStateInF16 : 0) |
-            (betaPerValue ? kBetaPerValue : 0);
+            (betaPerValue ? kBetaPerValue : 0) |
+            (v.gate == GateKind::Log && !a.g ? kNullGate : 0);
   p.stepSlots = a.state_indices_2d;
   p.accepted = a.num_accepted_tokens;
   p.stepSlotsStride = slotStride;

@@ -482,7 +482,8 @@ class Library:
         nodecay = None
         if g is None:
             # No decay: plain DeltaNet's kernel where the library has one
-            # for the same options (one launch), else a zero log g.
+            # for the same options, else the log-gate kernel reads a null g
+            # as 0 (one launch either way, no fill).
             try:
                 nodecay = self._spec(dict(want, rule="delta", gate="none"))
             except ValueError:
@@ -490,8 +491,6 @@ class Library:
             if nodecay is not None and T > nodecay["max_t"] and cu is None:
                 nodecay = None
         spec = nodecay if nodecay is not None else self._spec(want)
-        if g is None and nodecay is None:
-            g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)
         if g is not None:
             _check_cuda("g", g, q.device)
         if beta is None:
@@ -509,6 +508,8 @@ class Library:
             if output is not None or output_state is not None:
                 raise ValueError(f"{fn}: output= / output_state= are supported where the call "
                                  f"runs the decode kernel (T <= max_t = {spec['max_t']})")
+            if g is None:  # the prefill kernels read a g (only decode's take a null one)
+                g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)
             return self._prefill(
                 "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,

@@ -39,6 +39,10 @@ enum DecodeFlags : int32_t {
   /// per_value kernels: beta is [tokens, HV, V], one per value column
   /// (else one per head).
   kBetaPerValue = 64,
+  /// Log-gate kernels: g is null (FLA's g=None), read as 0 (no decay). A
+  /// flag rather than a test of the pointer: the test's predicate, hoisted
+  /// out of the token loop, made a kv kernel spill.
+  kNullGate = 128,
 };
 
 //===----------------------------------------------------------------------===//

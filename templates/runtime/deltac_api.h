@@ -51,7 +51,8 @@ typedef struct deltac_decode_args {
   int64_t v_stride;
   void *o;
   int64_t o_stride;
-  const void *g;        /* log g (f32), alpha (f32) or raw a (io dtype) */
+  const void *g;        /* log g (f32; null: 0, no decay), alpha (f32) or */
+                        /* raw a (io dtype) */
   const void *beta;     /* beta or its logits b (io dtype, or f32: beta_f32) */
   const float *A_log;   /* [HV], raw gates only */
   const float *dt_bias; /* [HV], raw gates only */

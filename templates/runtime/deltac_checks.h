@@ -154,12 +154,16 @@ inline std::string checkHeads(int64_t H, int64_t HV) {
 /// The gate inputs the spec's gate form needs, and none it has no use for;
 /// the bounded raw gate (FLA's KDA lower_bound) only with a raw gate and a
 /// finite lower_bound. A_log may be null only for the bounded gate (a
-/// factor 1, as FLA); dt_bias may always be null (0).
+/// factor 1, as FLA); dt_bias may always be null (0). `nullLogGate`
+/// (decode): a log gate's g may be null, read as 0 (FLA's g=None: no decay;
+/// the kernels' zero array).
 inline std::string checkGateInputs(GateKind gate, const void *g,
                                    const void *aLog, int32_t boundedGate,
-                                   float lowerBound) {
-  if (gate != GateKind::None && !g)
-    return "g must not be null (the spec has a gate)";
+                                   float lowerBound, bool nullLogGate = false) {
+  if (gate != GateKind::None && !g && !(nullLogGate && gate == GateKind::Log))
+    return nullLogGate ? "g must not be null (the spec's gate is not log; a "
+                         "null log g means no decay)"
+                       : "g must not be null (the spec has a gate)";
   if (gate == GateKind::None && g)
     return "g must be null (the spec's rule has no gate)";
   if (boundedGate && !rawGate(gate))

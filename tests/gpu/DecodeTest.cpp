@@ -131,6 +131,9 @@ struct Case {
   bool i64 = false; // index arrays and cu_seqlens as int64 (indices_i64)
   // per_value specs: FLA's gv [tokens, HV, V] and beta [tokens, HV, V].
   bool gv = false, betaPerValue = false;
+  // Log-gate specs: g passed as null (FLA's g=None), which the kernels read
+  // as log g = 0 (no decay); the reference gets zeros.
+  bool nullG = false;
 };
 
 /// Gate inputs per value head: KDA's g [tokens, HV, K] (and a raw gate's
@@ -204,6 +207,8 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   roundAll(in.k, s.io);
   roundAll(in.v, s.io);
   roundAll(in.g, s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32);
+  if (c.nullG)
+    std::fill(in.g.begin(), in.g.end(), 0.0);
   roundAll(in.beta, s.io);
   roundAll(in.aLog, DELTAC_F32);
   roundAll(in.dtBias, DELTAC_F32);
@@ -277,7 +282,7 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
   deltac_dtype gType = s.gate == ref::GateForm::Raw ? s.io : DELTAC_F32;
   std::unique_ptr<DeviceBuffer> g, aLog, dtBias;
   const int64_t gWidth = c.HV * gatesPerHead(s, K);
-  if (s.gate != ref::GateForm::None)
+  if (s.gate != ref::GateForm::None && !c.nullG)
     g = stridedUpload(in.g, gWidth, gWidth, gType);
   const int64_t betaWidth = c.HV * (c.betaPerValue ? V : 1);
   auto beta = stridedUpload(in.beta, betaWidth, betaWidth, s.io);
@@ -388,23 +393,28 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
     return;
   }
   // Which kernel ran: the staged form for three or more tokens a row
-  // (varlen: on average) where the spec has it (vk, a gate and beta per
-  // head, max_t >= 3); the bulk or small form otherwise.
+  // (varlen: on average) where the spec has it (a gate and beta per head,
+  // max_t >= 3); the bulk or small form otherwise.
   char launched[256] = "";
   (std::string(s.name) == "qwen3_next" ? qwen3_next_gdn_last_launches
                                         : deltac_test_decode_last_launches)(
       launched, sizeof launched);
-  bool hasStaged = s.layout == ref::Layout::Vk && !s.perValue &&
-                   s.rule != ref::Rule::Kda && s.maxT >= 3;
+  bool hasStaged = !s.perValue && s.maxT >= 3 &&
+                   (s.layout == ref::Layout::Kv ? K <= 128
+                                                : s.rule != ref::Rule::Kda);
   int64_t rowTokens = varlen ? tokens / c.B : c.T;
   static const int sms = [] {
     int n = 0;
     cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0);
     return n;
   }();
-  // The staged kernels of these libraries have one block per head (grid x
-  // = 1) and are launched from three quarters of a block per SM.
-  bool wantStaged = hasStaged && rowTokens >= 3 && 4 * c.B * c.HV >= 3 * sms;
+  // The staged kernels of these libraries: vk one block per head, launched
+  // from three quarters of a block per SM; kv one block per 32 value
+  // columns (16 where V is not a multiple of 32), from seven quarters.
+  int64_t gridX = s.layout == ref::Layout::Vk ? 1 : V / (V % 32 == 0 ? 32 : 16);
+  int64_t quarters = s.layout == ref::Layout::Vk ? 3 : 7;
+  bool wantStaged = hasStaged && rowTokens >= 3 &&
+                    4 * gridX * c.B * c.HV >= quarters * sms;
   bool ranStaged = std::string(launched).find("_staged") != std::string::npos;
 
   // o: real rows against the reference, padding rows exactly zero.
@@ -717,6 +727,20 @@ int main(int argc, char **argv) {
       wideVarlen.label = fmt("varlen B=40 HV=4 rows of 0,%lld..%lld, padding",
                              (long long)s.maxT - 2, (long long)s.maxT);
       runCase(results, s, K, V, wideVarlen);
+      // A null log g (FLA's g=None): no decay, in every form (few rows: bulk
+      // or small; the wide grid at max_t: staged where the spec has it).
+      // KDA's per-channel g is refused null, nothing written.
+      if (s.gate == ref::GateForm::Log)
+        for (Case c : {multi, wide}) {
+          c.seed = ++seed;
+          c.T = s.maxT;
+          c.nullG = true;
+          if (s.rule == ref::Rule::Kda)
+            c.rejectWith = "g must not be null (the spec's gate is not log";
+          c.label = fmt("g null (no decay) T=%lld B=%lld HV=%lld",
+                        (long long)c.T, (long long)c.B, (long long)c.HV);
+          runCase(results, s, K, V, c);
+        }
       // Whole-call checks of cu_seqlens (B = 3, T = 6), and padding past
       // cu[B]: every spec, also under --quick (memcheck runs --quick).
       for (bool i64 : {false, true}) {

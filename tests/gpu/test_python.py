@@ -1053,9 +1053,10 @@ def per_value_section():
                          ("g, gv, head beta", dict(g=g, gv=gv, beta=beta)),
                          ("g, beta[V] bf16 (no gv)", dict(g=g, beta=beta_v.bfloat16())),
                          ("g=None, gv, beta[V]", dict(gv=gv, beta=beta_v))):
-            # g=None: gdn's DeltaNet per_value spec, without l2norm only
-            # (with it the gated one runs on a zero g: a fill besides).
-            for l2 in (False,) if "g" not in kw else (False, True):
+            # g=None: gdn's DeltaNet per_value spec without l2norm; with it
+            # the gated per_value kernel reading a null g as 0 (one launch,
+            # no fill).
+            for l2 in (False, True):
                 call = lambda: gdn.fused_recurrent_gated_delta_rule(  # noqa: E731
                     q, k, v, initial_state=h0, output_final_state=True,
                     use_qk_l2norm_in_kernel=l2, **kw)

@@ -287,8 +287,15 @@ Value EmitterBase::loadGate(Value tok) {
   if (s.gate == GateForm::none || perChannel())
     return Value();
   Value ghIndex = add(mul(tok, toI64(param(pHV))), hv);
-  return loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
-                   ghIndex, 1)[0];
+  if (s.gate != GateForm::log)
+    return loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
+                     ghIndex, 1)[0];
+  // A null log g (FLA's g=None) reads the kernel's zeros: no decay.
+  Value noG = flag(deltac_abi::kNullGate);
+  Value at = arith::SelectOp::create(
+      b, noG, LLVM::AddressOfOp::create(b, ptr, zerosSymbol(func.getName())),
+      gep(param(pG), f32, ghIndex));
+  return loadElems(at, f32, cI64(0), 1)[0];
 }
 
 SmallVector<Value> EmitterBase::loadBetas(Value tok, ArrayRef<Value> columns,
@@ -305,11 +312,10 @@ SmallVector<Value> EmitterBase::loadBetas(Value tok, ArrayRef<Value> columns,
     in.push_back(loadBeta(sel64(perValue, add(rowBase, toI64(column)),
                                 ghIndex)));
   // gv may be null (FLA's gv=None with a per-value beta): the loads then
-  // read zeros (exp(0) = 1) from the kernel's own zero array at index 0,
-  // chosen by selects. (A branch per token made a vk kernel spill.)
+  // read zeros (exp(0) = 1) from zerosSymbol's array at index 0.
   Value noGv = isNull(param(pGv));
   Value gvBase = arith::SelectOp::create(
-      b, noGv, LLVM::AddressOfOp::create(b, ptr, noGvSymbol(func.getName())),
+      b, noGv, LLVM::AddressOfOp::create(b, ptr, zerosSymbol(func.getName())),
       param(pGv));
   auto gvIndex = [&](Value column) {
     return sel64(noGv, cI64(0), add(rowBase, toI64(column)));

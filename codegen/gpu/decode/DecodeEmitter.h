@@ -34,9 +34,16 @@ enum Param {
 /// 16-bit state row's columns).
 constexpr int64_t kMaxGvPiece = 8;
 
-/// per_value: the kernel's global array of kMaxGvPiece zeros, read in place
-/// of a null gv.
-inline std::string noGvSymbol(StringRef kernel) { return (kernel + "_no_gv").str(); }
+/// The kernel's global array of kMaxGvPiece zeros, read in place of a null
+/// gv (per_value specs) or a null log g (FLA's g=None: log decay 0, no
+/// decay), chosen by selects of the address (a branch per token made a vk
+/// kernel spill).
+inline std::string zerosSymbol(StringRef kernel) { return (kernel + "_zeros").str(); }
+
+/// Whether `spec`'s kernels carry zerosSymbol's array.
+inline bool needsZeros(const DecodeSpec &spec) {
+  return spec.perValue || spec.gate == GateForm::log;
+}
 
 /// What both layouts share: constants, math, memory access, slot handling,
 /// gate and beta.
@@ -224,7 +231,9 @@ protected:
   Value rowStart, rowLen;
   /// The staged form (DecodeStage.cpp): copies every token's q, k, the
   /// block's v columns, g and beta (up to max_t tokens) to `shared`
-  /// (stagedInputFloats), then waits at a barrier.
+  /// (stagedInputFloats), KDA's per-channel decays already exponentiated
+  /// (K a token), then waits at a barrier. Raw gates need loadHeadParams()
+  /// first.
   void stageInputs(Value shared);
   // The stage's layout in floats (stagedInputFloats).
   int64_t qAt(int64_t j) const { return j * s.k; }
@@ -234,6 +243,10 @@ protected:
   }
   int64_t gAt(int64_t j) const { return vAt(s.maxT) + j; }
   int64_t betaAt(int64_t j) const { return gAt(s.maxT) + j; }
+  /// KDA: token j's K decays exp(g), from a 16-byte boundary.
+  int64_t decaysAt(int64_t j) const {
+    return (betaAt(s.maxT) + 3) / 4 * 4 + j * s.k;
+  }
   /// `count` floats of the stage from `index`, in loads of up to 16 bytes
   /// (loadElems on the shared pointer); storeStage likewise.
   SmallVector<Value> loadStage(Value index, int64_t count) {

@@ -57,7 +57,8 @@ ArrayRef<KernelParam> mlir::delta::decodeKernelParams() {
 /// 128 in the staged form.
 /// kv: a tile of 32 value columns (16 when V is not a multiple of 32), the
 /// K rows split over lane groups and up to four warps, at most 64 state
-/// registers per thread.
+/// registers per thread; staged, 128 (K = V = 128 f32: 32 rows of 4
+/// columns, one warp a block, so no exchange through shared memory).
 DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
                                              const DecodeTuning &tuning) {
   DecodeTiling t;
@@ -72,13 +73,18 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
     while (t.warps > 1 && spec.k % (groupsPerWarp * t.warps) != 0)
       t.warps /= 2;
     t.rowsPerThread = spec.k / (groupsPerWarp * t.warps);
-    // An override trades rows per thread for warps per block (1 to 32).
-    while (tuning.rowsPerThread > 0 && t.rowsPerThread > tuning.rowsPerThread &&
-           t.rowsPerThread % 2 == 0 && t.warps < 32) {
+    // Staged, the token's inputs wait in shared memory, not registers: 128
+    // state registers a thread. An override trades rows per thread for
+    // warps per block (1 to 32).
+    int64_t rows = tuning.rowsPerThread > 0 ? tuning.rowsPerThread
+                   : tuning.stageInputs     ? 128 / t.elemsPerLoad
+                                            : 0;
+    while (rows > 0 && t.rowsPerThread > rows && t.rowsPerThread % 2 == 0 &&
+           t.warps < 32) {
       t.rowsPerThread /= 2;
       t.warps *= 2;
     }
-    while (tuning.rowsPerThread > t.rowsPerThread && t.warps % 2 == 0) {
+    while (rows > t.rowsPerThread && t.warps % 2 == 0) {
       t.rowsPerThread *= 2;
       t.warps /= 2;
     }
@@ -119,42 +125,60 @@ DecodeTiling mlir::delta::chooseDecodeTiling(const DecodeSpec &spec,
 }
 
 bool mlir::delta::stagedDecodeFits(const DecodeSpec &spec) {
-  // kv, staged through the same stage (a variant removed after measuring),
-  // was slower (H200, session 38: T = 4 B = 256 583.7 us, 558.1 at 16 rows
-  // a thread, against bulk's 510.2); likely its per-token exchange through
-  // shared memory bounds it, not the token's loads (not profiled).
-  return spec.layout == StateLayout::vk && !spec.perValue &&
-         spec.gate != GateForm::channel_log &&
-         spec.gate != GateForm::channel_raw && spec.maxT >= 3;
+  // The stage holds one beta a token and one g, or (kv only: the vk token
+  // loop does not read them from there) K decays: not per-value terms. kv
+  // up to K = 128: at K = 256 its 32 rows of 2 warps spilled 256 bytes on
+  // sm_100a.
+  bool channel = spec.gate == GateForm::channel_log ||
+                 spec.gate == GateForm::channel_raw;
+  bool kv = spec.layout == StateLayout::kv;
+  return !spec.perValue && spec.maxT >= 3 && (!kv || spec.k <= 128) &&
+         (kv || !channel);
 }
 
 SmallVector<std::pair<std::string, DecodeTuning>>
-mlir::delta::decodeVariants(const DecodeTuning &overrides, StringRef only) {
+mlir::delta::decodeVariants(const DecodeSpec &spec,
+                            const DecodeTuning &overrides, StringRef only) {
   // Measured on an H200 (docs/performance-journal.md, decode variants): at T = 4 the bulk
   // shape is 1.3x faster from B = 64 up, the small one 1.2x faster at B = 1.
   DecodeTuning staged = overrides, bulk = overrides, small = overrides;
   // Staged: no prefetch, the token inputs in shared memory and 128 state
-  // registers a thread (8 rows at K = 128 f32: each token's chain of
-  // reductions serves 8 rows). Measured on an H100 (session 38): T = 4
-  // B = 256 382 us against bulk's 484, B = 16 37.7 against 40.1, B = 4
-  // (128 blocks) 15.1 against small's 18.4, but B = 3 (96 blocks) 14.0
-  // against 13.4, so from three quarters of a block per SM; at T = 2 bulk
-  // runs at T = 1's time, so from 3 tokens a row. (min_blocks_per_sm is in
-  // quarters of a block per SM.)
+  // registers a thread (each token's chain of reductions serves more of
+  // the state). From 3 tokens a row: at T = 2 bulk runs at T = 1's time.
+  // (min_blocks_per_sm is in quarters of a block per SM.)
+  // vk (8 rows at K = 128 f32, one block of 4 warps per head), H100,
+  // session 38: T = 4 B = 256 382 us against bulk's 484, B = 16 37.7
+  // against 40.1, B = 4 (128 blocks) 15.1 against small's 18.4, but B = 3
+  // (96 blocks) 14.0 against 13.4: from three quarters of a block per SM.
+  // kv (32 rows of 4 columns, blocks of one warp, 4 per head at V = 128),
+  // H100, session 39: T = 4 B = 64 110.3 us against bulk's 158.3, B = 256
+  // 392.4 / 600.7, B = 4 (512 blocks) 14.8 against bulk's 15.7 and small's
+  // 20.7, B = 2 12.1 / 12.4 / 12.3, but B = 1 11.0 against small's 10.1:
+  // from 7 quarters (256 blocks on 132 SMs).
+  bool kv = spec.layout == StateLayout::kv;
   staged.prefetch = false;
   staged.stageInputs = true;
-  staged.minBlocksPerSM = 3;
+  staged.minBlocksPerSM = kv ? 7 : 3;
   staged.minTokens = overrides.minTokens > 0 ? overrides.minTokens : 3;
   bulk.prefetch = false;
   bulk.minBlocksPerSM = 16; // 4 blocks per SM
   small.prefetch = true;
   small.minBlocksPerSM = 0;
+  // kv beside its staged form: bulk for every other call. It beat small at
+  // every B at T = 1 up to 4 (B = 4: 11.4 against 13.9 us) and at T = 2
+  // (B = 4 12.7 / 16.4, B = 64 123.0 / 139.3), lost by 2-3.5 % at T = 1
+  // from B = 64 (where bulk already ran) and at T = 3-4 B = 1 (10.4 against
+  // 10.1): small is not built (H100, session 39).
+  bool fitsStaged = stagedDecodeFits(spec);
+  bool kvPair = kv && fitsStaged;
+  if (kvPair)
+    bulk.minBlocksPerSM = 0;
   SmallVector<std::pair<std::string, DecodeTuning>> variants;
-  if (only.empty() || only == "staged")
+  if (fitsStaged && (only.empty() || only == "staged"))
     variants.emplace_back("_staged", staged);
   if (only.empty() || only == "bulk")
     variants.emplace_back("", bulk);
-  if (only.empty() || only == "small")
+  if ((only.empty() && !kvPair) || only == "small")
     variants.emplace_back("_small", small);
   return variants;
 }
@@ -284,18 +308,22 @@ void VkEmitter::emit(Value stage) {
 /// the lane groups of a warp with shuffles and across warps through shared
 /// memory (double-buffered by token parity, so one barrier per token).
 /// Normalisation is applied after the reduction: the dots of the raw vectors
-/// scale by 1/|k| and 1/|q|.
+/// scale by 1/|k| and 1/|q|. The staged form's block is one warp (32 rows
+/// of 4 columns at K = 128 f32): shuffles only, and q, k of its rows read
+/// from the stage.
 class KvEmitter : EmitterBase {
 public:
   using EmitterBase::EmitterBase;
-  void emit(Value sharedBase);
+  /// `sharedBase`: the exchange buffer (null for a block of one warp);
+  /// `stage`: the staged form's shared memory (null: the serial form).
+  void emit(Value sharedBase, Value stage);
 
 private:
   Value column0, kGroup, laneInGroup;
   SmallVector<Value> keyRows;
 };
 
-void KvEmitter::emit(Value shared) {
+void KvEmitter::emit(Value shared, Value stage) {
   int64_t tile = t.valuesPerBlock();
   int64_t epl = t.elemsPerLoad;
   int64_t groupsPerWarp = 32 / t.lanesPerRow;
@@ -352,8 +380,33 @@ void KvEmitter::emit(Value shared) {
   // Inputs of a token: q and k of each key row, v of the tile's columns,
   // g, beta.
   int64_t nRows = t.rowsPerThread;
+  if (stage)
+    stageInputs(stage);
   auto loadInputs = [&](Value tok) {
     SmallVector<Value> in;
+    if (stage) {
+      // From the stage: q and k of the thread's key rows, the v piece of
+      // its columns, beta, g.
+      Value j = arith::SubIOp::create(b, tok, rowStart);
+      for (int64_t at : {qAt(0), kAt(0)})
+        for (Value row : keyRows)
+          in.push_back(
+              loadStage(add(add(cI64(at), mul(j, cI64(s.k))), row), 1)[0]);
+      Value local =
+          arith::SubIOp::create(b, column0, toI64(mul(bx, cI32(tile))));
+      llvm::append_range(
+          in, loadStage(add(add(cI64(vAt(0)), mul(j, cI64(tile))), local),
+                        epl));
+      in.push_back(loadStage(add(cI64(betaAt(0)), j), 1)[0]);
+      if (s.gate != GateForm::none && !perChannel())
+        in.push_back(loadStage(add(cI64(gAt(0)), j), 1)[0]);
+      // KDA: the staged decays of the thread's key rows (exp(g) already).
+      if (perChannel())
+        for (Value row : keyRows)
+          in.push_back(loadStage(
+              add(add(cI64(decaysAt(0)), mul(j, cI64(s.k))), row), 1)[0]);
+      return in;
+    }
     for (Value row : keyRows)
       in.push_back(loadQK(param(pQ), param(pQStride), tok, row, 1)[0]);
     for (Value row : keyRows)
@@ -384,13 +437,24 @@ void KvEmitter::emit(Value shared) {
                                                           : Value();
     // KDA: key row r decays by d_r: the column dots run against d k and
     // d q (|k|, |q| and k . q stay those of the raw vectors), and S_r = d_r
-    // S_r + k_r u (the scalar decay below is then 1).
-    SmallVector<Value> rowDecay, dk(k), dq(q);
+    // S_r + k_r u (the scalar decay below is then 1). Staged (32 rows a
+    // thread), the rows are decayed first instead, S_r <- d_r S_r, and the
+    // dots and the update read those: no d k and d q arrays beside the
+    // state (they made ptxas spill 180 bytes).
+    bool decayFirst = stage && perChannel();
+    SmallVector<Value> rowDecay, dk(k), dq(q), Sd(S);
     if (perChannel()) {
-      size_t per = s.gate == GateForm::channel_raw ? 2 : 1;
+      // Staged: the decays themselves; else the gate inputs of each row.
+      size_t per = !stage && s.gate == GateForm::channel_raw ? 2 : 1;
       ArrayRef<Value> gates = in.drop_front(gateAt);
       for (int64_t r = 0; r < nRows; ++r) {
-        rowDecay.push_back(channelDecays(gates.slice(r * per, per))[0]);
+        rowDecay.push_back(stage ? gates[r]
+                                 : channelDecays(gates.slice(r * per, per))[0]);
+        if (decayFirst) {
+          for (int64_t c = 0; c < epl; ++c)
+            Sd[r * epl + c] = fmul(rowDecay[r], S[r * epl + c]);
+          continue;
+        }
         dk[r] = fmul(rowDecay[r], k[r]);
         dq[r] = fmul(rowDecay[r], q[r]);
       }
@@ -399,13 +463,13 @@ void KvEmitter::emit(Value shared) {
     for (int64_t c = 0; c < epl; ++c) {
       SmallVector<Value> column;
       for (int64_t r = 0; r < t.rowsPerThread; ++r)
-        column.push_back(S[r * epl + c]);
+        column.push_back(Sd[r * epl + c]);
       partial.push_back(sum(column, dk));
     }
     for (int64_t c = 0; c < epl; ++c) {
       SmallVector<Value> column;
       for (int64_t r = 0; r < t.rowsPerThread; ++r)
-        column.push_back(S[r * epl + c]);
+        column.push_back(Sd[r * epl + c]);
       partial.push_back(sum(column, dq));
     }
     partial.push_back(sum(k, k));
@@ -488,10 +552,15 @@ void KvEmitter::emit(Value shared) {
     for (int64_t r = 0; r < t.rowsPerThread; ++r) {
       Value kn = fmul(k[r], invK);
       Value d = perChannel() ? rowDecay[r] : decay;
-      for (int64_t c = 0; c < epl; ++c)
+      for (int64_t c = 0; c < epl; ++c) {
+        if (decayFirst) { // per-value specs have no staged form
+          next.push_back(fma(kn, u[c], Sd[r * epl + c]));
+          continue;
+        }
         next.push_back(fma(
             kn, u[c],
             fmul(s.perValue ? fmul(d, terms.factor[c]) : d, S[r * epl + c])));
+      }
     }
     return next;
   };
@@ -510,8 +579,9 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
   DecodeTiling tiling = chooseDecodeTiling(spec, tuning);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
-  // kv reduces across warps through shared memory: two token buffers of
-  // (2 * elemsPerLoad + 3) floats per lane group leader of each warp.
+  // kv reduces across warps through shared memory (a block of one warp
+  // needs none): two token buffers of (2 * elemsPerLoad + 3) floats per
+  // lane group leader of each warp.
   std::string sharedName = (name + "_partials").str();
   std::string stageName = (name + "_stage").str();
   if (tuning.stageInputs) {
@@ -523,7 +593,8 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
         /*isConstant=*/false, LLVM::Linkage::Internal, stageName,
         /*value=*/Attribute(), /*alignment=*/16, /*addrSpace=*/3);
   }
-  if (spec.layout == StateLayout::kv) {
+  bool kvExchange = spec.layout == StateLayout::kv && tiling.warps > 1;
+  if (kvExchange) {
     int64_t floats = 2 * tiling.warps * tiling.lanesPerRow *
                      (2 * tiling.elemsPerLoad + 3);
     LLVM::GlobalOp::create(
@@ -531,11 +602,11 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
         /*isConstant=*/false, LLVM::Linkage::Internal, sharedName,
         /*value=*/Attribute(), /*alignment=*/16, /*addrSpace=*/3);
   }
-  if (spec.perValue) {
-    // Read in place of a null gv (EmitterBase::loadBetas).
+  if (needsZeros(spec)) {
+    // Read in place of a null gv or log g (EmitterBase::loadBetas, loadGate).
     auto zeros = LLVM::LLVMArrayType::get(builder.getF32Type(), kMaxGvPiece);
     LLVM::GlobalOp::create(builder, loc, zeros, /*isConstant=*/true,
-                           LLVM::Linkage::Internal, noGvSymbol(name),
+                           LLVM::Linkage::Internal, zerosSymbol(name),
                            builder.getZeroAttr(RankedTensorType::get(
                                {kMaxGvPiece}, builder.getF32Type())),
                            /*alignment=*/16, /*addrSpace=*/1);
@@ -568,9 +639,12 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                           .getResult()
                     : Value();
   if (spec.layout == StateLayout::kv) {
-    Value shared = LLVM::AddressOfOp::create(
-        b, LLVM::LLVMPointerType::get(ctx, 3), sharedName);
-    KvEmitter(b, func, spec, tiling, tuning).emit(shared);
+    Value shared = kvExchange ? LLVM::AddressOfOp::create(
+                                    b, LLVM::LLVMPointerType::get(ctx, 3),
+                                    sharedName)
+                                    .getResult()
+                              : Value();
+    KvEmitter(b, func, spec, tiling, tuning).emit(shared, stage);
   } else {
     VkEmitter(b, func, spec, tiling, tuning).emit(stage);
   }

@@ -63,24 +63,27 @@ llvm::ArrayRef<KernelParam> decodeKernelParams();
 /// The `flags` parameter's bits are deltac_abi::DecodeFlags
 /// (templates/runtime/deltac_abi.h).
 
-/// Whether the staged form covers `spec`: a vk state, a gate and beta per
-/// head (not KDA's per-channel decays nor per-value terms), max_t >= 3.
+/// Whether the staged form covers `spec`: beta per head (no per-value
+/// terms), max_t >= 3, and a gate per head or, kv only, KDA's per-channel
+/// decays; kv up to K = 128.
 bool stagedDecodeFits(const DecodeSpec &spec);
 
 /// Chooses the tiling of `spec` (see DecodeKernel.cpp for the reasoning).
 DecodeTiling chooseDecodeTiling(const DecodeSpec &spec,
                                 const DecodeTuning &tuning = {});
 
-/// The decode kernels of one entry, in dispatch order: "staged" (the bulk
-/// shape with a call's token inputs staged in shared memory, for calls of
-/// three or more tokens a row, where the spec fits it: stagedDecodeFits),
-/// "bulk" (no prefetch, more state per thread: best when the grid fills the
-/// GPU several times) and "small" (prefetch, more blocks: lower latency for
-/// few rows).
+/// The decode kernels of `spec`'s entry, in dispatch order: "staged" (the
+/// bulk shape with a call's token inputs staged in shared memory, for calls
+/// of three or more tokens a row, where the spec fits it:
+/// stagedDecodeFits), "bulk" (no prefetch, more state per thread: best when
+/// the grid fills the GPU several times) and "small" (prefetch, more
+/// blocks: lower latency for few rows; not built for a kv spec that has
+/// the staged form, where bulk measured faster for few rows).
 /// `overrides` carries the pass options (rows per thread, dot partials,
-/// unswitching); `only` restricts to one variant ("" = both).
+/// unswitching); `only` restricts to one variant ("" = all).
 llvm::SmallVector<std::pair<std::string, DecodeTuning>>
-decodeVariants(const DecodeTuning &overrides, llvm::StringRef only);
+decodeVariants(const DecodeSpec &spec, const DecodeTuning &overrides,
+               llvm::StringRef only);
 
 /// Builds the kernel `name` into `module` (a gpu.module). The gpu.func carries
 /// its launch shape as attributes: `delta.block_threads`,

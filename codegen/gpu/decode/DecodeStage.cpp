@@ -19,6 +19,13 @@
 // loop fast is the room staging leaves: 128 state registers a thread, so
 // each token's chain of reductions serves 8 rows (382 us).
 //
+// kv (FLA's layout) uses the same stage with blocks of one warp: 32 key
+// rows of 4 value columns a thread, reduced by shuffles alone (T = 4,
+// B = 256: 392 us against its bulk kernel's 601 on an H100; over 4 or 2
+// warps, with the exchange through shared memory each token, it lost to
+// bulk, session 38). KDA's per-channel decays ride in the stage already
+// exponentiated (kv only: the vk loop reads its gates from memory).
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/gpu/decode/DecodeEmitter.h"
@@ -29,10 +36,14 @@ using namespace mlir::delta::decode;
 
 int64_t mlir::delta::decode::stagedInputFloats(const DecodeSpec &spec,
                                                const DecodeTiling &tiling) {
-  // q and k of each token, the block's v columns of each token, then each
-  // token's g and beta.
-  return 2 * spec.maxT * spec.k + spec.maxT * tiling.valuesPerBlock() +
-         2 * spec.maxT;
+  // q and k of each token, the block's v columns of each token, each
+  // token's g and beta, then (KDA) each token's K decays from a 16-byte
+  // boundary (EmitterBase::decaysAt).
+  int64_t scalars = 2 * spec.maxT * spec.k +
+                    spec.maxT * tiling.valuesPerBlock() + 2 * spec.maxT;
+  bool channel = spec.gate == GateForm::channel_log ||
+                 spec.gate == GateForm::channel_raw;
+  return channel ? (scalars + 3) / 4 * 4 + spec.maxT * spec.k : scalars;
 }
 
 void EmitterBase::stageInputs(Value shared) {
@@ -96,6 +107,19 @@ void EmitterBase::stageInputs(Value shared) {
       storeStage(add(cI64(gAt(0)), j), {g});
     storeStage(add(cI64(betaAt(0)), j),
                 {loadBeta(add(mul(tok, toI64(param(pHV))), hv))});
+  }
+  // KDA: every token's K decays, exponentiated once here rather than by
+  // each thread for its key rows in the token loop (4 channels a piece:
+  // g and dt_bias are 16-byte aligned, K a multiple of 4).
+  if (perChannel()) {
+    int64_t perToken = s.k / 4;
+    spread(T * perToken, [&](Value p) {
+      Value j = arith::DivUIOp::create(b, p, cI32(perToken));
+      Value key = toI64(
+          mul(arith::RemUIOp::create(b, p, cI32(perToken)), cI32(4)));
+      storeStage(add(add(cI64(decaysAt(0)), mul(toI64(j), cI64(s.k))), key),
+                 channelDecays(loadChannelGates(clampedToken(j), key, 4)));
+    });
   }
   gpu::BarrierOp::create(b);
 }

@@ -1,13 +1,14 @@
 // RUN: deltac-opt %s --delta-expand-spec --delta-lower-decode-to-gpu -split-input-file | FileCheck %s
 
 // Up to three kernels per decode function, each in a gpu.module with one
-// #nvvm.target per SM of delta.targets: "_staged" (vk with a gate and beta
-// per head: 128 rows per block, the call's token inputs copied to shared
+// #nvvm.target per SM of delta.targets: "_staged" (a gate and beta per
+// head; vk: 128 rows per block, the call's token inputs copied to shared
 // memory before the token loop, used from 3 tokens a row and 3/4 of a
-// block per SM), "bulk" (64 rows per block, used from 4 blocks per SM:
-// min_blocks_per_sm counts quarters) and "_small"
-// (32 rows per block, prefetching). All keep the fixed ABI of
-// codegen/gpu/decode/DecodeKernel.h. Prefill stays at sequence level.
+// block per SM), "bulk" (vk: 64 rows per block, used from 4 blocks per SM:
+// min_blocks_per_sm counts quarters) and "_small" (vk: 32 rows per block,
+// prefetching; no kv spec with a staged form has it). All keep the fixed
+// ABI of codegen/gpu/decode/DecodeKernel.h. Prefill stays at sequence
+// level.
 
 // CHECK-LABEL: module attributes {delta.targets = ["sm_80", "sm_90a"], gpu.container_module}
 // CHECK: func.func @gdn_k128_v128_prefill
@@ -137,28 +138,69 @@ module attributes {delta.targets = ["sm_90a"]} {
 
 // -----
 
+// KDA kv with max_t >= 3 has the staged form: one warp a block, the stage
+// holding q, k, v, g and beta of 4 tokens (2 * 4 * 128 + 4 * 32 + 2 * 4 =
+// 1160 floats), then every token's 128 decays from a 16-byte boundary
+// (1160 + 4 * 128 = 1672): exp(g) once a channel while staging, the state
+// rows decayed first in the token loop; no vk stage (its loop reads its
+// gates from memory), and no small form beside it.
+// CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
+// CHECK: gpu.module @kimi_kv_k128_v128_decode_staged_gpu
+// CHECK: llvm.mlir.global internal @kimi_kv_k128_v128_decode_staged_stage() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1672 x f32>
+// CHECK: gpu.func @kimi_kv_k128_v128_decode_staged(
+// CHECK-SAME: block_threads = 32, min_blocks_per_sm = 7, min_tokens = 3>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: gpu.barrier
+// CHECK: gpu.module @kimi_kv_k128_v128_decode_gpu
+// CHECK-NOT: kimi_kv_k128_v128_decode_small
+// CHECK-NOT: kimi_vk4_k128_v128_decode_staged
+// CHECK: gpu.module @kimi_vk4_k128_v128_decode_gpu
+// CHECK: gpu.module @kimi_vk4_k128_v128_decode_small_gpu
+module attributes {delta.targets = ["sm_90a"]} {
+  delta.spec @kimi_kv rule = kda dims = [128x128] io = bf16 state = f32
+      layout = kv gate = channel_log beta = given l2norm chunk = 64
+      entries = [decode] max_t = 4
+  delta.spec @kimi_vk4 rule = kda dims = [128x128] io = bf16 state = f32
+      layout = vk gate = channel_log beta = given l2norm chunk = 64
+      entries = [decode] max_t = 4
+}
+
+// -----
+
 // FLA's per-value terms (per_value): the kernel's last parameter is gv; a
 // null gv reads the kernel's own zeros (a select of the base and index, no
 // branch), a kv thread loads its columns' gv in one 16-byte piece, and
 // beta's index is per value column where flags bit 64 (kBetaPerValue) says.
 // CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
-// CHECK: llvm.mlir.global internal constant @fla_pv_k128_v128_decode_no_gv(dense<0.000000e+00> : tensor<8xf32>) {addr_space = 1 : i32, alignment = 16 : i64} : !llvm.array<8 x f32>
+// CHECK: llvm.mlir.global internal constant @fla_pv_k128_v128_decode_zeros(dense<0.000000e+00> : tensor<8xf32>) {addr_space = 1 : i32, alignment = 16 : i64} : !llvm.array<8 x f32>
 // CHECK: gpu.func @fla_pv_k128_v128_decode(
 // CHECK-SAME: f32, %[[GV:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias})
 // CHECK: scf.for
 // CHECK: arith.andi %{{.*}}, %c64_i32{{.*}} : i32
-// CHECK: %[[ZEROS:.*]] = llvm.mlir.addressof @fla_pv_k128_v128_decode_no_gv : !llvm.ptr<1>
+// CHECK: %[[ZEROS:.*]] = llvm.mlir.addressof @fla_pv_k128_v128_decode_zeros : !llvm.ptr<1>
 // CHECK-NEXT: %[[BASE:.*]] = arith.select %{{.*}}, %[[ZEROS]], %[[GV]] : !llvm.ptr<1>
 // CHECK: %[[AT:.*]] = llvm.getelementptr %[[BASE]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK-NEXT: llvm.load %[[AT]] {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
-// A spec without per_value has no zero array.
+// A log gate reads the same zeros for a null g (FLA's g=None: no decay)
+// where flags bit 128 (kNullGate) says: a select of g's address.
 // CHECK: gpu.module @fla_k128_v128_decode_gpu
-// CHECK-NOT: _no_gv
+// CHECK: llvm.mlir.global internal constant @fla_k128_v128_decode_zeros(
+// CHECK: gpu.func @fla_k128_v128_decode(%{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[G:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias}
+// CHECK: %[[NULLG:.*]] = arith.andi %{{.*}}, %c128_i32 : i32
+// CHECK: %[[GAT:.*]] = llvm.getelementptr %[[G]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK-NEXT: %[[GZEROS:.*]] = llvm.mlir.addressof @fla_k128_v128_decode_zeros : !llvm.ptr<1>
+// CHECK-NEXT: arith.select %{{.*}}, %[[GZEROS]], %[[GAT]] : !llvm.ptr<1>
+// A raw gate needs its g (the host refuses a null one): no zero array.
+// CHECK: gpu.module @fla_raw_k128_v128_decode_gpu
+// CHECK-NOT: _zeros
 module attributes {delta.targets = ["sm_90a"]} {
   delta.spec @fla_pv rule = gated dims = [128x128] io = bf16 state = f32
       layout = kv gate = log beta = given per_value chunk = 64
       entries = [decode] max_t = 2
   delta.spec @fla rule = gated dims = [128x128] io = bf16 state = f32
       layout = kv gate = log beta = given chunk = 64
+      entries = [decode] max_t = 2
+  delta.spec @fla_raw rule = gated dims = [128x128] io = bf16 state = f32
+      layout = kv gate = raw beta = sigmoid chunk = 64
       entries = [decode] max_t = 2
 }
