@@ -192,6 +192,30 @@ TEST(DecodeHost, BoundedGate) {
   EXPECT_EQ(deltac_rt::kernelLowerBound(1, -5.0f), -5.0f);
 }
 
+// A null g: decode reads a log gate's as 0 (FLA's g=None, the kernels'
+// kNullGate); every other gate form refuses it by name, and so does
+// prefill (its kernels read a g). The example library's gate is raw, so
+// the call is refused there (NullPointers); the check itself for the rest.
+TEST(DecodeHost, NullLogGate) {
+  using deltac_rt::GateKind;
+  const char *decodeMessage = "g must not be null (the spec's gate is not log; "
+                              "a null log g means no decay)";
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, nullptr, nullptr, 0, 0.0f,
+                                       /*nullLogGate=*/true),
+            "");
+  for (GateKind gate : {GateKind::Linear, GateKind::Raw, GateKind::ChannelLog,
+                        GateKind::ChannelRaw})
+    EXPECT_EQ(deltac_rt::checkGateInputs(gate, nullptr, nullptr, 0, 0.0f,
+                                         /*nullLogGate=*/true),
+              decodeMessage)
+        << int(gate);
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, nullptr, nullptr, 0, 0.0f),
+            "g must not be null (the spec has a gate)");
+  ValidCall raw;
+  raw.args.g = nullptr;
+  expectRejected(raw, DELTAC_INVALID_ARGUMENT, decodeMessage);
+}
+
 // Out-of-place states (FLA's fused_recurrent): initial_state, its dtype,
 // zero_initial_state, a null pool and the slot stride.
 TEST(DecodeHost, OutOfPlaceStates) {
