@@ -296,20 +296,30 @@ TEST(DecodeHost, PerValueTermsNeedAPerValueSpec) {
                  "beta_per_value: this spec has no per-value terms");
 }
 
+/// A decode table row for ValidCall's shapes (bf16 io, f32 state, a raw
+/// gate, max_t 4, 128 threads), as a generated library writes one; the
+/// tests set what their variant changes.
+namespace {
+deltac_rt::DecodeVariant tableRow() {
+  deltac_rt::DecodeVariant v{};
+  v.K = ValidCall::K;
+  v.V = ValidCall::V;
+  v.io = DELTAC_BF16;
+  v.state = DELTAC_F32;
+  v.gate = deltac_rt::GateKind::Raw;
+  v.maxT = 4;
+  v.threads = 128;
+  return v;
+}
+} // namespace
+
 // A per_value specialization (a table as a generated library has, its
 // kernel never reached: every call here is rejected first) checks gv's
 // alignment and the per-value beta's extent.
 TEST(DecodeHost, PerValueChecks) {
-  deltac_rt::DecodeVariant perValue{};
-  perValue.K = ValidCall::K;
-  perValue.V = ValidCall::V;
-  perValue.io = DELTAC_BF16;
-  perValue.state = DELTAC_F32;
-  perValue.gate = deltac_rt::GateKind::Raw;
+  deltac_rt::DecodeVariant perValue = tableRow();
   perValue.perValue = true;
-  perValue.maxT = 4;
   perValue.gridX = 2;
-  perValue.threads = 128;
   ValidCall c;
   c.args.gv = offset(static_cast<const float *>(c.buffer(1 << 20)), 4);
   deltac::Status status = deltac_rt::runDecode(&perValue, 1, c.args, nullptr);
@@ -335,16 +345,9 @@ TEST(DecodeHost, PerValueChecks) {
 // library built with variants=staged has) refuses shorter calls by name,
 // launching nothing.
 TEST(DecodeHost, VariantsForLongerCallsOnly) {
-  deltac_rt::DecodeVariant staged{};
-  staged.K = ValidCall::K;
-  staged.V = ValidCall::V;
-  staged.io = DELTAC_BF16;
-  staged.state = DELTAC_F32;
-  staged.gate = deltac_rt::GateKind::Raw;
+  deltac_rt::DecodeVariant staged = tableRow();
   staged.stateVFirst = true;
-  staged.maxT = 4;
   staged.gridX = 1;
-  staged.threads = 128;
   staged.minTokens = 3;
   ValidCall c;
   c.args.T = 2;

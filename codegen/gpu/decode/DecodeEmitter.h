@@ -137,7 +137,7 @@ protected:
   /// Loads what the gate needs per head (raw form: A_log and dt_bias).
   void loadHeadParams();
   bool perChannel() const {
-    return s.gate == GateForm::channel_log || s.gate == GateForm::channel_raw;
+    return isPerChannel(s.gate);
   }
   /// KDA: the gate inputs of `count` adjacent key channels from `key` (i64)
   /// of token `tok`: g [tokens, HV, K] (f32 log g, or the raw a in the io

@@ -129,11 +129,9 @@ bool mlir::delta::stagedDecodeFits(const DecodeSpec &spec) {
   // loop does not read them from there) K decays: not per-value terms. kv
   // up to K = 128: at K = 256 its 32 rows of 2 warps spilled 256 bytes on
   // sm_100a.
-  bool channel = spec.gate == GateForm::channel_log ||
-                 spec.gate == GateForm::channel_raw;
   bool kv = spec.layout == StateLayout::kv;
   return !spec.perValue && spec.maxT >= 3 && (!kv || spec.k <= 128) &&
-         (kv || !channel);
+         (kv || !isPerChannel(spec.gate));
 }
 
 SmallVector<std::pair<std::string, DecodeTuning>>

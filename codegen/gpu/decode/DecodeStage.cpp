@@ -41,9 +41,8 @@ int64_t mlir::delta::decode::stagedInputFloats(const DecodeSpec &spec,
   // boundary (EmitterBase::decaysAt).
   int64_t scalars = 2 * spec.maxT * spec.k +
                     spec.maxT * tiling.valuesPerBlock() + 2 * spec.maxT;
-  bool channel = spec.gate == GateForm::channel_log ||
-                 spec.gate == GateForm::channel_raw;
-  return channel ? (scalars + 3) / 4 * 4 + spec.maxT * spec.k : scalars;
+  return isPerChannel(spec.gate) ? (scalars + 3) / 4 * 4 + spec.maxT * spec.k
+                                 : scalars;
 }
 
 void EmitterBase::stageInputs(Value shared) {
