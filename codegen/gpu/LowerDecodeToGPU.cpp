@@ -89,7 +89,7 @@ struct LowerDecodeToGPU : impl::DeltaLowerDecodeToGPUBase<LowerDecodeToGPU> {
                  " (0: chosen from K, V and the state type)") ||
         !inRange("dot-partials", dotPartials, 1, kMaxDecodeTuning, "") ||
         !inRange("staged-min-tokens", stagedMinTokens, 0, kMaxStagedMinTokens,
-                 " (0: the default, 3)"))
+                 " (0: the default, 2 for kv and 3 for vk)"))
       return signalPassFailure();
     DecodeTuning tuning;
     tuning.rowsPerThread = rowsPerThread;

@@ -44,7 +44,7 @@ def DeltaLowerDecodeToGPU : Pass<"delta-lower-decode-to-gpu",
            "independent partial sums per dot product, 1 to 256">,
     Option<"stagedMinTokens", "staged-min-tokens", "int64_t", /*default=*/"0",
            "the fewest tokens a row the staged variant is launched for, "
-           "0 to 64 (0: 3)">
+           "0 to 64 (0: 2 for kv, 3 for vk)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

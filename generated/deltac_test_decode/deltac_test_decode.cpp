@@ -470,7 +470,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &gdn_log_kv_k128_v128_decode_staged_kernel;
     }
     {
@@ -502,7 +502,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &gdn_log_kv_k64_v128_decode_staged_kernel;
     }
     {
@@ -554,7 +554,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &gdn_raw_kv_bf16_k128_v128_decode_staged_kernel;
     }
     {
@@ -586,7 +586,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gridX = 3;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &gdn_raw_kv_bf16_k128_v48_decode_staged_kernel;
     }
     {
@@ -758,7 +758,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &gdn_raw_kv_f16_k128_v128_decode_staged_kernel;
     }
     {

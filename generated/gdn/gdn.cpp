@@ -538,7 +538,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_k64_v64_decode_staged_kernel;
     }
     {
@@ -570,7 +570,7 @@ const deltac_rt::DecodeVariant *fla_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_k128_v128_decode_staged_kernel;
     }
     {
@@ -858,7 +858,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.gridX = 2;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_f16_k64_v64_decode_staged_kernel;
     }
     {
@@ -890,7 +890,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_f16_k128_v128_decode_staged_kernel;
     }
     {
@@ -942,7 +942,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_nonorm_k64_v64_decode_staged_kernel;
     }
     {
@@ -974,7 +974,7 @@ const deltac_rt::DecodeVariant *fla_kv_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_nonorm_k128_v128_decode_staged_kernel;
     }
     {
@@ -1026,7 +1026,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_f16_nonorm_k64_v64_decode_staged_kernel;
     }
     {
@@ -1058,7 +1058,7 @@ const deltac_rt::DecodeVariant *fla_kv_f16_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &fla_kv_f16_nonorm_k128_v128_decode_staged_kernel;
     }
     {
@@ -1110,7 +1110,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 2;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &deltanet_kv_k64_v64_decode_staged_kernel;
     }
     {
@@ -1142,7 +1142,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &deltanet_kv_k128_v128_decode_staged_kernel;
     }
     {
@@ -1194,7 +1194,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.gridX = 2;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &deltanet_kv_nonorm_k64_v64_decode_staged_kernel;
     }
     {
@@ -1226,7 +1226,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_nonorm_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &deltanet_kv_nonorm_k128_v128_decode_staged_kernel;
     }
     {
@@ -1482,7 +1482,7 @@ const deltac_rt::DecodeVariant *kda_kv_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &kda_kv_k128_v128_decode_staged_kernel;
     }
     {
@@ -1534,7 +1534,7 @@ const deltac_rt::DecodeVariant *kda_kv_raw_decode_variants() {
       v.gridX = 4;
       v.threads = 32;
       v.minBlocksPerSM = 7;
-      v.minTokens = 3;
+      v.minTokens = 2;
       v.kernel = &kda_kv_raw_k128_v128_decode_staged_kernel;
     }
     {

@@ -392,9 +392,9 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
     results.add(name, false, fmt("status %d: %s", rc, s.lastError()));
     return;
   }
-  // Which kernel ran: the staged form for three or more tokens a row
-  // (varlen: on average) where the spec has it (a gate and beta per head,
-  // max_t >= 3); the bulk or small form otherwise.
+  // Which kernel ran: the staged form for 2 (kv) or 3 (vk) or more tokens
+  // a row (varlen: on average) where the spec has it (a gate and beta per
+  // head, max_t >= 3); the bulk or small form otherwise.
   char launched[256] = "";
   (std::string(s.name) == "qwen3_next" ? qwen3_next_gdn_last_launches
                                         : deltac_test_decode_last_launches)(
@@ -409,11 +409,13 @@ void runCase(Results &results, const SpecUnderTest &s, int64_t K, int64_t V,
     return n;
   }();
   // The staged kernels of these libraries: vk one block per head, launched
-  // from three quarters of a block per SM; kv one block per 32 value
-  // columns (16 where V is not a multiple of 32), from seven quarters.
+  // from three tokens a row and three quarters of a block per SM; kv one
+  // block per 32 value columns (16 where V is not a multiple of 32), from
+  // two tokens a row and seven quarters.
   int64_t gridX = s.layout == ref::Layout::Vk ? 1 : V / (V % 32 == 0 ? 32 : 16);
   int64_t quarters = s.layout == ref::Layout::Vk ? 3 : 7;
-  bool wantStaged = hasStaged && rowTokens >= 3 &&
+  int64_t minTokens = s.layout == ref::Layout::Vk ? 3 : 2;
+  bool wantStaged = hasStaged && rowTokens >= minTokens &&
                     4 * gridX * c.B * c.HV >= quarters * sms;
   bool ranStaged = std::string(launched).find("_staged") != std::string::npos;
 

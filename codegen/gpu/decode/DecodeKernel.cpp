@@ -152,12 +152,16 @@ mlir::delta::decodeVariants(const DecodeSpec &spec,
   // H100, session 39: T = 4 B = 64 110.3 us against bulk's 158.3, B = 256
   // 392.4 / 600.7, B = 4 (512 blocks) 14.8 against bulk's 15.7 and small's
   // 20.7, B = 2 12.1 / 12.4 / 12.3, but B = 1 11.0 against small's 10.1:
-  // from 7 quarters (256 blocks on 132 SMs).
+  // from 7 quarters (256 blocks on 132 SMs). kv also from 2 tokens a row
+  // (H100, session 39: T = 2 B = 64 103.2 us against bulk's 123.6, B = 256
+  // 382.3 / 469.7, B = 4 13.1 / 12.9), where vk's bulk kernel already runs
+  // T = 2 at T = 1's time.
   bool kv = spec.layout == StateLayout::kv;
   staged.prefetch = false;
   staged.stageInputs = true;
   staged.minBlocksPerSM = kv ? 7 : 3;
-  staged.minTokens = overrides.minTokens > 0 ? overrides.minTokens : 3;
+  staged.minTokens =
+      overrides.minTokens > 0 ? overrides.minTokens : (kv ? 2 : 3);
   bulk.prefetch = false;
   bulk.minBlocksPerSM = 16; // 4 blocks per SM
   small.prefetch = true;

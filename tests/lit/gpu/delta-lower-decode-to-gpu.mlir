@@ -148,7 +148,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: gpu.module @kimi_kv_k128_v128_decode_staged_gpu
 // CHECK: llvm.mlir.global internal @kimi_kv_k128_v128_decode_staged_stage() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1672 x f32>
 // CHECK: gpu.func @kimi_kv_k128_v128_decode_staged(
-// CHECK-SAME: block_threads = 32, min_blocks_per_sm = 7, min_tokens = 3>
+// CHECK-SAME: block_threads = 32, min_blocks_per_sm = 7, min_tokens = 2>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
 // CHECK: gpu.barrier
 // CHECK: gpu.module @kimi_kv_k128_v128_decode_gpu

@@ -191,13 +191,13 @@ module attributes {delta.targets = ["sm_80", "sm_90a", "sm_100a"]} {
 // CHECK: delta.kernel = #delta.kernel<role = recur, code = bulk
 
 // kv decode (FLA's layout): staged as one warp a block (32 key rows of 4
-// columns, reduced by shuffles alone: no exchange buffer), from 3 tokens a
+// columns, reduced by shuffles alone: no exchange buffer), from 2 tokens a
 // row and 7 quarters of a block per SM; else bulk (4 warps, the exchange
 // through shared memory) for every other call. No small form.
 // CHECK-LABEL: gpu.module @gkv_k128_v128_decode_staged_gpu
 // CHECK: llvm.mlir.global internal @gkv_k128_v128_decode_staged_stage()
 // CHECK: delta.kernel = #delta.kernel<role = decode, code = all
-// FORM-DAG: value_tile = 32, grid_x = 4, block_threads = 32, min_blocks_per_sm = 7, min_tokens = 3
+// FORM-DAG: value_tile = 32, grid_x = 4, block_threads = 32, min_blocks_per_sm = 7, min_tokens = 2
 // FORM-DAG: gpu.shuffle  xor
 // NOT-NOT: _partials
 // NOT-NOT: nvvm.mma.sync
