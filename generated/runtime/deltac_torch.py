@@ -43,6 +43,11 @@ import warnings
 
 import torch
 
+try:  # inside a package (a wheel's deltac_<lib>/), else beside this file
+    from . import deltac_ops
+except ImportError:
+    import deltac_ops
+
 # The flash-linear-attention release whose signatures the FLA-named
 # functions copy (tests/gpu/test_python.py compares them with inspect).
 FLA_VERSION = "0.5.2"
@@ -276,6 +281,8 @@ class Library:
         self.specs = specs
         self._dir = os.path.dirname(os.path.abspath(module_file))
         self._lib = None
+        # torch custom ops for torch.compile (deltac_ops.py; torch >= 2.4).
+        deltac_ops.register(self, lambda spec: _NAMES[spec["state"]])
 
     # The module's error flag (see error_flag, check_errors above).
     error_flag = staticmethod(error_flag)
@@ -394,6 +401,7 @@ class Library:
         self._call(spec, a)
 
     # ------------------------------------------------------------- FLA API
+    @deltac_ops.traced
     def fused_recurrent_gated_delta_rule(self, q, k, v, g=None, gk=None, gv=None, beta=None,
                                          scale=None, initial_state=None, output_final_state=False,
                                          use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
@@ -510,7 +518,7 @@ class Library:
                                  f"runs the decode kernel (T <= max_t = {spec['max_t']})")
             if g is None:  # the prefill kernels read a g (only decode's take a null one)
                 g = torch.zeros(B, T, HV, dtype=torch.float32, device=q.device)
-            return self._prefill(
+            o, final = self._prefill(
                 "gated", q, k, v, g, beta, scale=scale, initial_state=initial_state,
                 output_final_state=output_final_state,
                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
@@ -518,6 +526,8 @@ class Library:
                 state_v_first=state_v_first, cu_seqlens=None, cu_seqlens_cpu=None,
                 use_gate_in_kernel=raw, A_log=A_log, dt_bias=dt_bias, chunk=None,
                 initial_state_indices=None, output_state_indices=None, error_flag=error_flag)
+            # FLA's recurrent final state is f32 whatever the spec keeps.
+            return o, None if final is None else final.float()
         return self._out_of_place(fn, spec, q, k, v, g, beta, (B, T, HV), raw, A_log, dt_bias,
                                   scale, initial_state, output_final_state, cu, N,
                                   state_v_first, error_flag, output, output_state, gv=gv)
@@ -581,6 +591,7 @@ class Library:
                      gv=gv)
         return o, (final if output_final_state else None)
 
+    @deltac_ops.traced
     def fused_recurrent_kda(self, q, k, v, g, beta, A_log=None, dt_bias=None, scale=None,
                             initial_state=None, output_final_state=False,
                             use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
@@ -649,6 +660,7 @@ class Library:
             output=output, output_state=output_state)
 
     # ------------------------------------------------------------- prefill
+    @deltac_ops.traced
     def chunk_gated_delta_rule(self, q, k, v, g, beta, scale=None, initial_state=None,
                                output_final_state=False, use_qk_l2norm_in_kernel=False,
                                use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
@@ -729,6 +741,7 @@ class Library:
             state_checkpoints=state_checkpoints, checkpoint_cu_starts=checkpoint_cu_starts,
             checkpoint_every_n_tokens=checkpoint_every_n_tokens)
 
+    @deltac_ops.traced
     def chunk_delta_rule(self, q, k, v, beta, scale=None, initial_state=None,
                          output_final_state=False, use_qk_l2norm_in_kernel=False,
                          cu_seqlens=None, cu_seqlens_cpu=None, *, chunk_size=64,
@@ -763,6 +776,7 @@ class Library:
             state_checkpoints=state_checkpoints, checkpoint_cu_starts=checkpoint_cu_starts,
             checkpoint_every_n_tokens=checkpoint_every_n_tokens)
 
+    @deltac_ops.traced
     def chunk_kda(self, q, k, v, g, beta, scale=None, initial_state=None,
                   output_final_state=False, use_qk_l2norm_in_kernel=False,
                   use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
@@ -1002,24 +1016,15 @@ class Library:
             raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
         raw = bool(use_gate_in_kernel)
         kda = rule == "kda"
-        sigmoid = bool(use_beta_sigmoid_in_kernel)
-        gate = "raw" if raw else "log"
-        want = {"entry": "prefill", "rule": rule,
-                "gate": "none" if delta else "channel_" + gate if kda else gate,
-                "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
-                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype),
-                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
-        if chunk is not None:
-            want["chunk"] = chunk
-        if intermediate_dtype is not None:  # FLA's h: one state per chunk of 64
-            if chunk not in (None, 64):
-                raise ValueError(f"{fn}: return_intermediate_states keeps the state entering "
-                                 f"each chunk of 64 (FLA's), not chunk_size={chunk}")
-            want["chunk"] = 64
-        if (initial_state_indices is not None or output_state_indices is not None) \
-                and isinstance(initial_state, torch.Tensor):
-            want["state"] = _name(initial_state.dtype)  # a pool is used in place
-        spec = self._spec(want)
+        pool = (initial_state_indices is not None or output_state_indices is not None) \
+            and isinstance(initial_state, torch.Tensor)
+        spec = self._spec(self._prefill_want(
+            rule, q.dtype, K, V, use_gate_in_kernel=raw,
+            use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+            allow_neg_eigval=allow_neg_eigval, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+            state_v_first=state_v_first, chunk=chunk,
+            intermediate=intermediate_dtype is not None,
+            pool_dtype=initial_state.dtype if pool else None, fn=fn))
         cu = _cu_seqlens(cu_seqlens, B, q.device)  # int64 is read as is
         N = B if cu is None else cu.numel() - 1
         max_seqlen = T if cu is None else 0  # 0: unknown
@@ -1141,6 +1146,32 @@ class Library:
             return o, final, ck
         return o, final
 
+    @staticmethod
+    def _prefill_want(rule, dtype, K, V, *, use_gate_in_kernel, use_beta_sigmoid_in_kernel,
+                      allow_neg_eigval, use_qk_l2norm_in_kernel, state_v_first, chunk=None,
+                      intermediate=False, pool_dtype=None, fn="prefill"):
+        """What a prefill call asks of a spec (Library._spec's `want`):
+        chunk None lets the specs choose; intermediate (FLA's
+        return_intermediate_states) needs chunks of 64; pool_dtype, a state
+        pool's dtype (used in place, so the spec's state must match)."""
+        gate = "raw" if use_gate_in_kernel else "log"
+        want = {"entry": "prefill", "rule": rule,
+                "gate": {"delta": "none", "kda": "channel_" + gate}.get(rule, gate),
+                "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid")
+                if use_beta_sigmoid_in_kernel else "given",
+                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(dtype),
+                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+        if chunk is not None:
+            want["chunk"] = chunk
+        if intermediate:  # FLA's h: one state per chunk of 64
+            if chunk not in (None, 64):
+                raise ValueError(f"{fn}: return_intermediate_states keeps the state entering "
+                                 f"each chunk of 64 (FLA's), not chunk_size={chunk}")
+            want["chunk"] = 64
+        if pool_dtype is not None:
+            want["state"] = _name(pool_dtype)
+        return want
+
     def _checkpoints(self, fn, spec, B, T, N, per, cu, cu_seqlens_cpu, q, intermediate_dtype,
                      state_checkpoints, checkpoint_cu_starts, every_n_tokens):
         """The checkpoint arguments of a prefill call (deltac_api.h):
@@ -1204,6 +1235,7 @@ class Library:
                 checkpoint_cu_starts.contiguous(), every_n_tokens)
 
     # ------------------------------------------------------- serving decode
+    @deltac_ops.traced
     def gated_delta_rule_decode(self, q, k, v, a, b, A_log, dt_bias, state,
                                 state_indices=None, output_state_indices=None, scale=None,
                                 use_qk_l2norm_in_kernel=True, intermediate_states=None,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-compile|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -207,6 +207,15 @@ run_python_tests() {
   return $status
 }
 
+# The torch custom ops (tests/gpu/test_compile.py): torch.compile with
+# fullgraph and dynamic shapes, CUDA graphs through mode="reduce-overhead".
+run_compile_tests() {
+  local status=0
+  python3 tests/gpu/test_compile.py "$BUILD" "$OUT" > "$OUT/compile_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==|torch )" "$OUT/compile_test.log" || tail -20 "$OUT/compile_test.log"
+  return $status
+}
+
 run_bench_decode() {
   export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
   python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
@@ -367,7 +376,9 @@ case "${1:-all}" in
   test) build && run_tests ;;
   test-forced) build && run_forced_tests ;;
   test-python) build && run_python_tests ;;
-  test-all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; exit $s; } ;;
+  test-compile) build && run_compile_tests ;;
+  test-all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1
+    run_compile_tests || s=1; exit $s; } ;;
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
       python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;

@@ -25,7 +25,7 @@
 // holds a copy, and each finds it through its CMakeLists and Python module.
 // RUN: deltac %t/ok.mlir --target=sm_80 -o %t/shared/a --name=a --runtime-dir=../runtime | FileCheck %s --check-prefix=SHARED
 // RUN: deltac %t/ok.mlir --target=sm_80 -o %t/shared/b --name=b --runtime-dir=../runtime
-// RUN: ls %t/shared/runtime/deltac_runtime.cpp %t/shared/runtime/deltac_torch.py
+// RUN: ls %t/shared/runtime/deltac_runtime.cpp %t/shared/runtime/deltac_torch.py %t/shared/runtime/deltac_ops.py
 // RUN: not ls %t/shared/a/deltac_runtime.cpp
 // RUN: FileCheck %s --check-prefix=SHAREDCMAKE < %t/shared/b/CMakeLists.txt
 // RUN: FileCheck %s --check-prefix=SHAREDPY < %t/shared/b/b.py
