@@ -295,7 +295,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
   for (const TemplateFile &file : templateFiles()) {
     StringRef name(file.name);
     if (!name.consume_front("runtime/"))
-      continue; // library.*.in, python.py.in: rendered below
+      continue; // library.*.in, python.py.in, pyproject.toml.in: rendered below
     SmallString<256> target(runtimePath);
     llvm::sys::path::append(target, name);
     if (!writeText(target, file.text, error))
@@ -580,16 +580,17 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
     values["RUNTIME_IMPORT"] = "";
   } else {
     values["RUNTIME_PATH"] = "${_dir}/" + runtimeDir.str();
+    // Indented: the else branch of python.py.in's `if __package__:`.
     values["RUNTIME_IMPORT"] =
-        "import os as _os\nimport sys as _sys\n\n"
-        "# deltac_torch.py is in the shared runtime folder (deltac "
+        "    import os as _os\n    import sys as _sys\n\n"
+        "    # deltac_torch.py is in the shared runtime folder (deltac "
         "--runtime-dir).\n"
-        "_RUNTIME = _os.path.normpath(_os.path.join(\n"
-        "    _os.path.dirname(_os.path.abspath(__file__)), \"" +
+        "    _RUNTIME = _os.path.normpath(_os.path.join(\n"
+        "        _os.path.dirname(_os.path.abspath(__file__)), \"" +
         runtimeDir.str() +
         "\"))\n"
-        "if _RUNTIME not in _sys.path:\n"
-        "    _sys.path.insert(0, _RUNTIME)\n";
+        "    if _RUNTIME not in _sys.path:\n"
+        "        _sys.path.insert(0, _RUNTIME)\n";
   }
   if (!writeText(path((libName + ".h").str()),
                  substitute(getTemplate("library.h.in"), values), error) ||
@@ -598,7 +599,9 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
       !writeText(path("CMakeLists.txt"),
                  substitute(getTemplate("library.cmake.in"), values), error) ||
       !writeText(path((libName + ".py").str()),
-                 substitute(getTemplate("python.py.in"), values), error))
+                 substitute(getTemplate("python.py.in"), values), error) ||
+      !writeText(path("pyproject.toml"),
+                 substitute(getTemplate("pyproject.toml.in"), values), error))
     return error;
   return "";
 }

@@ -10,15 +10,18 @@ Torch front end of the deltac_test_decode kernel library (see deltac_torch.py):
     o, ht = deltac_test_decode.fused_recurrent_delta_rule(q, k, v, beta, ...)    # DeltaNet specs
     o, ht = deltac_test_decode.chunk_delta_rule(q, k, v, beta, ...)
 """
-import os as _os
-import sys as _sys
+if __package__:  # installed from its wheel: the package deltac_deltac_test_decode holds the runtime
+    from .deltac_torch import Library, CPContext, build_cp_context
+else:
+    import os as _os
+    import sys as _sys
 
-# deltac_torch.py is in the shared runtime folder (deltac --runtime-dir).
-_RUNTIME = _os.path.normpath(_os.path.join(
-    _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
-if _RUNTIME not in _sys.path:
-    _sys.path.insert(0, _RUNTIME)
-from deltac_torch import Library, CPContext, build_cp_context
+    # deltac_torch.py is in the shared runtime folder (deltac --runtime-dir).
+    _RUNTIME = _os.path.normpath(_os.path.join(
+        _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
+    if _RUNTIME not in _sys.path:
+        _sys.path.insert(0, _RUNTIME)
+    from deltac_torch import Library, CPContext, build_cp_context
 
 SPECS = [
     dict(name="gdn_log", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128), (64, 64)], entries=["decode"], max_t=8, chunk=0),

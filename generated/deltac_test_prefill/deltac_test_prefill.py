@@ -10,15 +10,18 @@ Torch front end of the deltac_test_prefill kernel library (see deltac_torch.py):
     o, ht = deltac_test_prefill.fused_recurrent_delta_rule(q, k, v, beta, ...)    # DeltaNet specs
     o, ht = deltac_test_prefill.chunk_delta_rule(q, k, v, beta, ...)
 """
-import os as _os
-import sys as _sys
+if __package__:  # installed from its wheel: the package deltac_deltac_test_prefill holds the runtime
+    from .deltac_torch import Library, CPContext, build_cp_context
+else:
+    import os as _os
+    import sys as _sys
 
-# deltac_torch.py is in the shared runtime folder (deltac --runtime-dir).
-_RUNTIME = _os.path.normpath(_os.path.join(
-    _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
-if _RUNTIME not in _sys.path:
-    _sys.path.insert(0, _RUNTIME)
-from deltac_torch import Library, CPContext, build_cp_context
+    # deltac_torch.py is in the shared runtime folder (deltac --runtime-dir).
+    _RUNTIME = _os.path.normpath(_os.path.join(
+        _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
+    if _RUNTIME not in _sys.path:
+        _sys.path.insert(0, _RUNTIME)
+    from deltac_torch import Library, CPContext, build_cp_context
 
 SPECS = [
     dict(name="gkv", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),

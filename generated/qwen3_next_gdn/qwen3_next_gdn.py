@@ -10,15 +10,18 @@ Torch front end of the qwen3_next_gdn kernel library (see deltac_torch.py):
     o, ht = qwen3_next_gdn.fused_recurrent_delta_rule(q, k, v, beta, ...)    # DeltaNet specs
     o, ht = qwen3_next_gdn.chunk_delta_rule(q, k, v, beta, ...)
 """
-import os as _os
-import sys as _sys
+if __package__:  # installed from its wheel: the package deltac_qwen3_next_gdn holds the runtime
+    from .deltac_torch import Library, CPContext, build_cp_context
+else:
+    import os as _os
+    import sys as _sys
 
-# deltac_torch.py is in the shared runtime folder (deltac --runtime-dir).
-_RUNTIME = _os.path.normpath(_os.path.join(
-    _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
-if _RUNTIME not in _sys.path:
-    _sys.path.insert(0, _RUNTIME)
-from deltac_torch import Library, CPContext, build_cp_context
+    # deltac_torch.py is in the shared runtime folder (deltac --runtime-dir).
+    _RUNTIME = _os.path.normpath(_os.path.join(
+        _os.path.dirname(_os.path.abspath(__file__)), "../runtime"))
+    if _RUNTIME not in _sys.path:
+        _sys.path.insert(0, _RUNTIME)
+    from deltac_torch import Library, CPContext, build_cp_context
 
 SPECS = [
     dict(name="qwen3_next", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=4, chunk=64),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-compile|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -216,6 +216,43 @@ run_compile_tests() {
   return $status
 }
 
+# The example library's wheel on the GPU: built here with the standard
+# tools (pip wheel --no-build-isolation, scikit-build-core; the machine has
+# no network, so scikit-build-core comes from .wheels/ in the checkout,
+# carried: `pip download scikit-build-core -d .wheels`), installed into a
+# fresh folder outside the checkout, and the torch.compile tests and the
+# Python module's main tests run from there against the installed package
+# (tests/gpu/installed.py checks it is the wheel's copy that runs). FLA's
+# comparisons are left out unless FLA_DIR is given (the errors against
+# fp64 keep their bounds). CI checks the wheel's contents (tests/wheel).
+run_wheel_tests() {
+  local W=${WHEEL_DIR:-/tmp/deltac-wheel} root=$PWD status=0
+  rm -rf "$W" && mkdir -p "$W/src" "$W/site"
+  cp -r generated/gdn generated/runtime "$W/src/"
+  local log="$OUT/wheel_build.log"
+  python3 -c "import scikit_build_core" 2> /dev/null ||
+    python3 -m pip install -q --no-index --find-links .wheels scikit-build-core > "$log" 2>&1 ||
+    { echo "wheel: scikit-build-core missing (pip download it into .wheels/)"; tail -5 "$log"; return 1; }
+  python3 -m pip wheel --no-build-isolation --no-deps --no-index "$W/src/gdn" -w "$W/dist" \
+    >> "$log" 2>&1 || { echo "wheel: build failed"; tail -30 "$log"; return 1; }
+  python3 -m pip install -q --no-index --no-deps --target "$W/site" "$W"/dist/deltac_gdn-*.whl \
+    >> "$log" 2>&1 || { echo "wheel: install failed"; tail -10 "$log"; return 1; }
+  echo "wheel: $(cd "$W/dist" && ls deltac_gdn-*.whl) ($(du -h "$W"/dist/*.whl | cut -f1)) in $W/site"
+  local fla=""
+  [ -n "${FLA_DIR:-}" ] && fla=$FLA_DIR
+  (cd "$W" && DELTAC_GDN_PACKAGE=deltac_gdn PYTHONPATH="$W/site" \
+    python3 "$root/tests/gpu/test_compile.py" "$root/$BUILD" "$OUT") \
+    > "$OUT/wheel_compile_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==|deltac_gdn)" "$OUT/wheel_compile_test.log" || tail -20 "$OUT/wheel_compile_test.log"
+  (cd "$W" && DELTAC_GDN_PACKAGE=deltac_gdn DELTAC_PY_PART=main PYTHONPATH="$W/site:$fla" \
+    FLA_FLASH_QLA=0 DELTAC_TEST_NO_FLA=$([ -n "$fla" ] && echo 0 || echo 1) \
+    python3 "$root/tests/gpu/test_python.py" "$root/$BUILD" "$OUT") \
+    > "$OUT/wheel_python_test.log" 2>&1 || status=1
+  grep -E "^(FAIL|==|PASS cold|deltac_gdn)" "$OUT/wheel_python_test.log" ||
+    tail -20 "$OUT/wheel_python_test.log"
+  return $status
+}
+
 run_bench_decode() {
   export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
   python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
@@ -377,6 +414,7 @@ case "${1:-all}" in
   test-forced) build && run_forced_tests ;;
   test-python) build && run_python_tests ;;
   test-compile) build && run_compile_tests ;;
+  test-wheel) build && run_wheel_tests ;;
   test-all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1
     run_compile_tests || s=1; exit $s; } ;;
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
@@ -386,5 +424,5 @@ case "${1:-all}" in
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
   all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
-  *) echo "usage: $0 build|test|test-forced|test-python|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
+  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
 esac

@@ -23,12 +23,13 @@ import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD, OUT = sys.argv[1], sys.argv[2]
-sys.path.insert(0, os.path.join(ROOT, "generated", "gdn"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
-os.environ["DELTAC_GDN_LIB"] = os.path.join(BUILD, "gdn", "libgdn.so")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import timing as H  # noqa: E402
-import gdn  # noqa: E402
+import installed  # noqa: E402
 import torch._dynamo.testing  # noqa: E402
+# generated/gdn, or with DELTAC_GDN_PACKAGE=deltac_gdn its installed wheel.
+gdn, _, GDN_MODULE = installed.gdn_module(ROOT, BUILD)
 
 results = []
 START = time.monotonic()
@@ -63,7 +64,7 @@ def kernels_launched(call):
                   if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
-ops = torch.ops.deltac_gdn
+ops = torch.ops.deltac_gdn  # the library's name, whichever way it is imported
 H_, HV, K = 4, 8, 128  # q/k heads, v heads, head dim
 
 
@@ -240,7 +241,8 @@ def refused():
               "output is not supported inside torch.compile" in text, text.splitlines()[0][:120])
 
 
-print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {GDN_MODULE} from "
+      f"{os.path.dirname(gdn.__file__)}")
 for name, fn in (("schemas", schemas), ("opcheck", opchecks), ("dynamic", compiled_dynamic),
                  ("decode steps", decode_steps),
                  ("reduce-overhead", compiled_graphs), ("pool", compiled_pool),

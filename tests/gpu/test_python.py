@@ -29,13 +29,13 @@ import torch.nn.functional as F
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD, OUT = sys.argv[1], sys.argv[2]
-sys.path.insert(0, os.path.join(ROOT, "generated", "gdn"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-os.environ["DELTAC_GDN_LIB"] = os.path.join(BUILD, "gdn", "libgdn.so")
 import timing as H  # noqa: E402
-import gdn  # noqa: E402
-import deltac_torch as dt  # noqa: E402  (generated/runtime, which gdn.py puts on the path)
+import installed  # noqa: E402
+# The example library: generated/gdn with BUILD's libgdn.so, or with
+# DELTAC_GDN_PACKAGE=deltac_gdn its installed wheel (tests/gpu/installed.py).
+gdn, dt, GDN_MODULE = installed.gdn_module(ROOT, BUILD)
 import python_api_checks  # noqa: E402
 import fla_sweeps  # noqa: E402
 
@@ -440,7 +440,8 @@ def long_fused_recurrent():
                         [0, 100, 200])
     e = dict(fo=R(flat(fo), ro), fh=R(fh, rh), do=R(flat(do), ro), dh=R(dh, rh))
     check("fused_recurrent B=2 T=100 > max_t (chunked prefill)",
-          e["do"] < 1e-2 and e["dh"] < 1e-2 and tuple(do.shape) == tuple(fo.shape),
+          e["do"] < 1e-2 and e["dh"] < 1e-2 and tuple(do.shape) == tuple(v.shape)
+          and dh.dtype == torch.float32,
           f"o {e['do']:.2e} (FLA {e['fo']:.2e}), state {e['dh']:.2e} (FLA {e['fh']:.2e})")
 
 
@@ -1424,7 +1425,7 @@ q, k, v, g, beta, h0 = H.decode_inputs(4)
 torch.cuda.synchronize()
 t2 = time.perf_counter()
 if {which!r} == "deltac":
-    import gdn
+    import {module} as gdn
     o, h = gdn.fused_recurrent_gated_delta_rule(q, k, v, g=g, beta=beta, initial_state=h0,
         output_final_state=True, use_qk_l2norm_in_kernel=True)
 else:
@@ -1437,7 +1438,7 @@ print(f"{{(t3 - t2) * 1e3:.1f}} {{(t3 - t0) * 1e3:.1f}}")
 """
 for which in ("deltac", "fla") if FLA is not None else ("deltac",):
     code = cold.format(gen=os.path.join(ROOT, "generated", "gdn"),
-                       harness=os.path.dirname(H.__file__), which=which)
+                       harness=os.path.dirname(H.__file__), which=which, module=GDN_MODULE)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ)).stdout.split()
     first, total = (float(x) for x in out) if len(out) == 2 else (float("nan"),) * 2
