@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
       return fail(error);
     outs() << "deltac: wrote library '" << lib << "' to " << outputDir
            << " (" << lib << ".h, " << lib << ".cpp, kernels/*.ptx, "
-           << "CMakeLists.txt; runtime in "
+           << "CMakeLists.txt, " << lib << ".py, pyproject.toml; runtime in "
            << (runtimeDir.empty() ? std::string("the same folder")
                                   : outputDir + "/" + runtimeDir)
            << ")\n";

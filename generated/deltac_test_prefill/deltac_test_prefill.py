@@ -42,6 +42,10 @@ chunk_kda = _library.chunk_kda
 fused_recurrent_delta_rule = _library.fused_recurrent_delta_rule
 chunk_delta_rule = _library.chunk_delta_rule
 fused_recurrent_kda = _library.fused_recurrent_kda
+# flash-linear-attention's own calls served by this library where it covers
+# them (FLA's backend registries, deltac_fla.py).
+register_fla_backend = _library.register_fla_backend
+unregister_fla_backend = _library.unregister_fla_backend
 # The device error flag this module keeps when a call passes none, and the
 # call that reads it, clears it and raises what was wrong (deltac_torch.py).
 error_flag = _library.error_flag

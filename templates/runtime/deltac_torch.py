@@ -288,6 +288,19 @@ class Library:
     error_flag = staticmethod(error_flag)
     check_errors = staticmethod(check_errors)
 
+    # ------------------------------------------------------ FLA's dispatch
+    def register_fla_backend(self):
+        """Serves flash-linear-attention's dispatched calls (chunk_gated_delta_rule,
+        chunk_kda, fused_recurrent_kda's kernel) that this library covers,
+        ahead of FLA's kernels (deltac_fla.py); returns the backend, whose
+        `served` counts what it ran."""
+        return _fla().register(self)
+
+    @staticmethod
+    def unregister_fla_backend(backend):
+        """Hands those calls back to FLA."""
+        _fla().unregister(backend)
+
     # ------------------------------------------------------------------ load
     def load(self, path=None):
         """Opens lib<name>.so: `path`, $DELTAC_<NAME>_LIB, or beside <name>.py."""
@@ -1361,6 +1374,16 @@ def build_cp_context(cu_seqlens, group=None, cu_seqlens_cpu=None, *, rank=None,
                      cu_seqlens_cpu=local.to(torch.int32), is_last_rank=rank == last_rank,
                      pre_num_ranks=rank - first_rank, is_first_rank=rank == first_rank,
                      post_num_ranks=last_rank - rank, rank=rank)
+
+
+def _fla():
+    """deltac_fla.py, beside this file (imported when first asked for: it
+    needs flash-linear-attention)."""
+    try:
+        from . import deltac_fla
+    except ImportError:
+        import deltac_fla
+    return deltac_fla
 
 
 def _recurrent_shapes(q, k, v, *others):

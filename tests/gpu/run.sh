@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -253,6 +253,18 @@ run_wheel_tests() {
   return $status
 }
 
+# deltac as FLA's backend (tests/gpu/test_fla_backend.py): FLA's
+# GatedDeltaNet and KDA layers with and without it; needs FLA (FLA_DIR,
+# default .fla/ in the checkout).
+run_fla_backend_tests() {
+  local status=0
+  PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
+    python3 tests/gpu/test_fla_backend.py "$BUILD" "$OUT" > "$OUT/fla_backend_test.log" 2>&1 ||
+    status=1
+  grep -E "^(FAIL|==|FLA )" "$OUT/fla_backend_test.log" || tail -20 "$OUT/fla_backend_test.log"
+  return $status
+}
+
 run_bench_decode() {
   export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
   python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
@@ -415,6 +427,7 @@ case "${1:-all}" in
   test-python) build && run_python_tests ;;
   test-compile) build && run_compile_tests ;;
   test-wheel) build && run_wheel_tests ;;
+  test-fla-backend) build && run_fla_backend_tests ;;
   test-all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1
     run_compile_tests || s=1; exit $s; } ;;
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
@@ -424,5 +437,5 @@ case "${1:-all}" in
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
   all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
-  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
+  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
 esac

@@ -9,7 +9,7 @@ scikit-build-core from the library's pyproject.toml), makes it a manylinux
 wheel (`auditwheel repair`), and checks:
   - the name deltac_<lib>-<version>-py3-none-manylinux_*_x86_64.whl;
   - the files: the package deltac_<lib>/ with __init__.py (the library's
-    module), deltac_torch.py, deltac_ops.py and lib<lib>.so, nothing else
+    module), deltac_torch.py, deltac_ops.py, deltac_fla.py and lib<lib>.so, nothing else
     outside the dist-info (so two libraries' wheels never clash);
   - the metadata: Requires-Python, Requires-Dist torch>=2.4;
   - the shared library: only glibc and libdl needed (libstdc++ static), and
@@ -107,7 +107,8 @@ def main():
         names = z.namelist()
         package = sorted(n for n in names if ".dist-info/" not in n and not n.endswith("/"))
         want = sorted(f"deltac_{lib}/{f}" for f in
-                      ("__init__.py", "deltac_torch.py", "deltac_ops.py", f"lib{lib}.so"))
+                      ("__init__.py", "deltac_torch.py", "deltac_ops.py", "deltac_fla.py",
+                       f"lib{lib}.so"))
         check("the package deltac_<lib>/ holds the module, the runtime's Python files and "
               "the library, nothing else", package == want, str(package))
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
