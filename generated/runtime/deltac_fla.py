@@ -159,16 +159,13 @@ def _backend_class():
                 why = "inplace_final_state needs a contiguous f32 initial_state"
             if why is None:
                 try:
-                    spec = self.library._spec({
-                        "rule": "kda", "gate": "channel_raw" if use_gate_in_kernel
-                        else "channel_log",
-                        "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid")
-                        if use_beta_sigmoid_in_kernel else "given",
-                        "l2norm": bool(use_qk_l2norm_in_kernel),
-                        "io": "bf16" if q.dtype == torch.bfloat16 else "f16", "state": "f32",
-                        "layout": "vk" if state_v_first else "kv",
-                        "dims": (q.shape[-1], v.shape[-1]),
-                        "per_value": beta.dim() == 4})
+                    spec = self.library._spec(self.library._decode_want(
+                        "kda", q.dtype, q.shape[-1], v.shape[-1],
+                        use_gate_in_kernel=use_gate_in_kernel,
+                        use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+                        allow_neg_eigval=allow_neg_eigval,
+                        use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                        state_v_first=state_v_first, per_value=beta.dim() == 4))
                     # With cu_seqlens the rows' lengths live on the GPU: only
                     # a call whose tokens all fit max_t is sure to fit.
                     if q.shape[1] > spec["max_t"]:

@@ -495,11 +495,11 @@ class Library:
         sigmoid = bool(use_beta_sigmoid_in_kernel)
         cu = _cu_seqlens(cu_seqlens, B, q.device)
         N = B if cu is None else cu.numel() - 1
-        want = {"rule": "gated", "gate": "raw" if raw else "log",
-                "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
-                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype), "state": "f32",
-                "layout": "vk" if state_v_first else "kv", "dims": (K, V),
-                "per_value": per_value}
+        want = self._decode_want("gated", q.dtype, K, V, use_gate_in_kernel=raw,
+                                 use_beta_sigmoid_in_kernel=sigmoid,
+                                 allow_neg_eigval=allow_neg_eigval,
+                                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                                 state_v_first=state_v_first, per_value=per_value)
         nodecay = None
         if g is None:
             # No decay: plain DeltaNet's kernel where the library has one
@@ -643,12 +643,10 @@ class Library:
         sigmoid = bool(use_beta_sigmoid_in_kernel)
         cu = _cu_seqlens(cu_seqlens, B, q.device)
         N = B if cu is None else cu.numel() - 1
-        want = {"rule": "kda", "gate": "channel_raw" if raw else "channel_log",
-                "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid") if sigmoid else "given",
-                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(q.dtype), "state": "f32",
-                "layout": "vk" if state_v_first else "kv", "dims": (K, V),
-                "per_value": gv is not None or beta.dim() == 4}
-        spec = self._spec(want)
+        spec = self._spec(self._decode_want(
+            "kda", q.dtype, K, V, use_gate_in_kernel=raw, use_beta_sigmoid_in_kernel=sigmoid,
+            allow_neg_eigval=allow_neg_eigval, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+            state_v_first=state_v_first, per_value=gv is not None or beta.dim() == 4))
         if T > spec["max_t"] and cu is None:
             raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']} "
                              f"(chunk_kda runs longer sequences)")
@@ -1160,20 +1158,37 @@ class Library:
         return o, final
 
     @staticmethod
-    def _prefill_want(rule, dtype, K, V, *, use_gate_in_kernel, use_beta_sigmoid_in_kernel,
-                      allow_neg_eigval, use_qk_l2norm_in_kernel, state_v_first, chunk=None,
-                      intermediate=False, pool_dtype=None, fn="prefill"):
-        """What a prefill call asks of a spec (Library._spec's `want`):
-        chunk None lets the specs choose; intermediate (FLA's
-        return_intermediate_states) needs chunks of 64; pool_dtype, a state
-        pool's dtype (used in place, so the spec's state must match)."""
+    def _want(rule, dtype, K, V, *, use_gate_in_kernel, use_beta_sigmoid_in_kernel,
+              allow_neg_eigval, use_qk_l2norm_in_kernel, state_v_first, state=None):
+        """What a call of `rule` (gated, kda, delta) with FLA's options asks
+        of a spec (Library._spec's `want`); state: the spec's state dtype
+        name, or None for any."""
         gate = "raw" if use_gate_in_kernel else "log"
-        want = {"entry": "prefill", "rule": rule,
+        want = {"rule": rule,
                 "gate": {"delta": "none", "kda": "channel_" + gate}.get(rule, gate),
                 "beta": ("sigmoid2" if allow_neg_eigval else "sigmoid")
                 if use_beta_sigmoid_in_kernel else "given",
-                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(dtype),
-                "layout": "vk" if state_v_first else "kv", "dims": (K, V)}
+                "l2norm": bool(use_qk_l2norm_in_kernel), "io": _name(dtype)}
+        if state is not None:
+            want["state"] = state
+        want.update(layout="vk" if state_v_first else "kv", dims=(K, V))
+        return want
+
+    @staticmethod
+    def _decode_want(rule, dtype, K, V, *, per_value, **options):
+        """What an FLA-named recurrent call (one out-of-place decode kernel,
+        an f32 state) asks of a spec; options as _want's."""
+        return dict(Library._want(rule, dtype, K, V, state="f32", **options),
+                    per_value=per_value)
+
+    @staticmethod
+    def _prefill_want(rule, dtype, K, V, *, chunk=None, intermediate=False, pool_dtype=None,
+                      fn="prefill", **options):
+        """What a prefill call asks of a spec: options as _want's; chunk
+        None lets the specs choose; intermediate (FLA's
+        return_intermediate_states) needs chunks of 64; pool_dtype, a state
+        pool's dtype (used in place, so the spec's state must match)."""
+        want = {"entry": "prefill", **Library._want(rule, dtype, K, V, **options)}
         if chunk is not None:
             want["chunk"] = chunk
         if intermediate:  # FLA's h: one state per chunk of 64
