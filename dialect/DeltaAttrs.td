@@ -80,7 +80,7 @@ def Delta_KernelRole : I32EnumAttr<"KernelRole", "kernel role", [
 def Delta_KernelCode : I32EnumAttr<"KernelCode", "kind of target code", [
     I32EnumAttrCase<"all", 0>,          // one code for every target (decode, prep)
     I32EnumAttrCase<"cp_async", 1>,     // sm_80: cp.async copies
-    I32EnumAttrCase<"bulk", 2>,         // sm_90+: bulk copies, dependent launch
+    I32EnumAttrCase<"bulk", 2>,         // sm_90+: bulk copies (prefill), dependent launch
     I32EnumAttrCase<"wgmma", 3>         // sm_90a: warpgroup MMA forms
   ]> {
   let cppNamespace = "::mlir::delta";

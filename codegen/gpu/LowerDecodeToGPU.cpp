@@ -2,6 +2,7 @@
 
 #include "dialect/DeltaOps.h"
 #include "codegen/gpu/decode/DecodeKernel.h"
+#include "codegen/gpu/NvidiaTarget.h"
 #include "codegen/gpu/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -44,18 +45,40 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
   spec.perValue = rec.getGv() ||
                   cast<RankedTensorType>(rec.getBeta().getType()).getRank() == 4;
 
-  // One gpu.module (and so one PTX file per target) per kernel variant.
+  // One gpu.module (and so one PTX file per target) per kernel variant and
+  // kind of code: sm_90+ code takes the programmatic dependent launch
+  // (KernelCode::bulk), older targets' does not (KernelCode::all). Where
+  // the targets hold both kinds the sm_90+ module's name ends in _bulk;
+  // the library merges the two by kernel name.
+  SmallVector<Attribute> older, dependent;
+  for (Attribute t : targets)
+    (targetHasBulkCopies(cast<NVVM::NVVMTargetAttr>(t).getChip()) ? dependent
+                                                                  : older)
+        .push_back(t);
+  // The kinds in the order of their first target (the listing's order).
+  SmallVector<std::pair<KernelCode, SmallVector<Attribute> *>, 2> kinds = {
+      {KernelCode::all, &older}, {KernelCode::bulk, &dependent}};
+  if (!targets.empty() &&
+      targetHasBulkCopies(cast<NVVM::NVVMTargetAttr>(targets[0]).getChip()))
+    std::swap(kinds[0], kinds[1]);
+  bool both = !older.empty() && !dependent.empty();
   OpBuilder builder(func);
   for (auto [suffix, variant] : decodeVariants(spec, tuning, only)) {
     std::string name = (func.getSymName() + suffix).str();
-    auto module = gpu::GPUModuleOp::create(builder, func.getLoc(),
-                                           name + "_gpu", targets);
-    gpu::GPUFuncOp kernel = buildDecodeKernel(builder, func.getLoc(), module,
-                                              name, spec, variant);
-    for (StringRef attr : {DeltaDialect::kSpecAttrName,
-                           DeltaDialect::kEntryAttrName,
-                           DeltaDialect::kMaxTAttrName})
-      kernel->setAttr(attr, func->getAttr(attr));
+    for (auto [code, group] : kinds) {
+      if (group->empty())
+        continue;
+      std::string moduleName =
+          name + "_gpu" + (both && code == KernelCode::bulk ? "_bulk" : "");
+      auto module = gpu::GPUModuleOp::create(builder, func.getLoc(), moduleName,
+                                             builder.getArrayAttr(*group));
+      gpu::GPUFuncOp kernel = buildDecodeKernel(builder, func.getLoc(), module,
+                                                name, spec, variant, code);
+      for (StringRef attr : {DeltaDialect::kSpecAttrName,
+                             DeltaDialect::kEntryAttrName,
+                             DeltaDialect::kMaxTAttrName})
+        kernel->setAttr(attr, func->getAttr(attr));
+    }
   }
   func.erase();
   return success();

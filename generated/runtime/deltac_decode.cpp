@@ -426,8 +426,15 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
                 ", V = " + std::to_string(a.V) +
                 " all serve longer calls: T = " + std::to_string(rowTokens) +
                 " tokens a row is below their min_tokens"};
+  // sm_90+ code waits for the previous grid itself (griddepcontrol.wait
+  // before its first memory access; buildDecodeKernel), so it is launched
+  // as a programmatic dependent: its blocks start while that grid ends.
+  if (!chosen->kernel->load(&error))
+    return {DELTAC_CUDA_ERROR, error};
+  bool dependent = chosen->kernel->loadedCapability() >= 90;
   if (!chosen->kernel->launch(chosen->gridX, (unsigned)a.HV, (unsigned)a.B,
-                              chosen->threads, stream, params.args(), &error))
+                              chosen->threads, stream, params.args(), &error,
+                              /*sharedBytes=*/0, dependent))
     return {DELTAC_CUDA_ERROR, error};
   return {};
 }

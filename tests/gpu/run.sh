@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -304,6 +304,36 @@ run_profile_prefill() {
   done
 }
 
+# Nsight Compute on decode (Firecracker machines only): deltac's vk and kv
+# kernels beside torch's copy of the same state bytes (issue 32's floor at
+# B = 1), the last of four eager calls of each (an NVTX range), per shape
+# of SHAPES ("TxB" words, default 1x1); the details page and the SASS
+# stall samples under $OUT, a few headline metrics printed.
+run_profile_decode() {
+  if [ "$(cat "$OUT/runtime.txt")" = "gVisor" ] || ! command -v ncu > /dev/null; then
+    echo "ncu: skipped (does not run on this runtime)"; return 0
+  fi
+  local layout shape name
+  for shape in ${SHAPES:-1x1}; do
+    for layout in vk kv; do
+      name="decode_${layout}_$shape"
+      ncu --target-processes all --nvtx --nvtx-include 'profile/' --set full -f \
+        -o "$OUT/ncu_$name" python3 tests/bench/profile_decode.py \
+        --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" --layout "$layout" \
+        --tokens "${shape%x*}" --batch "${shape#*x}" \
+        > "$OUT/ncu_$name.log" 2>&1 || { tail -20 "$OUT/ncu_$name.log"; return 1; }
+      ncu --import "$OUT/ncu_$name.ncu-rep" --page details > "$OUT/ncu_$name.txt" 2>&1
+      ncu --import "$OUT/ncu_$name.ncu-rep" --page source --csv --print-source sass \
+        > "$OUT/ncu_${name}_sass.csv" 2>&1
+      python3 tests/bench/ncu_stalls.py "$OUT/ncu_${name}_sass.csv" --top 12 \
+        > "$OUT/ncu_${name}_stalls.txt" 2>&1
+      echo "== $name"
+      grep -E "^  [a-zA-Z_0-9<>:, ]+\\(|^    (Duration|DRAM Throughput|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|No Eligible|Grid Size)  " \
+        "$OUT/ncu_$name.txt"
+    done
+  done
+}
+
 # build_variant DIR NAME: configures and builds the generated library
 # DIR/NAME into DIR/build/NAME, its log in $OUT/variant_NAME.log.
 # A copy of a checked-in library (git archive) names its runtime ../runtime;
@@ -433,9 +463,10 @@ case "${1:-all}" in
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
       python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
+  profile-decode) build && run_profile_decode ;;
   profile-prefill) build && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
   all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
-  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|prefill-variants"; exit 2 ;;
+  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants"; exit 2 ;;
 esac

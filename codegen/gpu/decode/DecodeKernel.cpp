@@ -575,7 +575,8 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                                               gpu::GPUModuleOp module,
                                               StringRef name,
                                               const DecodeSpec &spec,
-                                              const DecodeTuning &tuning) {
+                                              const DecodeTuning &tuning,
+                                              KernelCode code) {
   MLIRContext *ctx = builder.getContext();
   SmallVector<Type> inputs = kernelParamTypes(builder, decodeKernelParams());
   DecodeTiling tiling = chooseDecodeTiling(spec, tuning);
@@ -618,7 +619,7 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 builder.getUnitAttr());
   func->setAttr(DeltaDialect::kKernelAttrName,
-                KernelAttr::get(builder.getContext(), KernelRole::decode, KernelCode::all,
+                KernelAttr::get(builder.getContext(), KernelRole::decode, code,
                                 spec.k, spec.v, tiling.valuesPerBlock(),
                                 spec.v / tiling.valuesPerBlock(), tiling.threads(),
                                 /*dynamicSmem=*/0, /*dynamicSmemStage=*/0,
@@ -635,6 +636,15 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
 
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
+  if (code == KernelCode::bulk) {
+    // The host launches sm_90+ code as a programmatic dependent: every
+    // input (q, k, v, the pool, its indices) may come from the kernel
+    // before, so wait for that grid before any memory access; then let the
+    // next kernel launch, so that its blocks are resident when this grid
+    // ends (a run of decode calls in a graph: 32 calls at B = 1).
+    NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
+    NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
+  }
   Value stage = tuning.stageInputs
                     ? LLVM::AddressOfOp::create(
                           b, LLVM::LLVMPointerType::get(ctx, 3), stageName)

@@ -86,14 +86,18 @@ decodeVariants(const DecodeSpec &spec, const DecodeTuning &overrides,
                llvm::StringRef only);
 
 /// Builds the kernel `name` into `module` (a gpu.module). The gpu.func carries
-/// its launch shape as attributes: `delta.block_threads`,
-/// `delta.rows_per_block` (values per block), `delta.grid_x` (blocks along
-/// V; grid y = HV, z = B) and its dispatch threshold
-/// `delta.min_blocks_per_sm`.
+/// its launch shape and dispatch thresholds in its `delta.kernel` attribute
+/// (value tile, grid x = blocks along V; grid y = HV, z = B).
+/// `code`: KernelCode::bulk for sm_90+ targets, whose code is launched as a
+/// programmatic dependent of the previous kernel in the stream (it waits
+/// for that grid before its first memory access, then lets its own
+/// dependent launch: in a run of decode calls each one's launch overlaps
+/// its predecessor); KernelCode::all for code every target runs.
 gpu::GPUFuncOp buildDecodeKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
                                  const DecodeSpec &spec,
-                                 const DecodeTuning &tuning = {});
+                                 const DecodeTuning &tuning = {},
+                                 KernelCode code = KernelCode::all);
 
 } // namespace mlir::delta
 

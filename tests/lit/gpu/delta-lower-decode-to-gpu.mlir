@@ -8,13 +8,16 @@
 // min_blocks_per_sm counts quarters) and "_small" (vk: 32 rows per block,
 // prefetching; no kv spec with a staged form has it). All keep the fixed
 // ABI of codegen/gpu/decode/DecodeKernel.h. Prefill stays at sequence
-// level.
+// level. Each kernel gets one module per kind of code: sm_80's (code =
+// all) and, named _bulk where both exist, sm_90+'s (code = bulk), which
+// the host launches as a programmatic dependent: it waits for the grid
+// before it (griddepcontrol.wait) before its first memory access.
 
 // CHECK-LABEL: module attributes {delta.targets = ["sm_80", "sm_90a"], gpu.container_module}
 // CHECK: func.func @gdn_k128_v128_prefill
 // The stage: q and k of max_t = 4 tokens (2 * 4 * 128), the block's 128 v
 // columns of each (4 * 128), g and beta (2 * 4) floats.
-// CHECK: gpu.module @gdn_k128_v128_decode_staged_gpu
+// CHECK: gpu.module @gdn_k128_v128_decode_staged_gpu [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK: llvm.mlir.global internal @gdn_k128_v128_decode_staged_stage() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1544 x f32>
 // CHECK: gpu.func @gdn_k128_v128_decode_staged(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 128, grid_x = 1, block_threads = 128, min_blocks_per_sm = 3, min_tokens = 3>
@@ -25,7 +28,13 @@
 // CHECK: scf.for
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
 // CHECK: gpu.shuffle  xor
-// CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">, #nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK-NOT: griddepcontrol
+// CHECK: gpu.module @gdn_k128_v128_decode_staged_gpu_bulk [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @gdn_k128_v128_decode_staged(
+// CHECK-SAME: code = bulk
+// CHECK-NEXT: nvvm.griddepcontrol  wait
+// CHECK-NEXT: nvvm.griddepcontrol  launch_dependents
+// CHECK: gpu.module @gdn_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK: gpu.func @gdn_k128_v128_decode(
 // CHECK-SAME: %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias},
 // CHECK-SAME: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: f32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[BOUND:[[:alnum:]_]+]]: f32, %[[GV:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias})
@@ -72,9 +81,16 @@
 // CHECK: gpu.shuffle  xor %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.yield
 // CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<1>
-// CHECK: gpu.module @gdn_k128_v128_decode_small_gpu
+// CHECK-NOT: griddepcontrol
+// CHECK: gpu.module @gdn_k128_v128_decode_gpu_bulk [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @gdn_k128_v128_decode(
+// CHECK-SAME: code = bulk
+// CHECK-NEXT: nvvm.griddepcontrol  wait
+// CHECK-NEXT: nvvm.griddepcontrol  launch_dependents
+// CHECK: gpu.module @gdn_k128_v128_decode_small_gpu [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK: gpu.func @gdn_k128_v128_decode_small(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = decode, code = all, k = 128, v = 128, value_tile = 32, grid_x = 4, block_threads = 128>
+// CHECK: gpu.module @gdn_k128_v128_decode_small_gpu_bulk [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK-NOT: func.func @gdn_k128_v128_decode
 module attributes {delta.targets = ["sm_80", "sm_90a"]} {
   delta.spec @gdn rule = gated dims = [128x128] io = bf16 state = f32
@@ -87,10 +103,11 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // kv layout: a bf16 state is read in 16-byte pieces of 8 elements; dots over
 // K end with a reduction across warps in shared memory.
 // CHECK-LABEL: module attributes {delta.targets = ["sm_90a"], gpu.container_module}
-// CHECK: gpu.module @kvs_k128_v64_decode_gpu
+// CHECK: gpu.module @kvs_k128_v64_decode_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: llvm.mlir.global internal @kvs_k128_v64_decode_partials() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<{{[0-9]+}} x f32>
 // CHECK: gpu.func @kvs_k128_v64_decode(
-// CHECK-SAME: value_tile = 32, grid_x = 2
+// CHECK-SAME: code = bulk, k = 128, v = 64, value_tile = 32, grid_x = 2
+// CHECK-NEXT: nvvm.griddepcontrol  wait
 // CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // CHECK: scf.for
 // CHECK: gpu.barrier
