@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -265,6 +265,20 @@ run_fla_backend_tests() {
   return $status
 }
 
+# FLA's own forward tests through deltac (tests/gpu/fla_peer.py): the
+# pinned FLA's tests/ops files from FLA_DIR/tests/ops (the carried FLA
+# folder holds them beside fla/), einops from a wheel there if missing.
+run_fla_peer_tests() {
+  local fla=${FLA_DIR:-$PWD/.fla} status=0
+  python3 -c "import einops" 2> /dev/null ||
+    python3 -m pip install -q --no-index "$fla"/einops-*.whl > "$OUT/einops.log" 2>&1
+  PYTHONPATH="$fla:${PYTHONPATH:-}" FLA_FLASH_QLA=0 python3 tests/gpu/fla_peer.py \
+    --fla-tests "$fla/tests/ops" --lib "$BUILD/gdn/libgdn.so" --out "$OUT" "$@" \
+    > "$OUT/fla_peer.log" 2>&1 || status=1
+  grep -E "^(FAIL|== )" "$OUT/fla_peer.log" || tail -20 "$OUT/fla_peer.log"
+  return $status
+}
+
 run_bench_decode() {
   export PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0
   python3 tests/bench/bench_decode.py --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" \
@@ -307,31 +321,38 @@ run_profile_prefill() {
 # Nsight Compute on decode (Firecracker machines only): deltac's vk and kv
 # kernels beside torch's copy of the same state bytes (issue 32's floor at
 # B = 1), the last of four eager calls of each (an NVTX range), per shape
-# of SHAPES ("TxB" words, default 1x1); the details page and the SASS
-# stall samples under $OUT, a few headline metrics printed.
+# of SHAPES ("TxB" words, default 1x1); the details pages and the SASS
+# stall summaries under $OUT, a few headline metrics printed.
 run_profile_decode() {
   if [ "$(cat "$OUT/runtime.txt")" = "gVisor" ] || ! command -v ncu > /dev/null; then
     echo "ncu: skipped (does not run on this runtime)"; return 0
   fi
-  local layout shape name
+  local layout shape name tmp
+  tmp=$(mktemp -d)
+  # Two files come back (the device returns few): every profile's details
+  # page in ncu_decode.txt, its stall summary in ncu_decode_stalls.txt.
+  : > "$OUT/ncu_decode.txt"; : > "$OUT/ncu_decode_stalls.txt"
   for shape in ${SHAPES:-1x1}; do
     for layout in vk kv; do
       name="decode_${layout}_$shape"
       ncu --target-processes all --nvtx --nvtx-include 'profile/' --set full -f \
-        -o "$OUT/ncu_$name" python3 tests/bench/profile_decode.py \
+        -o "$tmp/$name" python3 tests/bench/profile_decode.py \
         --lib "$BUILD/deltac_test_decode/libdeltac_test_decode.so" --layout "$layout" \
         --tokens "${shape%x*}" --batch "${shape#*x}" \
-        > "$OUT/ncu_$name.log" 2>&1 || { tail -20 "$OUT/ncu_$name.log"; return 1; }
-      ncu --import "$OUT/ncu_$name.ncu-rep" --page details > "$OUT/ncu_$name.txt" 2>&1
-      ncu --import "$OUT/ncu_$name.ncu-rep" --page source --csv --print-source sass \
-        > "$OUT/ncu_${name}_sass.csv" 2>&1
-      python3 tests/bench/ncu_stalls.py "$OUT/ncu_${name}_sass.csv" --top 12 \
-        > "$OUT/ncu_${name}_stalls.txt" 2>&1
+        > "$tmp/$name.log" 2>&1 || { tail -20 "$tmp/$name.log"; return 1; }
+      { echo "== $name"; ncu --import "$tmp/$name.ncu-rep" --page details; } \
+        > "$tmp/$name.txt" 2>&1
+      cat "$tmp/$name.txt" >> "$OUT/ncu_decode.txt"
+      ncu --import "$tmp/$name.ncu-rep" --page source --csv --print-source sass \
+        > "$tmp/${name}_sass.csv" 2>&1
+      { echo "== $name"; python3 tests/bench/ncu_stalls.py "$tmp/${name}_sass.csv" --top 12; } \
+        >> "$OUT/ncu_decode_stalls.txt" 2>&1
       echo "== $name"
       grep -E "^  [a-zA-Z_0-9<>:, ]+\\(|^    (Duration|DRAM Throughput|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|No Eligible|Grid Size)  " \
-        "$OUT/ncu_$name.txt"
+        "$tmp/$name.txt"
     done
   done
+  rm -rf "$tmp"
 }
 
 # build_variant DIR NAME: configures and builds the generated library
@@ -339,8 +360,10 @@ run_profile_decode() {
 # A copy of a checked-in library (git archive) names its runtime ../runtime;
 # the variant's own runtime/ folder, where there is one, stands in for it.
 build_variant() {
-  local runtime=()
-  [ -d "$1/$2/runtime" ] && runtime=("-Ddeltac_test_prefill_RUNTIME_DIR=$1/$2/runtime")
+  local runtime=() lib
+  # The library's name, from its CMakeLists (<lib>_RUNTIME_DIR).
+  lib=$(sed -n 's/^if(NOT DEFINED \(.*\)_RUNTIME_DIR)$/\1/p' "$1/$2/CMakeLists.txt")
+  [ -d "$1/$2/runtime" ] && runtime=("-D${lib}_RUNTIME_DIR=$1/$2/runtime")
   cmake -S "$1/$2" -B "$1/build/$2" -G Ninja -DCMAKE_BUILD_TYPE=Release "${runtime[@]}" \
     > "$OUT/variant_$2.log" 2>&1 &&
     cmake --build "$1/build/$2" -j 16 >> "$OUT/variant_$2.log" 2>&1
@@ -458,6 +481,7 @@ case "${1:-all}" in
   test-compile) build && run_compile_tests ;;
   test-wheel) build && run_wheel_tests ;;
   test-fla-backend) build && run_fla_backend_tests ;;
+  test-fla-peer) build && run_fla_peer_tests "${@:2}" ;;
   test-all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1
     run_compile_tests || s=1; exit $s; } ;;
   bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
@@ -468,5 +492,5 @@ case "${1:-all}" in
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
   all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
-  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-fla-backend|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants"; exit 2 ;;
+  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants"; exit 2 ;;
 esac

@@ -437,14 +437,13 @@ void KvEmitter::emit(Value shared, Value stage) {
     size_t gateAt = 2 * nRows + epl + nBeta;
     Value gIn = s.gate != GateForm::none && !perChannel() ? in[gateAt]
                                                           : Value();
-    // KDA: key row r decays by d_r: the column dots run against d k and
-    // d q (|k|, |q| and k . q stay those of the raw vectors), and S_r = d_r
-    // S_r + k_r u (the scalar decay below is then 1). Staged (32 rows a
-    // thread), the rows are decayed first instead, S_r <- d_r S_r, and the
-    // dots and the update read those: no d k and d q arrays beside the
-    // state (they made ptxas spill 180 bytes).
-    bool decayFirst = stage && perChannel();
-    SmallVector<Value> rowDecay, dk(k), dq(q), Sd(S);
+    // KDA: key row r decays by d_r (the scalar decay below is then 1). The
+    // rows are decayed first, S_r <- d_r S_r, and the column dots (|k|, |q|
+    // and k . q stay those of the raw vectors) and the update S_r + k_r u
+    // read those: no d k and d q arrays beside the state (staged, 32 rows
+    // a thread, they made ptxas spill 180 bytes; bulk, 8 rows, they took
+    // it from 128 registers to 149, 3 blocks an SM instead of 4).
+    SmallVector<Value> rowDecay, Sd(S);
     if (perChannel()) {
       // Staged: the decays themselves; else the gate inputs of each row.
       size_t per = !stage && s.gate == GateForm::channel_raw ? 2 : 1;
@@ -452,13 +451,8 @@ void KvEmitter::emit(Value shared, Value stage) {
       for (int64_t r = 0; r < nRows; ++r) {
         rowDecay.push_back(stage ? gates[r]
                                  : channelDecays(gates.slice(r * per, per))[0]);
-        if (decayFirst) {
-          for (int64_t c = 0; c < epl; ++c)
-            Sd[r * epl + c] = fmul(rowDecay[r], S[r * epl + c]);
-          continue;
-        }
-        dk[r] = fmul(rowDecay[r], k[r]);
-        dq[r] = fmul(rowDecay[r], q[r]);
+        for (int64_t c = 0; c < epl; ++c)
+          Sd[r * epl + c] = fmul(rowDecay[r], S[r * epl + c]);
       }
     }
     SmallVector<Value> partial;
@@ -466,13 +460,13 @@ void KvEmitter::emit(Value shared, Value stage) {
       SmallVector<Value> column;
       for (int64_t r = 0; r < t.rowsPerThread; ++r)
         column.push_back(Sd[r * epl + c]);
-      partial.push_back(sum(column, dk));
+      partial.push_back(sum(column, k));
     }
     for (int64_t c = 0; c < epl; ++c) {
       SmallVector<Value> column;
       for (int64_t r = 0; r < t.rowsPerThread; ++r)
         column.push_back(Sd[r * epl + c]);
-      partial.push_back(sum(column, dq));
+      partial.push_back(sum(column, q));
     }
     partial.push_back(sum(k, k));
     partial.push_back(sum(q, q));
@@ -550,18 +544,14 @@ void KvEmitter::emit(Value shared, Value stage) {
       storeElems(param(pO), s.ioType, vIndex(tok, param(pOStride), column0),
                  o);
     }
+    // S_r = d S_r + k_r u, per_value with a further exp(gv_c) per column;
+    // KDA's rows are decayed already (Sd, the scalar d then 1).
     SmallVector<Value> next;
     for (int64_t r = 0; r < t.rowsPerThread; ++r) {
       Value kn = fmul(k[r], invK);
-      Value d = perChannel() ? rowDecay[r] : decay;
       for (int64_t c = 0; c < epl; ++c) {
-        if (decayFirst) { // per-value specs have no staged form
-          next.push_back(fma(kn, u[c], Sd[r * epl + c]));
-          continue;
-        }
-        next.push_back(fma(
-            kn, u[c],
-            fmul(s.perValue ? fmul(d, terms.factor[c]) : d, S[r * epl + c])));
+        Value d = s.perValue ? fmul(decay, terms.factor[c]) : decay;
+        next.push_back(fma(kn, u[c], fmul(d, Sd[r * epl + c])));
       }
     }
     return next;
