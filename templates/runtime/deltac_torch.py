@@ -655,6 +655,108 @@ class Library:
                                   state_v_first, error_flag, output, output_state,
                                   lower_bound=bound, gv=gv)
 
+    def fused_recurrent_kda_fwd(self, q, k, v, g, beta, A_log=None, dt_bias=None,
+                                initial_state=None, scale=None, output_final_state=False,
+                                inplace_final_state=True, state_v_first=False, cu_seqlens=None,
+                                ssm_state_indices=None, num_accepted_tokens=None,
+                                use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+                                use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+                                lower_bound=None, out=None, *, error_flag=None):
+        """flash-linear-attention's internal fused_recurrent_kda_fwd
+        (fla.ops.kda.fused_recurrent, FLA_VERSION's parameters and order),
+        the call vLLM's KDA layers make; returns (o, final_state).
+
+        With ssm_state_indices (vLLM's continuous batching) initial_state is
+        the state pool [slots, HV, K, V] ([.., V, K] with state_v_first),
+        slots initial_state.stride(0) elements apart, updated in place
+        (inplace_final_state=True, as vLLM calls it): row n reads slot
+        ssm_state_indices[n, num_accepted_tokens[n] - 1] (column 0 without
+        num_accepted_tokens) and writes the state after its token t to
+        slot ssm_state_indices[n, t]. A 1-D [N] ssm_state_indices is one
+        column: each row's slot is read and written, for rows of one token
+        (a longer row is skipped with o = 0 and raises the error flag,
+        where FLA would read its neighbours' indices). Indices are int32 or
+        int64 on the GPU; a slot >= slots is skipped the same way, a
+        negative one is padding. The pool's dtype must be its spec's
+        state dtype. inplace_final_state=False with indices (FLA's
+        per-token states in a new tensor) is refused.
+
+        Without ssm_state_indices it is fused_recurrent_kda; with
+        inplace_final_state=True (FLA's default) the final state is written
+        into initial_state (f32) and returned. out: caller-owned o."""
+        fn = "fused_recurrent_kda_fwd"
+        if ssm_state_indices is None:
+            if inplace_final_state and initial_state is None:
+                raise ValueError(f"{fn}: inplace_final_state=True needs initial_state (as in FLA)")
+            if inplace_final_state and initial_state.dtype != torch.float32:
+                raise ValueError(f"{fn}: inplace_final_state=True writes the f32 final state into "
+                                 f"initial_state, which is {initial_state.dtype}")
+            o, final = self.fused_recurrent_kda(
+                q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, scale=scale,
+                initial_state=initial_state,
+                output_final_state=bool(output_final_state or inplace_final_state),
+                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                use_gate_in_kernel=use_gate_in_kernel,
+                use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+                allow_neg_eigval=allow_neg_eigval, lower_bound=lower_bound,
+                state_v_first=state_v_first, cu_seqlens=cu_seqlens, error_flag=error_flag,
+                output=out, output_state=initial_state if inplace_final_state else None)
+            return o, final
+        if not inplace_final_state:
+            raise ValueError(f"{fn}: with ssm_state_indices deltac updates the pool in place "
+                             f"(inplace_final_state=True, vLLM's call); FLA's per-token states "
+                             f"in a new tensor are not supported")
+        if initial_state is None:
+            raise ValueError(f"{fn}: ssm_state_indices needs initial_state, the state pool")
+        if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+            raise ValueError(f"{fn}: allow_neg_eigval=True requires "
+                             f"use_beta_sigmoid_in_kernel=True (as in FLA)")
+        raw = bool(use_gate_in_kernel)
+        bound = _lower_bound(fn, lower_bound) if raw else None
+        B, T, H, K, HV, V = _recurrent_shapes(q, k, v, ("g", g), ("beta", beta))
+        _check_cuda("initial_state", initial_state, q.device)
+        if initial_state.dtype not in _DTYPES:
+            raise ValueError(f"initial_state must be f32, bf16 or f16, got {initial_state.dtype}")
+        if raw:
+            A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device, per_key=K,
+                                              bounded=bound is not None, fn=fn)
+        else:
+            A_log = dt_bias = None
+        cu = _cu_seqlens(cu_seqlens, B, q.device)
+        N = B if cu is None else cu.numel() - 1
+        spec = self._spec(self._want(
+            "kda", q.dtype, K, V, state=_name(initial_state.dtype), use_gate_in_kernel=raw,
+            use_beta_sigmoid_in_kernel=bool(use_beta_sigmoid_in_kernel),
+            allow_neg_eigval=allow_neg_eigval, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+            state_v_first=state_v_first))
+        if T > spec["max_t"] and cu is None:
+            raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']}")
+        per = (HV, V, K) if state_v_first else (HV, K, V)
+        slot_stride = _slot_stride("initial_state", initial_state, per)
+        idx2d = _index("ssm_state_indices", ssm_state_indices,
+                       (N,) if ssm_state_indices.dim() == 1 else (N, None), q.device)
+        if idx2d.dim() == 1:
+            idx2d = idx2d.view(N, 1)  # one column: stride 1, a row's one token
+        accepted = None if num_accepted_tokens is None else \
+            _index("num_accepted_tokens", num_accepted_tokens, (N,), q.device)
+        if tuple(g.shape) != (B, T, HV, K):
+            raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV, K)}")
+        g = g.to(q.dtype if raw else torch.float32).contiguous()
+        if tuple(beta.shape) != (B, T, HV):
+            raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
+        if beta.dtype not in (torch.float32, q.dtype):
+            beta = beta.to(torch.float32)  # read in f32 or q's dtype, never rounded
+        if out is not None:
+            _caller_buffer("out", out, (B, T, HV, V), q.dtype, q.device)
+            o = out
+        else:
+            # Every row of o is written by the kernel (a skipped row's as 0).
+            o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+        self._decode(spec, q, k, v, o, initial_state, g, beta.contiguous(), scale, A_log,
+                     dt_bias, idx2d=idx2d, accepted=accepted, error_flag=error_flag, cu=cu,
+                     kind="serving", slot_stride=slot_stride, lower_bound=bound)
+        return o, initial_state
+
     def fused_recurrent_delta_rule(self, q, k, v, beta=None, scale=None, initial_state=None,
                                    output_final_state=False, use_qk_l2norm_in_kernel=False,
                                    cu_seqlens=None, *, error_flag=None, output=None,

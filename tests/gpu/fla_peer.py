@@ -10,7 +10,12 @@ fused_recurrent_gated_delta_rule, chunk_kda, fused_recurrent_kda,
 fused_recurrent_kda_fwd, chunk_delta_rule or fused_recurrent_delta_rule
 goes to the module's function of that name instead of FLA's. Everything
 else is FLA's code as written: its inputs, its reference (its naive
-functions or its own kernels), its assert_close with its tolerance.
+functions or its own kernels), its assert_close with its tolerance. Two
+more rules (tests/gpu/fla_port.py, which does the rewriting): where the
+`ref...` call is the function under test itself with other options (FLA
+checking a function against itself), it goes to deltac too; a test with
+no `tri` names (a shape test) sends every such call outside
+`pytest.raises` to deltac, and its plain asserts are its checks.
 
 Forward only, under torch.inference_mode: `.backward()` statements are
 dropped, and so is every statement that reads a gradient (`.grad`) or a
@@ -21,10 +26,11 @@ forward check at all fails (nothing vacuous).
 Each case ends as one of:
   pass         deltac served the call under test and every check held
   FAIL         a check failed, a case deltac must cover was refused, or
-               the harness could not run it (the traceback is printed)
+               the harness could not run it (its traceback's last line)
   not covered  deltac refused the call with its reason (no spec with
                those dims, dtypes or options): listed, never silent
   skipped      FLA's own test skipped it (its reason)
+  not ported   the test function has no call under test (below)
 A case "must be covered" where every call under test had q, k and v of
 one dtype, bf16 or f16, and K = V of 64 or 128 (the issue's bar for the
 example library); its refusal is a FAIL. Test functions without a call
@@ -36,6 +42,7 @@ Usage: fla_peer.py --fla-tests FLA/tests/ops --lib libgdn.so [--out DIR]
 Needs the pinned FLA on PYTHONPATH (its fla package) and einops.
 """
 import argparse
+import inspect
 import itertools
 import os
 import sys
@@ -71,7 +78,7 @@ class Case:
 
     def __init__(self):
         self.calls = []   # (function, q dtype, k dtype, v dtype, K, V)
-        self.checks = []  # (name, ratio, tolerance)
+        self.checks = []  # (name, ratio, tolerance, warning only)
 
 
 CURRENT = [None]
@@ -158,7 +165,6 @@ def run_case(fn, kwargs):
     monkeypatch = None
     try:
         args = dict(kwargs)
-        import inspect
         params = inspect.signature(fn).parameters
         if "monkeypatch" in params:
             monkeypatch = pytest.MonkeyPatch()

@@ -65,6 +65,17 @@ FLA_SIGNATURES = {
          ("allow_neg_eigval", False), ("lower_bound", None), ("state_v_first", False),
          ("cu_seqlens", None)],
         {"transpose_state_layout": None}),
+    # fla.ops.kda.fused_recurrent's internal entry, vLLM's KDA call (its
+    # **kwargs are read by nothing).
+    "fused_recurrent_kda_fwd": (
+        [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("g", REQUIRED), ("beta", REQUIRED),
+         ("A_log", None), ("dt_bias", None), ("initial_state", None), ("scale", None),
+         ("output_final_state", False), ("inplace_final_state", True),
+         ("state_v_first", False), ("cu_seqlens", None), ("ssm_state_indices", None),
+         ("num_accepted_tokens", None), ("use_qk_l2norm_in_kernel", False),
+         ("use_gate_in_kernel", False), ("use_beta_sigmoid_in_kernel", False),
+         ("allow_neg_eigval", False), ("lower_bound", None), ("out", None)],
+        {}),
     "chunk_delta_rule": (
         [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("beta", REQUIRED), ("scale", None),
          ("initial_state", None), ("output_final_state", False),
@@ -163,7 +174,8 @@ FLA_FILES = {"fused_recurrent_gated_delta_rule": "fla/ops/gated_delta_rule/fused
              "chunk_kda": "fla/ops/kda/chunk.py",
              "fused_recurrent_delta_rule": "fla/ops/delta_rule/fused_recurrent.py",
              "chunk_delta_rule": "fla/ops/delta_rule/chunk.py",
-             "fused_recurrent_kda": "fla/ops/kda/fused_recurrent.py"}
+             "fused_recurrent_kda": "fla/ops/kda/fused_recurrent.py",
+             "fused_recurrent_kda_fwd": "fla/ops/kda/fused_recurrent.py"}
 
 
 def fla_source_params(fla_dir, fn):
@@ -350,16 +362,19 @@ def run(dt, lib, check):
 # serving form) for dry_runs.
 DRY_SPECS = [
     dict(name="fla_kv", rule="gated", gate="log", beta="given", l2norm=False, io="bf16",
-         state="f32", layout="kv", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8,
+         state="f32", layout="kv", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8, per_value=False,
          chunk=64),
     dict(name="fla_vk", rule="gated", gate="log", beta="given", l2norm=False, io="bf16",
-         state="f32", layout="vk", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8,
+         state="f32", layout="vk", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8, per_value=False,
          chunk=64),
     dict(name="serving", rule="gated", gate="raw", beta="sigmoid", l2norm=True, io="bf16",
-         state="f32", layout="vk", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8,
+         state="f32", layout="vk", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8, per_value=False,
          chunk=64),
     dict(name="kda", rule="kda", gate="channel_log", beta="given", l2norm=False, io="bf16",
-         state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
+         state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32, per_value=False),
+    dict(name="kda_dec", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16",
+         state="f32", layout="kv", dims=[(64, 64)], entries=["decode"], max_t=8, per_value=False,
+         chunk=64),
 ]
 
 
@@ -430,7 +445,8 @@ def dry_runs(dt, check):
                                              use_qk_l2norm_in_kernel=True)
         name, a = calls[-1]
         check("dry: fused_recurrent use_gate_in_kernel -> the raw-gate spec, dt_bias None -> "
-              "zeros passed", name == "dry_serving_decode" and a.dt_bias is not None, name)
+              "a null pointer (the kernel reads 0; nothing allocated)",
+              name == "dry_serving_decode" and not a.dt_bias, name)
         cu = torch.tensor([0, 2, 5], dtype=torch.int64)
         flat = lambda x: x.reshape(1, B * T, *x.shape[2:])  # noqa: E731
         calls.clear()
@@ -492,6 +508,33 @@ def dry_runs(dt, check):
         check("dry: serving decode, int32 ssm_state_indices widened beside int64 counts",
               a.indices_i64 == 1 and got == [0, 1, 2, 3, 4, 5] and a.state_indices_2d_stride == 3,
               f"{got}, stride {a.state_indices_2d_stride}")
+        # vLLM's KDA call (FLA's fused_recurrent_kda_fwd): the pool updated
+        # in place at ssm_state_indices, a 1-D index array as one column.
+        kq, kk = flat(q)[:, :4], flat(k)[:, :4]
+        kv, kg = flat(v)[:, :4], flat(g)[:, :4][..., None].expand(-1, -1, -1, K)
+        kpool = torch.randn(6, HV, K, K)
+        calls.clear()
+        o, fin = lib.fused_recurrent_kda_fwd(
+            kq, kk, kv, kg, flat(beta)[:, :4], initial_state=kpool,
+            cu_seqlens=torch.arange(5, dtype=torch.int32),
+            ssm_state_indices=torch.tensor([5, 0, 3, 1], dtype=torch.int32),
+            use_qk_l2norm_in_kernel=True)
+        name, a = calls[-1]
+        got = torch.frombuffer(bytearray(a.seen["state_indices_2d"][:16]), dtype=torch.int32).tolist()
+        check("dry: fused_recurrent_kda_fwd with 1-D ssm_state_indices -> the kda decode, the pool "
+              "in place, one index column",
+              name == "dry_kda_dec_decode" and fin is kpool and a.state == kpool.data_ptr()
+              and a.slots == 6 and got == [5, 0, 3, 1] and a.state_indices_2d_stride == 1
+              and not a.initial_state and a.B == 4, f"{name} {got} stride {a.state_indices_2d_stride}")
+        try:
+            lib.fused_recurrent_kda_fwd(kq, kk, kv, kg, flat(beta)[:, :4], initial_state=kpool,
+                                        inplace_final_state=False,
+                                        ssm_state_indices=torch.tensor([5, 0, 3, 1]))
+            check("dry: fused_recurrent_kda_fwd indices without inplace -> ValueError", False,
+                  "no error")
+        except ValueError as e:
+            check("dry: fused_recurrent_kda_fwd indices without inplace -> ValueError",
+                  "inplace_final_state" in str(e), str(e)[:100])
         err = torch.zeros(1, dtype=torch.int32)
         calls.clear()
         lib.gated_delta_rule_decode(q, k, v, g.bfloat16(), beta, torch.zeros(HV), torch.zeros(HV),
