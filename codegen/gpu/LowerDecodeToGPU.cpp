@@ -50,28 +50,16 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
   // (KernelCode::bulk), older targets' does not (KernelCode::all). Where
   // the targets hold both kinds the sm_90+ module's name ends in _bulk;
   // the library merges the two by kernel name.
-  SmallVector<Attribute> older, dependent;
-  for (Attribute t : targets)
-    (targetHasBulkCopies(cast<NVVM::NVVMTargetAttr>(t).getChip()) ? dependent
-                                                                  : older)
-        .push_back(t);
-  // The kinds in the order of their first target (the listing's order).
-  SmallVector<std::pair<KernelCode, SmallVector<Attribute> *>, 2> kinds = {
-      {KernelCode::all, &older}, {KernelCode::bulk, &dependent}};
-  if (!targets.empty() &&
-      targetHasBulkCopies(cast<NVVM::NVVMTargetAttr>(targets[0]).getChip()))
-    std::swap(kinds[0], kinds[1]);
-  bool both = !older.empty() && !dependent.empty();
+  auto kinds = groupTargetsByCode(targets, [](StringRef chip) {
+    return targetHasBulkCopies(chip) ? KernelCode::bulk : KernelCode::all;
+  });
   OpBuilder builder(func);
   for (auto [suffix, variant] : decodeVariants(spec, tuning, only)) {
     std::string name = (func.getSymName() + suffix).str();
-    for (auto [code, group] : kinds) {
-      if (group->empty())
-        continue;
-      std::string moduleName =
-          name + "_gpu" + (both && code == KernelCode::bulk ? "_bulk" : "");
+    for (auto &[code, group] : kinds) {
+      std::string moduleName = name + "_gpu" + moduleSuffixOfCode(code, kinds.size());
       auto module = gpu::GPUModuleOp::create(builder, func.getLoc(), moduleName,
-                                             builder.getArrayAttr(*group));
+                                             builder.getArrayAttr(group));
       gpu::GPUFuncOp kernel = buildDecodeKernel(builder, func.getLoc(), module,
                                                 name, spec, variant, code);
       for (StringRef attr : {DeltaDialect::kSpecAttrName,

@@ -231,40 +231,25 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   for (const Recur &r : recurs)
     tiles.push_back(r.tile);
   bool warpgroup = prefillWarpgroupFits(spec, tiles);
-  auto codeOf = [&](Attribute t) {
-    StringRef chip = cast<NVVM::NVVMTargetAttr>(t).getChip();
+  auto kinds = groupTargetsByCode(targets, [&](StringRef chip) {
     return warpgroup && targetHasWarpgroupMma(chip) ? KernelCode::wgmma
            : targetHasBulkCopies(chip)               ? KernelCode::bulk
                                                      : KernelCode::cp_async;
-  };
-  // The kinds of code in the order of their first target (the listing's
-  // order), and each one's targets.
-  SmallVector<KernelCode> kinds;
-  llvm::SmallDenseMap<KernelCode, SmallVector<Attribute>, 4> groups;
-  for (Attribute t : targets) {
-    KernelCode k = codeOf(t);
-    if (groups[k].empty())
-      kinds.push_back(k);
-    groups[k].push_back(t);
-  }
-  auto moduleSuffix = [&](KernelCode k) -> std::string {
-    if (kinds.size() == 1)
-      return "";
-    return k == KernelCode::bulk ? "_bulk" : k == KernelCode::wgmma ? "_wgmma" : "";
-  };
+  });
+  auto moduleSuffix = [&](KernelCode k) { return moduleSuffixOfCode(k, kinds.size()); };
   // The overlapped launch's chunks (PrefillOverlap.cpp), where a recur
   // variant takes that launch.
   bool overlaps = llvm::any_of(recurs, [](const Recur &r) { return r.overlap > 0; });
-  for (KernelCode k : kinds) {
+  for (auto &[k, group] : kinds) {
     PrefillPlan plan = first;
     plan.code = k;
     if (k == KernelCode::wgmma)
       useWarpgroupRecur(plan, spec);
-    if (failed(emit(PrefillPart::chunks, plan, "", 0, builder.getArrayAttr(groups[k]),
+    if (failed(emit(PrefillPart::chunks, plan, "", 0, builder.getArrayAttr(group),
                     moduleSuffix(k))))
       return failure();
     if (plan.warpgroupChunks() && overlaps &&
-        failed(emit(PrefillPart::queue, plan, "", 0, builder.getArrayAttr(groups[k]),
+        failed(emit(PrefillPart::queue, plan, "", 0, builder.getArrayAttr(group),
                     moduleSuffix(k))))
       return failure();
     // chunks' form for the recur that reads raw q and k: only where one of
@@ -277,14 +262,14 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       return recur.recurRawQK();
     };
     if (k == KernelCode::wgmma && plan.warpgroupChunks() && llvm::any_of(recurs, readsRaw) &&
-        failed(emit(PrefillPart::chunks, rawPlan, "_raw", 0, builder.getArrayAttr(groups[k]),
+        failed(emit(PrefillPart::chunks, rawPlan, "_raw", 0, builder.getArrayAttr(group),
                     moduleSuffix(k))))
       return failure();
   }
   bool segmented = false;
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.tile);
-    for (KernelCode k : kinds) {
+    for (auto &[k, group] : kinds) {
       PrefillPlan plan = planPrefill(spec, r.tile, threads);
       plan.code = k;
       if (k == KernelCode::wgmma)
@@ -296,7 +281,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       if (overlap > 0)
         plan.recur = RecurForm::TransposedOverlap;
       if (failed(emit(PrefillPart::recur, plan, suffix, r.minBlocks,
-                      builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
+                      builder.getArrayAttr(group), moduleSuffix(k), overlap)))
         return failure();
       // The shared overlapped launch's recur (RecurForm::TransposedShared):
       // the same recurrence beside one queue block per SM.
@@ -304,7 +289,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         PrefillPlan shared = plan;
         shared.recur = RecurForm::TransposedShared;
         if (failed(emit(PrefillPart::recur, shared, "_shared", r.minBlocks,
-                        builder.getArrayAttr(groups[k]), moduleSuffix(k), overlap)))
+                        builder.getArrayAttr(group), moduleSuffix(k), overlap)))
           return failure();
       }
       // Context parallelism (PrefillSegments.cpp), on the first transposed
@@ -318,7 +303,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
         cp.recur = RecurForm::Transposed;
         for (PrefillPart part :
              {PrefillPart::recurCp, PrefillPart::segmentChain, PrefillPart::segmentCorrection})
-          if (failed(emit(part, cp, suffix, 0, builder.getArrayAttr(groups[k]),
+          if (failed(emit(part, cp, suffix, 0, builder.getArrayAttr(group),
                           moduleSuffix(k))))
             return failure();
       }

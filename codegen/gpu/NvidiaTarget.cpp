@@ -3,6 +3,7 @@
 #include "codegen/gpu/NvidiaTarget.h"
 #include "passes/PlanTarget.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -35,6 +36,26 @@ int64_t mlir::delta::targetSharedLimit(StringRef chip) {
   if (cc >= 90)
     return 227 * 1024;
   return 48 * 1024;
+}
+
+SmallVector<std::pair<KernelCode, SmallVector<Attribute>>>
+mlir::delta::groupTargetsByCode(ArrayAttr targets,
+                                function_ref<KernelCode(StringRef)> codeOf) {
+  SmallVector<std::pair<KernelCode, SmallVector<Attribute>>> groups;
+  for (Attribute t : targets) {
+    KernelCode code = codeOf(cast<NVVM::NVVMTargetAttr>(t).getChip());
+    auto *group = llvm::find_if(groups, [&](auto &g) { return g.first == code; });
+    if (group == groups.end())
+      group = &groups.emplace_back(code, SmallVector<Attribute>{});
+    group->second.push_back(t);
+  }
+  return groups;
+}
+
+std::string mlir::delta::moduleSuffixOfCode(KernelCode code, size_t kinds) {
+  if (kinds <= 1)
+    return "";
+  return code == KernelCode::bulk ? "_bulk" : code == KernelCode::wgmma ? "_wgmma" : "";
 }
 
 namespace {

@@ -9,7 +9,15 @@
 #ifndef DELTAC_CODEGEN_GPU_NVIDIATARGET_H
 #define DELTAC_CODEGEN_GPU_NVIDIATARGET_H
 
+#include "dialect/DeltaOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <utility>
 
 #include <cstdint>
 
@@ -27,6 +35,18 @@ int64_t targetSharedLimit(llvm::StringRef chip);
 /// Whether `chip` has bulk copies (cp.async.bulk with mbarriers): sm_90
 /// and later.
 bool targetHasBulkCopies(llvm::StringRef chip);
+
+/// The `#nvvm.target`s of `targets` grouped by the kind of code `codeOf`
+/// gives each chip, the kinds in the order of their first target (the
+/// listing's order). A lowering builds one gpu.module (same kernel names)
+/// per kind; the library merges them by kernel name.
+llvm::SmallVector<std::pair<KernelCode, llvm::SmallVector<Attribute>>>
+groupTargetsByCode(ArrayAttr targets, llvm::function_ref<KernelCode(llvm::StringRef)> codeOf);
+
+/// The module-name suffix of kind `code` where a kernel is built for
+/// `kinds` kinds of code: none for a single kind, else "_bulk" / "_wgmma"
+/// (and none for the other kinds, whose modules keep the plain name).
+std::string moduleSuffixOfCode(KernelCode code, size_t kinds);
 
 /// Registers the NVIDIA cost model of delta-plan-prefill under the name
 /// "nvidia" (its default). Idempotent.

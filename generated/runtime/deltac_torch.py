@@ -556,24 +556,12 @@ class Library:
         as a new f32 tensor or into output_state)."""
         B, T, H, K = q.shape
         HV, V = v.shape[2], v.shape[3]
-        if g is not None:
-            if tuple(g.shape) != gshape:
-                raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
-            # The kernel reads f32 log g, or a raw a in q's dtype: other
-            # dtypes are converted here (FLA's callers pass these).
-            g = g.to(q.dtype if raw else torch.float32).contiguous()
-        betas = [(B, T, HV)] + ([(B, T, HV, V)] if spec["per_value"] else [])
-        if tuple(beta.shape) not in betas:
-            raise ValueError(f"beta has shape {tuple(beta.shape)}, expected "
-                             f"{' or '.join(str(x) for x in betas)}")
+        g, beta, o = _token_inputs(spec, q, v, g, beta, gshape, raw, output, "output")
         if gv is not None:
             _check_cuda("gv", gv, q.device)
             if tuple(gv.shape) != (B, T, HV, V):
                 raise ValueError(f"gv has shape {tuple(gv.shape)}, expected {(B, T, HV, V)}")
             gv = gv.to(torch.float32).contiguous()  # log decays, read as f32
-        if beta.dtype not in (torch.float32, q.dtype):
-            beta = beta.to(torch.float32)  # read in f32 or q's dtype, never rounded
-        beta = beta.contiguous()
         shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
         if initial_state is not None:
             _check_cuda("initial_state", initial_state, q.device)
@@ -592,12 +580,6 @@ class Library:
             final = torch.empty(shape, dtype=torch.float32, device=q.device)
         else:
             final = None
-        if output is not None:
-            _caller_buffer("output", output, (B, T, HV, V), q.dtype, q.device)
-            o = output
-        else:
-            # Every row of o is written by the kernel (a skipped row's as 0).
-            o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
         self._decode(spec, q, k, v, o, final, g, beta, scale, A_log, dt_bias,
                      error_flag=error_flag, cu=cu, kind="decode", state_in=initial_state,
                      zero_state=initial_state is None, slots=N, lower_bound=lower_bound,
@@ -629,17 +611,9 @@ class Library:
         spec with per_value."""
         fn = "fused_recurrent_kda"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
-        if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
-            raise ValueError(f"{fn}: allow_neg_eigval=True requires "
-                             f"use_beta_sigmoid_in_kernel=True (as in FLA)")
-        raw = bool(use_gate_in_kernel)
-        bound = _lower_bound(fn, lower_bound) if raw else None
-        B, T, H, K, HV, V = _recurrent_shapes(q, k, v, ("g", g), ("beta", beta))
-        if raw:
-            A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device, per_key=K,
-                                              bounded=bound is not None, fn=fn)
-        else:
-            A_log = dt_bias = None
+        (B, T, H, K, HV, V), raw, bound, A_log, dt_bias = _kda_gate(
+            fn, q, k, v, g, beta, A_log, dt_bias, use_gate_in_kernel, lower_bound,
+            allow_neg_eigval, use_beta_sigmoid_in_kernel)
         sigmoid = bool(use_beta_sigmoid_in_kernel)
         cu = _cu_seqlens(cu_seqlens, B, q.device)
         N = B if cu is None else cu.numel() - 1
@@ -708,20 +682,12 @@ class Library:
                              f"in a new tensor are not supported")
         if initial_state is None:
             raise ValueError(f"{fn}: ssm_state_indices needs initial_state, the state pool")
-        if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
-            raise ValueError(f"{fn}: allow_neg_eigval=True requires "
-                             f"use_beta_sigmoid_in_kernel=True (as in FLA)")
-        raw = bool(use_gate_in_kernel)
-        bound = _lower_bound(fn, lower_bound) if raw else None
-        B, T, H, K, HV, V = _recurrent_shapes(q, k, v, ("g", g), ("beta", beta))
+        (B, T, H, K, HV, V), raw, bound, A_log, dt_bias = _kda_gate(
+            fn, q, k, v, g, beta, A_log, dt_bias, use_gate_in_kernel, lower_bound,
+            allow_neg_eigval, use_beta_sigmoid_in_kernel)
         _check_cuda("initial_state", initial_state, q.device)
         if initial_state.dtype not in _DTYPES:
             raise ValueError(f"initial_state must be f32, bf16 or f16, got {initial_state.dtype}")
-        if raw:
-            A_log, dt_bias = _raw_gate_params(A_log, dt_bias, HV, q.device, per_key=K,
-                                              bounded=bound is not None, fn=fn)
-        else:
-            A_log = dt_bias = None
         cu = _cu_seqlens(cu_seqlens, B, q.device)
         N = B if cu is None else cu.numel() - 1
         spec = self._spec(self._want(
@@ -739,20 +705,8 @@ class Library:
             idx2d = idx2d.view(N, 1)  # one column: stride 1, a row's one token
         accepted = None if num_accepted_tokens is None else \
             _index("num_accepted_tokens", num_accepted_tokens, (N,), q.device)
-        if tuple(g.shape) != (B, T, HV, K):
-            raise ValueError(f"g has shape {tuple(g.shape)}, expected {(B, T, HV, K)}")
-        g = g.to(q.dtype if raw else torch.float32).contiguous()
-        if tuple(beta.shape) != (B, T, HV):
-            raise ValueError(f"beta has shape {tuple(beta.shape)}, expected {(B, T, HV)}")
-        if beta.dtype not in (torch.float32, q.dtype):
-            beta = beta.to(torch.float32)  # read in f32 or q's dtype, never rounded
-        if out is not None:
-            _caller_buffer("out", out, (B, T, HV, V), q.dtype, q.device)
-            o = out
-        else:
-            # Every row of o is written by the kernel (a skipped row's as 0).
-            o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
-        self._decode(spec, q, k, v, o, initial_state, g, beta.contiguous(), scale, A_log,
+        g, beta, o = _token_inputs(spec, q, v, g, beta, (B, T, HV, K), raw, out, "out")
+        self._decode(spec, q, k, v, o, initial_state, g, beta, scale, A_log,
                      dt_bias, idx2d=idx2d, accepted=accepted, error_flag=error_flag, cu=cu,
                      kind="serving", slot_stride=slot_stride, lower_bound=bound)
         return o, initial_state
@@ -1520,6 +1474,52 @@ def _recurrent_shapes(q, k, v, *others):
     if q.dtype not in _DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
         raise ValueError(f"q, k, v must share one dtype of bf16/f16/f32, got {q.dtype}, {k.dtype}, {v.dtype}")
     return B, T, H, K, HV, V
+
+
+def _kda_gate(fn, q, k, v, g, beta, A_log, dt_bias, use_gate_in_kernel, lower_bound,
+              allow_neg_eigval, use_beta_sigmoid_in_kernel):
+    """The checks and gate parameters a KDA decode call shares: ((B, T, H,
+    K, HV, V), raw, the bounded gate's bound or None, A_log, dt_bias - the
+    last two as the kernel reads them, None without the raw gate)."""
+    if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
+        raise ValueError(f"{fn}: allow_neg_eigval=True requires "
+                         f"use_beta_sigmoid_in_kernel=True (as in FLA)")
+    raw = bool(use_gate_in_kernel)
+    bound = _lower_bound(fn, lower_bound) if raw else None
+    shapes = _recurrent_shapes(q, k, v, ("g", g), ("beta", beta))
+    if raw:
+        A_log, dt_bias = _raw_gate_params(A_log, dt_bias, shapes[4], q.device, per_key=shapes[3],
+                                          bounded=bound is not None, fn=fn)
+    else:
+        A_log = dt_bias = None
+    return shapes, raw, bound, A_log, dt_bias
+
+
+def _token_inputs(spec, q, v, g, beta, gshape, raw, output, output_name):
+    """A decode call's g (shape gshape, or None), beta ([B, T, HV], or
+    [B, T, HV, V] for a per_value spec) as the kernel reads them, and its
+    o: the caller's `output` (checked) or a new tensor."""
+    B, T = q.shape[:2]
+    HV, V = v.shape[2], v.shape[3]
+    if g is not None:
+        if tuple(g.shape) != gshape:
+            raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
+        # The kernel reads f32 log g, or a raw a in q's dtype: other
+        # dtypes are converted here (FLA's callers pass these).
+        g = g.to(q.dtype if raw else torch.float32).contiguous()
+    betas = [(B, T, HV)] + ([(B, T, HV, V)] if spec["per_value"] else [])
+    if tuple(beta.shape) not in betas:
+        raise ValueError(f"beta has shape {tuple(beta.shape)}, expected "
+                         f"{' or '.join(str(x) for x in betas)}")
+    if beta.dtype not in (torch.float32, q.dtype):
+        beta = beta.to(torch.float32)  # read in f32 or q's dtype, never rounded
+    if output is not None:
+        _caller_buffer(output_name, output, (B, T, HV, V), q.dtype, q.device)
+        o = output
+    else:
+        # Every row of o is written by the kernel (a skipped row's as 0).
+        o = torch.empty(B, T, HV, V, dtype=q.dtype, device=q.device)
+    return g, beta.contiguous(), o
 
 
 def _name(dtype):
