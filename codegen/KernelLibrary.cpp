@@ -67,6 +67,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.rule = delta::stringifyRule(spec.getRule()).str();
   k.beta = delta::stringifyBetaForm(spec.getBeta()).str();
   k.qkL2Norm = spec.getQkL2norm();
+  k.l2normCall = spec.getL2normCall();
   k.perValue = spec.getPerValue();
   return k;
 }
@@ -176,6 +177,8 @@ std::string gateKind(delta::GateForm gate) {
   case delta::GateForm::linear: return "deltac_rt::GateKind::Linear";
   case delta::GateForm::raw: return "deltac_rt::GateKind::Raw";
   case delta::GateForm::channel_raw: return "deltac_rt::GateKind::ChannelRaw";
+  case delta::GateForm::call: return "deltac_rt::GateKind::Call";
+  case delta::GateForm::channel_call: return "deltac_rt::GateKind::ChannelCall";
   }
   return "deltac_rt::GateKind::None";
 }
@@ -183,6 +186,21 @@ std::string gateKind(delta::GateForm gate) {
 /// One row of a variant table, written as one assignment per named field
 /// (`v.K = 128;`): the generated table says what each value is, and a
 /// field added to the runtime's struct cannot shift the others.
+/// The deltac_abi::CallOptions bits a kernel's spec leaves to the call, as
+/// the generated table spells them.
+std::string callOptions(const deltac::EmittedKernel &k) {
+  std::string bits;
+  if (k.l2normCall)
+    bits = "deltac_abi::kCallL2Norm";
+  if (k.beta == "call")
+    bits += std::string(bits.empty() ? "" : " | ") +
+            "deltac_abi::kCallBetaSigmoid | deltac_abi::kCallBetaTwice";
+  if (delta::isByCall(k.gate))
+    bits += std::string(bits.empty() ? "" : " | ") +
+            "deltac_abi::kCallGateRaw | deltac_abi::kCallGate16";
+  return bits.empty() ? "0" : bits;
+}
+
 struct Row {
   std::string body;
   void set(StringRef field, const std::string &value) {
@@ -341,6 +359,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
       row.set("gate", gateKind(k.gate));
       row.set("stateVFirst", k.layout == delta::StateLayout::vk ? "true" : "false");
       row.set("perValue", k.perValue ? "true" : "false");
+      row.set("callOptions", callOptions(k));
       row.set("maxT", k.maxT);
       row.set("gridX", k.gridX);
       row.set("threads", k.threads);
@@ -421,6 +440,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         row.set("state", dtypeEnum(k.stateType));
         row.set("gate", gateKind(k.gate));
         row.set("stateVFirst", k.layout == delta::StateLayout::vk ? "true" : "false");
+        row.set("callOptions", callOptions(k));
         row.set("threads", k.threads);
         row.set("chunksThreads", chunks->threads);
         row.set("recurThreads", recur.threads);
@@ -546,7 +566,10 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
                "\", gate=\"" +
                delta::stringifyGateForm(first->gate).str() + "\", beta=\"" +
                first->beta + "\", l2norm=" +
-               (first->qkL2Norm ? "True" : "False") + ", per_value=" +
+               (first->l2normCall ? "\"call\""
+                : first->qkL2Norm ? "True"
+                                  : "False") +
+               ", per_value=" +
                (first->perValue ? "True" : "False") + ", io=\"" +
                first->ioType + "\", state=\"" + first->stateType +
                "\", layout=\"" +

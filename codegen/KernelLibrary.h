@@ -45,6 +45,7 @@ struct EmittedKernel {
   std::string ioType, stateType; ///< "bf16", "f16", "f32"
   std::string rule, beta;         ///< as the spec spells them
   bool qkL2Norm = false;
+  bool l2normCall = false; ///< `l2norm = call`: the call chooses
   bool perValue = false; ///< the spec's per_value (FLA's gv, per-value beta)
   mlir::delta::GateForm gate = mlir::delta::GateForm::none;
   mlir::delta::StateLayout layout = mlir::delta::StateLayout::vk;

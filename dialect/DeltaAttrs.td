@@ -38,7 +38,9 @@ def Delta_GateForm : I32EnumAttr<"GateForm", "gate form", [
     I32EnumAttrCase<"linear", 2>,      // decay factor alpha in (0, 1] per head
     I32EnumAttrCase<"raw", 3>,         // g = -exp(A_log) softplus(a + dt_bias)
     I32EnumAttrCase<"channel_log", 4>, // log-space decay per K channel
-    I32EnumAttrCase<"channel_raw", 5>  // raw form with dt_bias per K channel
+    I32EnumAttrCase<"channel_raw", 5>, // raw form with dt_bias per K channel
+    I32EnumAttrCase<"call", 6>,        // log or raw per head, chosen per call (options)
+    I32EnumAttrCase<"channel_call", 7> // channel_log or channel_raw, chosen per call
   ]> {
   let cppNamespace = "::mlir::delta";
   let genSpecializedAttr = 0;
@@ -47,7 +49,8 @@ def Delta_GateForm : I32EnumAttr<"GateForm", "gate form", [
 def Delta_BetaForm : I32EnumAttr<"BetaForm", "beta form", [
     I32EnumAttrCase<"given", 0>,       // beta as given, any value in (0, 2)
     I32EnumAttrCase<"sigmoid", 1>,     // beta = sigmoid(b)
-    I32EnumAttrCase<"sigmoid2", 2>     // beta = 2 sigmoid(b) (negative eigenvalues)
+    I32EnumAttrCase<"sigmoid2", 2>,    // beta = 2 sigmoid(b) (negative eigenvalues)
+    I32EnumAttrCase<"call", 3>         // one of the three, chosen per call (options)
   ]> {
   let cppNamespace = "::mlir::delta";
   let genSpecializedAttr = 0;

@@ -78,11 +78,20 @@ bool mlir::delta::isSupportedChunkSize(int64_t chunk) {
 }
 
 bool mlir::delta::isPerChannel(GateForm gate) {
-  return gate == GateForm::channel_log || gate == GateForm::channel_raw;
+  return gate == GateForm::channel_log || gate == GateForm::channel_raw ||
+         gate == GateForm::channel_call;
 }
 
 bool mlir::delta::isRaw(GateForm gate) {
   return gate == GateForm::raw || gate == GateForm::channel_raw;
+}
+
+bool mlir::delta::isByCall(GateForm gate) {
+  return gate == GateForm::call || gate == GateForm::channel_call;
+}
+
+bool mlir::delta::takesRawParams(GateForm gate) {
+  return isRaw(gate) || isByCall(gate);
 }
 
 std::optional<std::string> mlir::delta::checkRuleGate(Rule rule,
@@ -107,8 +116,8 @@ std::optional<std::string> mlir::delta::checkRuleGate(Rule rule,
       return std::string("a linear gate (alpha) is not supported with rule "
                          "'kda'; use channel_log or channel_raw");
     if (!isPerChannel(gate))
-      return std::string("rule 'kda' needs a per-channel gate (channel_log "
-                         "or channel_raw), got '") +
+      return std::string("rule 'kda' needs a per-channel gate (channel_log, "
+                         "channel_raw or channel_call), got '") +
              stringifyGateForm(gate).str() + "'";
     return std::nullopt;
   }

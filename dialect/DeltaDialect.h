@@ -51,8 +51,13 @@ std::optional<std::string> checkEntryDims(EntryKind entry, int64_t k,
 
 /// True for the gate forms that carry one decay per K channel.
 bool isPerChannel(GateForm gate);
-/// True for the gate forms that take `A_log` and `dt_bias`.
+/// True for the raw gate forms (`a` with `A_log` and `dt_bias`).
 bool isRaw(GateForm gate);
+/// True for the gate forms whose call chooses log or raw (`call`,
+/// `channel_call`: the options' kCallGateRaw).
+bool isByCall(GateForm gate);
+/// True for the gate forms that take `A_log` and `dt_bias` (raw or by call).
+bool takesRawParams(GateForm gate);
 
 } // namespace mlir::delta
 

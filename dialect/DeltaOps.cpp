@@ -47,6 +47,30 @@ static void printDimsList(OpAsmPrinter &p, Operation *, ArrayAttr dims) {
   p << ']';
 }
 
+// custom<L2Norm>: nothing (off), `l2norm` (on) or `l2norm = call` (the
+// call's options choose).
+static ParseResult parseL2Norm(OpAsmParser &parser, UnitAttr &on,
+                               UnitAttr &call) {
+  if (parser.parseOptionalKeyword("l2norm"))
+    return success();
+  if (parser.parseOptionalEqual()) {
+    on = parser.getBuilder().getUnitAttr();
+    return success();
+  }
+  if (parser.parseKeyword("call", " after 'l2norm =' (the call chooses)"))
+    return failure();
+  call = parser.getBuilder().getUnitAttr();
+  return success();
+}
+
+static void printL2Norm(OpAsmPrinter &p, Operation *, UnitAttr on,
+                        UnitAttr call) {
+  if (call)
+    p << "l2norm = call";
+  else if (on)
+    p << "l2norm";
+}
+
 //===----------------------------------------------------------------------===//
 // custom<EntryList>: `[prefill, decode]`
 //===----------------------------------------------------------------------===//

@@ -36,6 +36,13 @@ def Delta_SpecOp : Delta_Op<"spec", [Symbol]> {
     have no chunked form (each value column would carry its own transition),
     so such a spec has no prefill entry.
 
+    `beta = call` and `l2norm = call` leave those options to each call:
+    one set of kernels serves every beta form (given, sigmoid, sigmoid2)
+    or both choices of q/k normalisation, read from the call's options
+    (the sequence-level function's trailing `options` argument, the host
+    API's `qk_l2norm` and `beta_form`), instead of one spec, and one set
+    of kernels, per combination.
+
     ```mlir
     delta.spec @qwen3_next rule = gated dims = [128x128] io = bf16
         state = f32 layout = vk gate = raw beta = sigmoid l2norm chunk = 64
@@ -52,6 +59,7 @@ def Delta_SpecOp : Delta_Op<"spec", [Symbol]> {
     Delta_GateFormAttr:$gate,
     Delta_BetaFormAttr:$beta,
     UnitAttr:$qk_l2norm,
+    UnitAttr:$l2norm_call,
     UnitAttr:$per_value,
     I64Attr:$chunk_size,
     Delta_EntryKindArrayAttr:$entries,
@@ -60,7 +68,8 @@ def Delta_SpecOp : Delta_Op<"spec", [Symbol]> {
   let assemblyFormat = [{
     $sym_name `rule` `=` `` $rule `dims` `=` custom<DimsList>($dims)
     `io` `=` $io_type `state` `=` $state_type `layout` `=` `` $layout
-    `gate` `=` `` $gate `beta` `=` `` $beta (`l2norm` $qk_l2norm^)?
+    `gate` `=` `` $gate `beta` `=` `` $beta
+    custom<L2Norm>($qk_l2norm, $l2norm_call)
     (`per_value` $per_value^)?
     `chunk` `=` $chunk_size `entries` `=` custom<EntryList>($entries)
     (`max_t` `=` $max_t^)? attr-dict
@@ -100,7 +109,9 @@ def Delta_RecurrenceOp : Delta_Op<"recurrence",
     raw `a` as `gate` says; `raw` forms also take `a_log` `[HV]` and
     `dt_bias` (`[HV]`, or `[HV * K]` per channel); `beta` holds beta or its
     logits as `beta_form` says. Without `initial_state` the state starts at
-    zero.
+    zero. `beta = call` and `l2norm = call` take the choice from `options`
+    (i32, bits of deltac_abi::CallOptions: kCallL2Norm, kCallBetaSigmoid,
+    kCallBetaTwice), which only they take.
 
     ```mlir
     %o, %s = delta.recurrence gated layout = vk gate = log beta = given
@@ -116,6 +127,7 @@ def Delta_RecurrenceOp : Delta_Op<"recurrence",
     Delta_GateFormAttr:$gate,
     Delta_BetaFormAttr:$beta_form,
     UnitAttr:$qk_l2norm,
+    UnitAttr:$l2norm_call,
     Delta_FloatTensor:$q,
     Delta_FloatTensor:$k,
     Delta_FloatTensor:$v,
@@ -126,12 +138,13 @@ def Delta_RecurrenceOp : Delta_Op<"recurrence",
     Optional<Delta_FloatTensor>:$dt_bias,
     Optional<Delta_FloatTensor>:$initial_state,
     Optional<Delta_IndexTensor>:$cu_seqlens,
-    F32:$scale
+    F32:$scale,
+    Optional<I32>:$options
   );
   let results = (outs Delta_FloatTensor:$o, Delta_FloatTensor:$final_state);
   let assemblyFormat = [{
     `` $rule `layout` `=` `` $layout `gate` `=` `` $gate `beta` `=` `` $beta_form
-    (`l2norm` $qk_l2norm^)?
+    custom<L2Norm>($qk_l2norm, $l2norm_call)
     `q` `(` $q `:` type($q) `)` `k` `(` $k `:` type($k) `)`
     `v` `(` $v `:` type($v) `)` (`g` `(` $g^ `:` type($g) `)`)?
     (`gv` `(` $gv^ `:` type($gv) `)`)?
@@ -140,7 +153,8 @@ def Delta_RecurrenceOp : Delta_Op<"recurrence",
     (`dt_bias` `(` $dt_bias^ `:` type($dt_bias) `)`)?
     (`state` `(` $initial_state^ `:` type($initial_state) `)`)?
     (`cu_seqlens` `(` $cu_seqlens^ `:` type($cu_seqlens) `)`)?
-    `scale` `(` $scale `:` type($scale) `)` attr-dict
+    `scale` `(` $scale `:` type($scale) `)`
+    (`options` `(` $options^ `:` type($options) `)`)? attr-dict
     `->` type($o) `,` type($final_state)
   }];
   let hasVerifier = 1;

@@ -192,7 +192,7 @@ static LogicalResult verifySequenceOperands(Operation *op,
 LogicalResult RecurrenceOp::verify() {
   if (std::optional<std::string> why = checkRuleGate(getRule(), getGate()))
     return emitOpError() << *why;
-  bool raw = isRaw(getGate());
+  bool raw = takesRawParams(getGate());
   if (raw && (!getALog() || !getDtBias()))
     return emitOpError() << "gate '" << stringifyGateForm(getGate())
                          << "' needs 'a_log' and 'dt_bias'";
@@ -204,6 +204,15 @@ LogicalResult RecurrenceOp::verify() {
     if (aLog.getRank() != 1 || dtBias.getRank() != 1)
       return emitOpError("expects 'a_log' [HV] and 'dt_bias' of rank 1");
   }
+  if (getQkL2norm() && getL2normCall())
+    return emitOpError("'l2norm' and 'l2norm = call' exclude each other");
+  bool byCall = getBetaForm() == BetaForm::call || getL2normCall() || isByCall(getGate());
+  if (byCall && !getOptions())
+    return emitOpError("'gate = call', 'beta = call' and 'l2norm = call' need "
+                       "the call's 'options'");
+  if (!byCall && getOptions())
+    return emitOpError("'options' are only taken with 'gate = call', "
+                       "'beta = call' or 'l2norm = call'");
   return verifySequenceOperands(
       *this, {getRule(), getLayout(), getQ(), getK(), getV(), getG(),
               getBeta(), getInitialState(), getCuSeqlens(), getO(),

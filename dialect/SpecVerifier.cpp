@@ -82,7 +82,8 @@ static LogicalResult verifyNoDuplicateSibling(SpecOp op) {
                      static_cast<uint64_t>(spec.getGate()) << 16 |
                      static_cast<uint64_t>(spec.getBeta()) << 24 |
                      static_cast<uint64_t>(spec.getQkL2norm()) << 32 |
-                     static_cast<uint64_t>(spec.getPerValue()) << 33;
+                     static_cast<uint64_t>(spec.getPerValue()) << 33 |
+                     static_cast<uint64_t>(spec.getL2normCall()) << 34;
     for (auto [k, v] : spec.getDimPairs()) {
       DuplicateKey key{enums, spec.getIoType(), spec.getStateType(),
                        spec.getChunkSize(), k, v};
@@ -127,6 +128,8 @@ LogicalResult SpecOp::verify() {
 
   if (std::optional<std::string> why = checkRuleGate(getRule(), getGate()))
     return emitOpError() << *why;
+  if (getQkL2norm() && getL2normCall())
+    return emitOpError("'l2norm' and 'l2norm = call' exclude each other");
 
   int64_t chunk = getChunkSize();
   if (!isSupportedChunkSize(chunk))

@@ -1,112 +1,107 @@
 // The example library behind the Python module (gdn.py): decode and chunked
 // prefill for FLA's fused_recurrent_gated_delta_rule / chunk_gated_delta_rule
-// options (log-space g, given beta) in both state layouts for K = V in
-// {64, 128, 256}, f16 activations and FLA's default of no in-kernel q/k
-// l2norm at K = V in {64, 128}, plain DeltaNet (chunk_delta_rule,
+// in both state layouts for K = V in {64, 128} with bf16 and f16
+// activations and {256} with bf16, plain DeltaNet (chunk_delta_rule,
 // fused_recurrent_delta_rule), Kimi Delta Attention (chunk_kda,
-// fused_recurrent_kda), FLA's per-value terms in decode (gv and a beta per
-// value column, with and without l2norm, and with KDA's per-key decays),
-// and the serving form of Qwen3-Next /
-// Qwen3.5 (raw a with A_log/dt_bias, sigmoid b) with an fp32, bf16 or f16
-// state pool. Decode advances up to 8 tokens per call (speculative decoding,
-// multi-token prediction). K = V = 256 prefill uses chunks of 32 tokens: a
-// chunk of 64 needs more shared memory than a block has.
+// fused_recurrent_kda) at K = V in {64, 128} with bf16 and f16 in both
+// layouts, FLA's per-value terms in decode (gv and a beta per value column,
+// and with KDA's per-key decays), and the serving pools of Qwen3-Next /
+// Qwen3.5 in bf16 and f16 (the f32 pool is fla_vk's). Decode advances up
+// to 8 tokens per call (speculative decoding, multi-token prediction).
+// K = V = 256 prefill uses chunks of 32 tokens: a chunk of 64 needs more
+// shared memory than a block has.
+//
+// Every spec leaves the options that cost the kernels only a select or a
+// branch to each call: `gate = call` (log-space g, or FLA's
+// use_gate_in_kernel: a raw a with A_log / dt_bias, f32 or the io dtype;
+// `channel_call` per key channel), `beta = call` (as given, or logits with
+// use_beta_sigmoid_in_kernel and allow_neg_eigval) and `l2norm = call`
+// (use_qk_l2norm_in_kernel). One set of kernels serves every combination;
+// the spec fixes what changes the kernels' shape: rule, dims, dtypes,
+// layout, chunk.
 
-// FLA: state [N, HV, K, V]; use_qk_l2norm_in_kernel=True.
+// FLA: state [N, HV, K, V].
 delta.spec @fla_kv rule = gated dims = [64x64, 128x128] io = bf16
-    state = f32 layout = kv gate = log beta = given l2norm chunk = 64
+    state = f32 layout = kv gate = call beta = call l2norm = call chunk = 64
+    entries = [prefill, decode] max_t = 8
+
+delta.spec @fla_kv_f16 rule = gated dims = [64x64, 128x128] io = f16
+    state = f32 layout = kv gate = call beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
 
 delta.spec @fla_kv_256 rule = gated dims = [256x256] io = bf16
-    state = f32 layout = kv gate = log beta = given l2norm chunk = 32
+    state = f32 layout = kv gate = call beta = call l2norm = call chunk = 32
     entries = [prefill, decode] max_t = 8
 
-// FLA with state_v_first=True: state [N, HV, V, K].
+// FLA with state_v_first=True: state [N, HV, V, K]; also the f32 pools of
+// vLLM / SGLang / FlashInfer (raw gate, v-first).
 delta.spec @fla_vk rule = gated dims = [64x64, 128x128] io = bf16
-    state = f32 layout = vk gate = log beta = given l2norm chunk = 64
+    state = f32 layout = vk gate = call beta = call l2norm = call chunk = 64
+    entries = [prefill, decode] max_t = 8
+
+delta.spec @fla_vk_f16 rule = gated dims = [64x64, 128x128] io = f16
+    state = f32 layout = vk gate = call beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
 
 delta.spec @fla_vk_256 rule = gated dims = [256x256] io = bf16
-    state = f32 layout = vk gate = log beta = given l2norm chunk = 32
-    entries = [prefill, decode] max_t = 8
-
-// f16 activations.
-delta.spec @fla_kv_f16 rule = gated dims = [64x64, 128x128] io = f16
-    state = f32 layout = kv gate = log beta = given l2norm chunk = 64
-    entries = [prefill, decode] max_t = 8
-
-// FLA's default use_qk_l2norm_in_kernel=False (q and k normalised by the
-// caller, as FLA's own tests do), bf16 and f16.
-delta.spec @fla_kv_nonorm rule = gated dims = [64x64, 128x128] io = bf16
-    state = f32 layout = kv gate = log beta = given chunk = 64
-    entries = [prefill, decode] max_t = 8
-
-delta.spec @fla_kv_f16_nonorm rule = gated dims = [64x64, 128x128] io = f16
-    state = f32 layout = kv gate = log beta = given chunk = 64
+    state = f32 layout = vk gate = call beta = call l2norm = call chunk = 32
     entries = [prefill, decode] max_t = 8
 
 // Plain DeltaNet (chunk_delta_rule, fused_recurrent_delta_rule, and the
-// gated functions' g=None): no decay, with and without in-kernel l2norm.
+// gated functions' g=None): no decay. With f16 activations (and in the vk
+// layout) the gated specs' kernels run it: a gate by call reads a null g
+// as no decay.
 delta.spec @deltanet_kv rule = delta dims = [64x64, 128x128] io = bf16
-    state = f32 layout = kv gate = none beta = given l2norm chunk = 64
+    state = f32 layout = kv gate = none beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
 
-delta.spec @deltanet_kv_nonorm rule = delta dims = [64x64, 128x128] io = bf16
-    state = f32 layout = kv gate = none beta = given chunk = 64
-    entries = [prefill, decode] max_t = 8
-
-// vLLM / SGLang / FlashInfer pools: raw gate and beta logits, v-first.
-delta.spec @serving rule = gated dims = [128x128] io = bf16 state = f32
-    layout = vk gate = raw beta = sigmoid l2norm chunk = 64
-    entries = [prefill, decode] max_t = 8
-
+// Serving pools in bf16 (bf16 activations) and f16 (f16 activations).
 delta.spec @serving_bf16 rule = gated dims = [128x128] io = bf16
-    state = bf16 layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+    state = bf16 layout = vk gate = call beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
 
-// ... and an f16 pool with f16 activations.
 delta.spec @serving_f16 rule = gated dims = [128x128] io = f16
-    state = f16 layout = vk gate = raw beta = sigmoid l2norm chunk = 64
+    state = f16 layout = vk gate = call beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
 
 // Kimi Delta Attention (decays per key channel): FLA's chunk_kda and
-// fused_recurrent_kda (kv state, log decays, given beta, l2norm), the
-// serving decode of Kimi Linear (raw gate with A_log / dt_bias, sigmoid
-// beta), and FLA's KDA layer (raw gate, sigmoid beta, l2norm,
-// state_v_first) for prefill and decode.
-delta.spec @kda_kv rule = kda dims = [128x128] io = bf16 state = f32
-    layout = kv gate = channel_log beta = given l2norm chunk = 64
+// fused_recurrent_kda (kv state), Kimi Linear's serving decode and FLA's
+// KDA layer (state_v_first). The log-gate decode in the kv layout has its
+// own spec, listed first so that the module takes it: the gate by call
+// holds each channel's dt_bias beside its gate input, which took the kv
+// decode kernel from 128 registers to 159 (3 blocks an SM instead of 4).
+delta.spec @kda_kv_log rule = kda dims = [64x64, 128x128] io = bf16
+    state = f32 layout = kv gate = channel_log beta = call l2norm = call
+    chunk = 64 entries = [decode] max_t = 8
+
+delta.spec @kda_kv rule = kda dims = [64x64, 128x128] io = bf16 state = f32
+    layout = kv gate = channel_call beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
 
-delta.spec @kda_kv_raw rule = kda dims = [128x128] io = bf16 state = f32
-    layout = kv gate = channel_raw beta = sigmoid l2norm chunk = 64
-    entries = [decode] max_t = 8
+delta.spec @kda_kv_f16 rule = kda dims = [64x64, 128x128] io = f16 state = f32
+    layout = kv gate = channel_call beta = call l2norm = call chunk = 64
+    entries = [prefill, decode] max_t = 8
 
-delta.spec @kda_vk rule = kda dims = [128x128] io = bf16 state = f32
-    layout = vk gate = channel_log beta = given l2norm chunk = 64
-    entries = [decode] max_t = 8
+delta.spec @kda_vk rule = kda dims = [64x64, 128x128] io = bf16 state = f32
+    layout = vk gate = channel_call beta = call l2norm = call chunk = 64
+    entries = [prefill, decode] max_t = 8
 
-delta.spec @kda_vk_raw rule = kda dims = [128x128] io = bf16 state = f32
-    layout = vk gate = channel_raw beta = sigmoid l2norm chunk = 64
+delta.spec @kda_vk_f16 rule = kda dims = [64x64, 128x128] io = f16 state = f32
+    layout = vk gate = channel_call beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
 
 // FLA's per-value terms: fused_recurrent_gated_delta_rule's gv (log decays
 // per value column) and a beta [B, T, HV, V]; fused_recurrent_delta_rule's
-// per-value beta. Decode only: they have no chunked form.
+// per-value beta; with gk (per-key decays), KDA's recurrence. Decode only:
+// they have no chunked form.
 delta.spec @fla_kv_pv rule = gated dims = [64x64, 128x128] io = bf16
-    state = f32 layout = kv gate = log beta = given per_value chunk = 64
-    entries = [decode] max_t = 8
-
-delta.spec @fla_kv_pv_l2norm rule = gated dims = [64x64, 128x128] io = bf16
-    state = f32 layout = kv gate = log beta = given l2norm per_value
+    state = f32 layout = kv gate = call beta = call l2norm = call per_value
     chunk = 64 entries = [decode] max_t = 8
 
 delta.spec @deltanet_kv_pv rule = delta dims = [64x64, 128x128] io = bf16
-    state = f32 layout = kv gate = none beta = given per_value chunk = 64
-    entries = [decode] max_t = 8
+    state = f32 layout = kv gate = none beta = call l2norm = call per_value
+    chunk = 64 entries = [decode] max_t = 8
 
-// fused_recurrent_gated_delta_rule's gk (per-key decays) with gv: KDA's
-// recurrence with per-value terms, the options of kda_kv.
 delta.spec @kda_kv_pv rule = kda dims = [128x128] io = bf16 state = f32
-    layout = kv gate = channel_log beta = given l2norm per_value chunk = 64
-    entries = [decode] max_t = 8
+    layout = kv gate = channel_call beta = call l2norm = call per_value
+    chunk = 64 entries = [decode] max_t = 8

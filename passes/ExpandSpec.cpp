@@ -36,6 +36,8 @@ public:
     GateForm gate = spec.getGate();
     // Log-space and linear decays come as f32 (as FLA passes g); raw `a` and
     // beta (or its logits) come in the io type, as projections produce them.
+    // A gate by call (log or raw) comes as f32; the host also takes a raw
+    // `a` in the io type (a flag of the call).
     Type gateElement = isRaw(gate) ? io : f32;
 
     SmallVector<Type> inputs;
@@ -59,11 +61,14 @@ public:
     std::optional<size_t> gv;
     if (perValue)
       gv = add("gv", tensor({batch, kDyn, kDyn, v}, f32));
-    size_t beta = add(spec.getBeta() == BetaForm::given ? "beta" : "b",
+    size_t beta = add(spec.getBeta() == BetaForm::given ||
+                              spec.getBeta() == BetaForm::call
+                          ? "beta"
+                          : "b",
                       perValue ? tensor({batch, kDyn, kDyn, v}, io)
                                : tensor({batch, kDyn, kDyn}, io));
     std::optional<size_t> aLog, dtBias;
-    if (isRaw(gate)) {
+    if (takesRawParams(gate)) {
       aLog = add("A_log", tensor({kDyn}, f32));
       dtBias = add("dt_bias", tensor({kDyn}, f32));
     }
@@ -77,6 +82,11 @@ public:
     if (prefill)
       cu = add("cu_seqlens", tensor({kDyn}, b.getI64Type()));
     size_t scale = add("scale", f32);
+    // The options an `= call` spec leaves to the call (deltac_abi.h's
+    // CallOptions bits).
+    std::optional<size_t> options;
+    if (spec.getBeta() == BetaForm::call || spec.getL2normCall() || isByCall(gate))
+      options = add("options", b.getI32Type());
 
     Type out = tensor({batch, kDyn, kDyn, v}, io);
     auto type = FunctionType::get(ctx, inputs, {out, state});
@@ -108,8 +118,9 @@ public:
     auto rec = RecurrenceOp::create(
         fb, spec.getLoc(), TypeRange{out, state}, spec.getRule(),
         spec.getLayout(), gate, spec.getBeta(), spec.getQkL2norm(),
-        arg(q), arg(key), arg(val), arg(g), arg(gv), arg(beta), arg(aLog),
-        arg(dtBias), arg(s0), arg(cu), arg(scale));
+        spec.getL2normCall(), arg(q), arg(key), arg(val), arg(g), arg(gv),
+        arg(beta), arg(aLog), arg(dtBias), arg(s0), arg(cu), arg(scale),
+        arg(options));
     func::ReturnOp::create(fb, spec.getLoc(), rec->getResults());
     return func;
   }

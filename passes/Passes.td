@@ -53,7 +53,11 @@ def DeltaNormalizeOptions : Pass<"delta-normalize-options"> {
     and k. The recurrence left behind has gate `log` (`channel_log` for
     `kda`, `none` for `delta`), beta `given` and no `l2norm`. Prepared values
     are f32, so nothing is rounded between preparation and recurrence.
+    `beta = call` and `l2norm = call` become `scf.if`s on the call's
+    `options` argument with the preparation op in the then-branch.
   }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def DeltaPrepareChunking : Pass<"delta-prepare-chunking",

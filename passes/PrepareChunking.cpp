@@ -43,8 +43,9 @@ struct PrepareChunking : impl::DeltaPrepareChunkingBase<PrepareChunking> {
     }
 
     WalkResult result = func.walk([&](RecurrenceOp op) {
-      if (isRaw(op.getGate()) || op.getGate() == GateForm::linear ||
-          op.getBetaForm() != BetaForm::given || op.getQkL2norm()) {
+      if (takesRawParams(op.getGate()) || op.getGate() == GateForm::linear ||
+          op.getBetaForm() != BetaForm::given || op.getQkL2norm() ||
+          op.getL2normCall()) {
         op.emitError("recurrence has non-canonical options; run "
                      "delta-normalize-options before delta-prepare-chunking");
         return WalkResult::interrupt();

@@ -42,6 +42,7 @@ LogicalResult lowerDecode(func::FuncOp func, ArrayAttr targets,
                   rec.getLayout(),       q.getElementType(),
                   state.getElementType(), q.getDimSize(3),
                   v.getDimSize(3),       maxT.getInt()};
+  spec.l2normCall = rec.getL2normCall();
   spec.perValue = rec.getGv() ||
                   cast<RankedTensorType>(rec.getBeta().getType()).getRank() == 4;
 

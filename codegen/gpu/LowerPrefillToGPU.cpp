@@ -54,6 +54,20 @@ Value argumentOf(Value v, PrefillSpec &spec) {
   }
   if (auto cum = dyn_cast<ChunkCumsumOp>(def))
     return argumentOf(cum.getG(), spec);
+  if (auto ifOp = dyn_cast<scf::IfOp>(def)) {
+    // An `= call` option (delta-normalize-options): the preparation sits in
+    // the then-branch, the call's options choose whether it applies.
+    Value then = ifOp.thenYield().getOperand(cast<OpResult>(v).getResultNumber());
+    PrefillSpec prepared = spec;
+    Value argument = argumentOf(then, prepared);
+    if (prepared.qkL2Norm != spec.qkL2Norm)
+      spec.l2normCall = true;
+    if (prepared.beta != spec.beta)
+      spec.beta = BetaForm::call;
+    if (prepared.gate != spec.gate)
+      spec.gate = GateForm::call; // log or raw (per channel: see below)
+    return argument;
+  }
   return v;
 }
 
@@ -117,10 +131,12 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       spec.gate = before;
     if (perChannel) {
       // The verifier gives kda only channel_log or channel_raw gates.
-      assert((spec.gate == GateForm::log || spec.gate == GateForm::raw) &&
+      assert((spec.gate == GateForm::log || spec.gate == GateForm::raw ||
+              spec.gate == GateForm::call) &&
              "per-channel decays are log decays or raw projections");
-      spec.gate = spec.gate == GateForm::raw ? GateForm::channel_raw
-                                             : GateForm::channel_log;
+      spec.gate = spec.gate == GateForm::raw    ? GateForm::channel_raw
+                  : spec.gate == GateForm::call ? GateForm::channel_call
+                                                : GateForm::channel_log;
     }
     spec.gateType = cast<RankedTensorType>(g.getType()).getElementType();
   }

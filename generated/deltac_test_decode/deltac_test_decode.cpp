@@ -114,6 +114,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -130,6 +131,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 2;
       v.threads = 128;
@@ -146,6 +148,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -162,6 +165,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -178,6 +182,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -194,6 +199,7 @@ const deltac_rt::DecodeVariant *gdn_log_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 1;
       v.threads = 128;
@@ -230,6 +236,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -246,6 +253,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -262,6 +270,7 @@ const deltac_rt::DecodeVariant *gdn_raw_bf16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -298,6 +307,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -314,6 +324,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -330,6 +341,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -346,6 +358,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -362,6 +375,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -378,6 +392,7 @@ const deltac_rt::DecodeVariant *gdn_linear_decode_variants() {
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -414,6 +429,7 @@ const deltac_rt::DecodeVariant *deltanet_decode_variants() {
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
@@ -430,6 +446,7 @@ const deltac_rt::DecodeVariant *deltanet_decode_variants() {
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 4;
       v.threads = 128;
@@ -466,6 +483,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 32;
@@ -482,6 +500,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -498,6 +517,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 32;
@@ -514,6 +534,7 @@ const deltac_rt::DecodeVariant *gdn_log_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 8;
       v.gridX = 4;
       v.threads = 128;
@@ -550,6 +571,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 32;
@@ -566,6 +588,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -582,6 +605,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 3;
       v.threads = 32;
@@ -598,6 +622,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_bf16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 3;
       v.threads = 128;
@@ -634,6 +659,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
@@ -650,6 +676,7 @@ const deltac_rt::DecodeVariant *deltanet_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;
@@ -686,6 +713,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -702,6 +730,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -718,6 +747,7 @@ const deltac_rt::DecodeVariant *gdn_raw_f16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -754,6 +784,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 32;
@@ -770,6 +801,7 @@ const deltac_rt::DecodeVariant *gdn_raw_kv_f16_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = false;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -806,6 +838,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -822,6 +855,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -838,6 +872,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -854,6 +889,7 @@ const deltac_rt::DecodeVariant *gdn_pv_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -890,6 +926,7 @@ const deltac_rt::DecodeVariant *gdn_pv_vk_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -906,6 +943,7 @@ const deltac_rt::DecodeVariant *gdn_pv_vk_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -942,6 +980,7 @@ const deltac_rt::DecodeVariant *kda_pv_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -958,6 +997,7 @@ const deltac_rt::DecodeVariant *kda_pv_kv_decode_variants() {
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -994,6 +1034,7 @@ const deltac_rt::DecodeVariant *kda_pv_vk_decode_variants() {
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = true;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 1;
       v.threads = 128;
@@ -1010,6 +1051,7 @@ const deltac_rt::DecodeVariant *kda_pv_vk_decode_variants() {
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = true;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 1;
       v.threads = 128;
@@ -1046,6 +1088,7 @@ const deltac_rt::DecodeVariant *dn_pv_vk_decode_variants() {
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 1;
       v.threads = 128;
@@ -1062,6 +1105,7 @@ const deltac_rt::DecodeVariant *dn_pv_vk_decode_variants() {
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
       v.perValue = true;
+      v.callOptions = 0;
       v.maxT = 2;
       v.gridX = 2;
       v.threads = 128;

@@ -49,6 +49,9 @@ chunk_kda = _library.chunk_kda
 fused_recurrent_delta_rule = _library.fused_recurrent_delta_rule
 chunk_delta_rule = _library.chunk_delta_rule
 fused_recurrent_kda = _library.fused_recurrent_kda
+# FLA's internal KDA decode kernel call, with vLLM's pool form
+# (ssm_state_indices, num_accepted_tokens; the pool updated in place).
+fused_recurrent_kda_fwd = _library.fused_recurrent_kda_fwd
 # flash-linear-attention's own calls served by this library where it covers
 # them (FLA's backend registries, deltac_fla.py).
 register_fla_backend = _library.register_fla_backend

@@ -110,6 +110,7 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 256;
       v.recurThreads = 256;
@@ -148,6 +149,7 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Log;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 256;
       v.recurThreads = 96;
@@ -206,6 +208,7 @@ const deltac_rt::PrefillVariant *dn_prefill_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 256;
@@ -228,6 +231,7 @@ const deltac_rt::PrefillVariant *dn_prefill_variants() {
       v.state = DELTAC_BF16;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 96;
@@ -280,6 +284,7 @@ const deltac_rt::PrefillVariant *glin_prefill_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 256;
@@ -302,6 +307,7 @@ const deltac_rt::PrefillVariant *glin_prefill_variants() {
       v.state = DELTAC_F16;
       v.gate = deltac_rt::GateKind::Linear;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 96;
@@ -354,6 +360,7 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 256;
       v.recurThreads = 256;
@@ -392,6 +399,7 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::None;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 256;
       v.recurThreads = 96;
@@ -450,6 +458,7 @@ const deltac_rt::PrefillVariant *kkv_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 512;
       v.recurThreads = 256;
@@ -478,6 +487,7 @@ const deltac_rt::PrefillVariant *kkv_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 512;
       v.recurThreads = 128;
@@ -506,6 +516,7 @@ const deltac_rt::PrefillVariant *kkv_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 512;
       v.recurThreads = 96;
@@ -564,6 +575,7 @@ const deltac_rt::PrefillVariant *kraw_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelRaw;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 256;
@@ -586,6 +598,7 @@ const deltac_rt::PrefillVariant *kraw_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelRaw;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 128;
@@ -608,6 +621,7 @@ const deltac_rt::PrefillVariant *kraw_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelRaw;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 96;
@@ -660,6 +674,7 @@ const deltac_rt::PrefillVariant *k256_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 128;
@@ -682,6 +697,7 @@ const deltac_rt::PrefillVariant *k256_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::ChannelLog;
       v.stateVFirst = false;
+      v.callOptions = 0;
       v.threads = 128;
       v.chunksThreads = 128;
       v.recurThreads = 128;

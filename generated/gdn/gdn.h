@@ -19,6 +19,10 @@ namespace fla_kv {
 /// Decode (T = 1..max_t tokens per row) for spec @fla_kv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace fla_kv
+namespace fla_kv_f16 {
+/// Decode (T = 1..max_t tokens per row) for spec @fla_kv_f16; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace fla_kv_f16
 namespace fla_kv_256 {
 /// Decode (T = 1..max_t tokens per row) for spec @fla_kv_256; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
@@ -27,34 +31,18 @@ namespace fla_vk {
 /// Decode (T = 1..max_t tokens per row) for spec @fla_vk; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace fla_vk
+namespace fla_vk_f16 {
+/// Decode (T = 1..max_t tokens per row) for spec @fla_vk_f16; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace fla_vk_f16
 namespace fla_vk_256 {
 /// Decode (T = 1..max_t tokens per row) for spec @fla_vk_256; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace fla_vk_256
-namespace fla_kv_f16 {
-/// Decode (T = 1..max_t tokens per row) for spec @fla_kv_f16; dispatches on args.K and args.V.
-deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace fla_kv_f16
-namespace fla_kv_nonorm {
-/// Decode (T = 1..max_t tokens per row) for spec @fla_kv_nonorm; dispatches on args.K and args.V.
-deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace fla_kv_nonorm
-namespace fla_kv_f16_nonorm {
-/// Decode (T = 1..max_t tokens per row) for spec @fla_kv_f16_nonorm; dispatches on args.K and args.V.
-deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace fla_kv_f16_nonorm
 namespace deltanet_kv {
 /// Decode (T = 1..max_t tokens per row) for spec @deltanet_kv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace deltanet_kv
-namespace deltanet_kv_nonorm {
-/// Decode (T = 1..max_t tokens per row) for spec @deltanet_kv_nonorm; dispatches on args.K and args.V.
-deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace deltanet_kv_nonorm
-namespace serving {
-/// Decode (T = 1..max_t tokens per row) for spec @serving; dispatches on args.K and args.V.
-deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace serving
 namespace serving_bf16 {
 /// Decode (T = 1..max_t tokens per row) for spec @serving_bf16; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
@@ -63,30 +51,30 @@ namespace serving_f16 {
 /// Decode (T = 1..max_t tokens per row) for spec @serving_f16; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace serving_f16
+namespace kda_kv_log {
+/// Decode (T = 1..max_t tokens per row) for spec @kda_kv_log; dispatches on args.K and args.V.
+deltac::Status decode(const deltac_decode_args &args, void *stream);
+} // namespace kda_kv_log
 namespace kda_kv {
 /// Decode (T = 1..max_t tokens per row) for spec @kda_kv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace kda_kv
-namespace kda_kv_raw {
-/// Decode (T = 1..max_t tokens per row) for spec @kda_kv_raw; dispatches on args.K and args.V.
+namespace kda_kv_f16 {
+/// Decode (T = 1..max_t tokens per row) for spec @kda_kv_f16; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace kda_kv_raw
+} // namespace kda_kv_f16
 namespace kda_vk {
 /// Decode (T = 1..max_t tokens per row) for spec @kda_vk; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace kda_vk
-namespace kda_vk_raw {
-/// Decode (T = 1..max_t tokens per row) for spec @kda_vk_raw; dispatches on args.K and args.V.
+namespace kda_vk_f16 {
+/// Decode (T = 1..max_t tokens per row) for spec @kda_vk_f16; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace kda_vk_raw
+} // namespace kda_vk_f16
 namespace fla_kv_pv {
 /// Decode (T = 1..max_t tokens per row) for spec @fla_kv_pv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
 } // namespace fla_kv_pv
-namespace fla_kv_pv_l2norm {
-/// Decode (T = 1..max_t tokens per row) for spec @fla_kv_pv_l2norm; dispatches on args.K and args.V.
-deltac::Status decode(const deltac_decode_args &args, void *stream);
-} // namespace fla_kv_pv_l2norm
 namespace deltanet_kv_pv {
 /// Decode (T = 1..max_t tokens per row) for spec @deltanet_kv_pv; dispatches on args.K and args.V.
 deltac::Status decode(const deltac_decode_args &args, void *stream);
@@ -102,6 +90,13 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace fla_kv
+namespace fla_kv_f16 {
+/// Chunked prefill for spec @fla_kv_f16; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace fla_kv_f16
 namespace fla_kv_256 {
 /// Chunked prefill for spec @fla_kv_256; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -116,6 +111,13 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace fla_vk
+namespace fla_vk_f16 {
+/// Chunked prefill for spec @fla_vk_f16; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace fla_vk_f16
 namespace fla_vk_256 {
 /// Chunked prefill for spec @fla_vk_256; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -123,27 +125,6 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace fla_vk_256
-namespace fla_kv_f16 {
-/// Chunked prefill for spec @fla_kv_f16; dispatches on args.K and args.V.
-deltac::Status prefill(const deltac_prefill_args &args, void *stream);
-/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
-/// (-1: no specialization for K, V).
-int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-} // namespace fla_kv_f16
-namespace fla_kv_nonorm {
-/// Chunked prefill for spec @fla_kv_nonorm; dispatches on args.K and args.V.
-deltac::Status prefill(const deltac_prefill_args &args, void *stream);
-/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
-/// (-1: no specialization for K, V).
-int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-} // namespace fla_kv_nonorm
-namespace fla_kv_f16_nonorm {
-/// Chunked prefill for spec @fla_kv_f16_nonorm; dispatches on args.K and args.V.
-deltac::Status prefill(const deltac_prefill_args &args, void *stream);
-/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
-/// (-1: no specialization for K, V).
-int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-} // namespace fla_kv_f16_nonorm
 namespace deltanet_kv {
 /// Chunked prefill for spec @deltanet_kv; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -151,20 +132,6 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace deltanet_kv
-namespace deltanet_kv_nonorm {
-/// Chunked prefill for spec @deltanet_kv_nonorm; dispatches on args.K and args.V.
-deltac::Status prefill(const deltac_prefill_args &args, void *stream);
-/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
-/// (-1: no specialization for K, V).
-int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-} // namespace deltanet_kv_nonorm
-namespace serving {
-/// Chunked prefill for spec @serving; dispatches on args.K and args.V.
-deltac::Status prefill(const deltac_prefill_args &args, void *stream);
-/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
-/// (-1: no specialization for K, V).
-int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-} // namespace serving
 namespace serving_bf16 {
 /// Chunked prefill for spec @serving_bf16; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
@@ -186,13 +153,27 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace kda_kv
-namespace kda_vk_raw {
-/// Chunked prefill for spec @kda_vk_raw; dispatches on args.K and args.V.
+namespace kda_kv_f16 {
+/// Chunked prefill for spec @kda_kv_f16; dispatches on args.K and args.V.
 deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// Workspace bytes prefill needs for T tokens in N sequences over HV heads
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-} // namespace kda_vk_raw
+} // namespace kda_kv_f16
+namespace kda_vk {
+/// Chunked prefill for spec @kda_vk; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace kda_vk
+namespace kda_vk_f16 {
+/// Chunked prefill for spec @kda_vk_f16; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace kda_vk_f16
 
 /// The kernels the calling thread's last call (of this library) launched,
 /// in launch order, names joined by ','; "" after a rejected call.
@@ -204,40 +185,34 @@ extern "C" {
 
 /* spec @fla_kv: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_decode(const deltac_decode_args *args, void *stream);
+/* spec @fla_kv_f16: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_fla_kv_f16_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_kv_256: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_256_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_vk: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_vk_decode(const deltac_decode_args *args, void *stream);
+/* spec @fla_vk_f16: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_fla_vk_f16_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_vk_256: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_vk_256_decode(const deltac_decode_args *args, void *stream);
-/* spec @fla_kv_f16: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_fla_kv_f16_decode(const deltac_decode_args *args, void *stream);
-/* spec @fla_kv_nonorm: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_fla_kv_nonorm_decode(const deltac_decode_args *args, void *stream);
-/* spec @fla_kv_f16_nonorm: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_fla_kv_f16_nonorm_decode(const deltac_decode_args *args, void *stream);
 /* spec @deltanet_kv: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_deltanet_kv_decode(const deltac_decode_args *args, void *stream);
-/* spec @deltanet_kv_nonorm: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_deltanet_kv_nonorm_decode(const deltac_decode_args *args, void *stream);
-/* spec @serving: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_serving_decode(const deltac_decode_args *args, void *stream);
 /* spec @serving_bf16: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_serving_bf16_decode(const deltac_decode_args *args, void *stream);
 /* spec @serving_f16: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_serving_f16_decode(const deltac_decode_args *args, void *stream);
+/* spec @kda_kv_log: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_kv_log_decode(const deltac_decode_args *args, void *stream);
 /* spec @kda_kv: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_kv_decode(const deltac_decode_args *args, void *stream);
-/* spec @kda_kv_raw: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_kda_kv_raw_decode(const deltac_decode_args *args, void *stream);
+/* spec @kda_kv_f16: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_kv_f16_decode(const deltac_decode_args *args, void *stream);
 /* spec @kda_vk: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_vk_decode(const deltac_decode_args *args, void *stream);
-/* spec @kda_vk_raw: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_kda_vk_raw_decode(const deltac_decode_args *args, void *stream);
+/* spec @kda_vk_f16: returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_vk_f16_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_kv_pv: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_pv_decode(const deltac_decode_args *args, void *stream);
-/* spec @fla_kv_pv_l2norm: returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_fla_kv_pv_l2norm_decode(const deltac_decode_args *args, void *stream);
 /* spec @deltanet_kv_pv: returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_deltanet_kv_pv_decode(const deltac_decode_args *args, void *stream);
 /* spec @kda_kv_pv: returns DELTAC_OK or a code; see gdn_last_error(). */
@@ -245,33 +220,24 @@ int gdn_kda_kv_pv_decode(const deltac_decode_args *args, void *stream);
 /* spec @fla_kv: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_fla_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @fla_kv_f16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_fla_kv_f16_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 /* spec @fla_kv_256: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_kv_256_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_fla_kv_256_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 /* spec @fla_vk: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_vk_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_fla_vk_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @fla_vk_f16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_fla_vk_f16_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_fla_vk_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 /* spec @fla_vk_256: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_fla_vk_256_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_fla_vk_256_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-/* spec @fla_kv_f16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_fla_kv_f16_prefill(const deltac_prefill_args *args, void *stream);
-int64_t gdn_fla_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-/* spec @fla_kv_nonorm: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_fla_kv_nonorm_prefill(const deltac_prefill_args *args, void *stream);
-int64_t gdn_fla_kv_nonorm_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-/* spec @fla_kv_f16_nonorm: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_fla_kv_f16_nonorm_prefill(const deltac_prefill_args *args, void *stream);
-int64_t gdn_fla_kv_f16_nonorm_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 /* spec @deltanet_kv: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_deltanet_kv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_deltanet_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-/* spec @deltanet_kv_nonorm: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_deltanet_kv_nonorm_prefill(const deltac_prefill_args *args, void *stream);
-int64_t gdn_deltanet_kv_nonorm_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-/* spec @serving: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_serving_prefill(const deltac_prefill_args *args, void *stream);
-int64_t gdn_serving_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 /* spec @serving_bf16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_serving_bf16_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_serving_bf16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
@@ -281,9 +247,15 @@ int64_t gdn_serving_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T,
 /* spec @kda_kv: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_kv_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_kda_kv_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
-/* spec @kda_vk_raw: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
-int gdn_kda_vk_raw_prefill(const deltac_prefill_args *args, void *stream);
-int64_t gdn_kda_vk_raw_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kda_kv_f16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_kv_f16_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_kda_kv_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kda_vk: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_vk_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_kda_vk_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kda_vk_f16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_vk_f16_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_kda_vk_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *gdn_last_error(void);

@@ -24,26 +24,23 @@ else:
     from deltac_torch import Library, CPContext, build_cp_context
 
 SPECS = [
-    dict(name="fla_kv", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="fla_kv_256", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(256, 256)], entries=["decode", "prefill"], max_t=8, chunk=32),
-    dict(name="fla_vk", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="fla_vk_256", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(256, 256)], entries=["decode", "prefill"], max_t=8, chunk=32),
-    dict(name="fla_kv_f16", rule="gated", gate="log", beta="given", l2norm=True, per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="fla_kv_nonorm", rule="gated", gate="log", beta="given", l2norm=False, per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="fla_kv_f16_nonorm", rule="gated", gate="log", beta="given", l2norm=False, per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="deltanet_kv", rule="delta", gate="none", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="deltanet_kv_nonorm", rule="delta", gate="none", beta="given", l2norm=False, per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="serving", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="serving_bf16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="serving_f16", rule="gated", gate="raw", beta="sigmoid", l2norm=True, per_value=False, io="f16", state="f16", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="kda_kv", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="kda_kv_raw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
-    dict(name="kda_vk", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
-    dict(name="kda_vk_raw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=True, per_value=False, io="bf16", state="f32", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
-    dict(name="fla_kv_pv", rule="gated", gate="log", beta="given", l2norm=False, per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
-    dict(name="fla_kv_pv_l2norm", rule="gated", gate="log", beta="given", l2norm=True, per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
-    dict(name="deltanet_kv_pv", rule="delta", gate="none", beta="given", l2norm=False, per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
-    dict(name="kda_kv_pv", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="fla_kv", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_kv_f16", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_kv_256", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="kv", dims=[(256, 256)], entries=["decode", "prefill"], max_t=8, chunk=32),
+    dict(name="fla_vk", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_vk_f16", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="f16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_vk_256", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="vk", dims=[(256, 256)], entries=["decode", "prefill"], max_t=8, chunk=32),
+    dict(name="deltanet_kv", rule="delta", gate="none", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="serving_bf16", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="bf16", state="bf16", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="serving_f16", rule="gated", gate="call", beta="call", l2norm="call", per_value=False, io="f16", state="f16", layout="vk", dims=[(128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="kda_kv_log", rule="kda", gate="channel_log", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="kda_kv", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="kda_kv_f16", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="kda_vk", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="kda_vk_f16", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="f16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="fla_kv_pv", rule="gated", gate="call", beta="call", l2norm="call", per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="deltanet_kv_pv", rule="delta", gate="none", beta="call", l2norm="call", per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
+    dict(name="kda_kv_pv", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),
 ]
 
 _library = Library("gdn", SPECS, __file__)
@@ -55,6 +52,9 @@ chunk_kda = _library.chunk_kda
 fused_recurrent_delta_rule = _library.fused_recurrent_delta_rule
 chunk_delta_rule = _library.chunk_delta_rule
 fused_recurrent_kda = _library.fused_recurrent_kda
+# FLA's internal KDA decode kernel call, with vLLM's pool form
+# (ssm_state_indices, num_accepted_tokens; the pool updated in place).
+fused_recurrent_kda_fwd = _library.fused_recurrent_kda_fwd
 # flash-linear-attention's own calls served by this library where it covers
 # them (FLA's backend registries, deltac_fla.py).
 register_fla_backend = _library.register_fla_backend

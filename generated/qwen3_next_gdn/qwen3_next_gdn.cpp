@@ -52,6 +52,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 1;
       v.threads = 128;
@@ -68,6 +69,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 2;
       v.threads = 128;
@@ -84,6 +86,7 @@ const deltac_rt::DecodeVariant *qwen3_next_decode_variants() {
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
       v.perValue = false;
+      v.callOptions = 0;
       v.maxT = 4;
       v.gridX = 4;
       v.threads = 128;
@@ -120,6 +123,7 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 256;
       v.recurThreads = 256;
@@ -158,6 +162,7 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.state = DELTAC_F32;
       v.gate = deltac_rt::GateKind::Raw;
       v.stateVFirst = true;
+      v.callOptions = 0;
       v.threads = 256;
       v.chunksThreads = 256;
       v.recurThreads = 96;

@@ -45,6 +45,23 @@ enum DecodeFlags : int32_t {
   kNullGate = 128,
 };
 
+/// The options an `l2norm = call` / `beta = call` spec leaves to each call:
+/// bits of the decode kernel's `flags` and of the prefill kernels'
+/// `options` (and of the sequence-level function's `options` argument).
+/// Kernels of other specs ignore them; the host refuses them there.
+enum CallOptions : int32_t {
+  /// q and k are L2-normalised in the kernel.
+  kCallL2Norm = 256,
+  /// beta holds logits: beta = sigmoid(b), times 2 with kCallBetaTwice.
+  kCallBetaSigmoid = 512,
+  kCallBetaTwice = 1024,
+  /// gate = call / channel_call: g is a raw `a` (with A_log and dt_bias),
+  /// else log-space decays.
+  kCallGateRaw = 2048,
+  /// ... and that raw `a` is in the io dtype (else f32).
+  kCallGate16 = 4096,
+};
+
 //===----------------------------------------------------------------------===//
 // Prefill
 //===----------------------------------------------------------------------===//

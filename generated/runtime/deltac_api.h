@@ -121,6 +121,19 @@ typedef struct deltac_decode_args {
   /* nonzero (per_value specs): beta is [tokens, HV, V], one per value
    * column (FLA's non-headwise beta); else [tokens, HV]. */
   int32_t beta_per_value;
+  /* The options an `l2norm = call` / `beta = call` spec leaves to each
+   * call; other specs fix them and refuse a nonzero value here. qk_l2norm
+   * nonzero: q and k are L2-normalised in the kernel. beta_form: 0 beta as
+   * given, 1 logits (beta = sigmoid(b)), 2 logits with beta = 2 sigmoid(b)
+   * (FLA's allow_neg_eigval). */
+  int32_t qk_l2norm;
+  int32_t beta_form;
+  /* A `gate = call` / `channel_call` spec's gate form: nonzero raw_gate
+   * makes g a raw a (with A_log and dt_bias, as the raw forms), else g
+   * holds log decays (f32). The raw a is f32, or with gate_io_dtype the io
+   * dtype. Other specs refuse a nonzero value. */
+  int32_t raw_gate;
+  int32_t gate_io_dtype;
 } deltac_decode_args;
 
 /* One prefill call: N sequences packed into T tokens (B = 1), chunked.
@@ -228,6 +241,19 @@ typedef struct deltac_prefill_args {
   int32_t cp_phase;
   void *cp_transfer;
   int32_t cp_segments;
+  /* The options an `l2norm = call` / `beta = call` spec leaves to each
+   * call; other specs fix them and refuse a nonzero value here. qk_l2norm
+   * nonzero: q and k are L2-normalised in the kernel. beta_form: 0 beta as
+   * given, 1 logits (beta = sigmoid(b)), 2 logits with beta = 2 sigmoid(b)
+   * (FLA's allow_neg_eigval). */
+  int32_t qk_l2norm;
+  int32_t beta_form;
+  /* A `gate = call` / `channel_call` spec's gate form: nonzero raw_gate
+   * makes g a raw a (with A_log and dt_bias, as the raw forms), else g
+   * holds log decays (f32). The raw a is f32, or with gate_io_dtype the io
+   * dtype. Other specs refuse a nonzero value. */
+  int32_t raw_gate;
+  int32_t gate_io_dtype;
 } deltac_prefill_args;
 
 #ifdef __cplusplus

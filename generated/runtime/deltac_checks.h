@@ -2,6 +2,7 @@
 #ifndef DELTAC_CHECKS_H
 #define DELTAC_CHECKS_H
 
+#include "deltac_abi.h"
 #include "deltac_api.h"
 
 #include <cmath>
@@ -15,10 +16,22 @@ namespace deltac_rt {
 
 /// The spec's gate form; the Channel forms carry one decay per K channel
 /// (rule kda: g is [tokens, HV, K], dt_bias [HV * K]).
-enum class GateKind { None, Log, Linear, Raw, ChannelLog, ChannelRaw };
+/// A spec's gate form (Call, ChannelCall: log or raw, chosen per call).
+enum class GateKind { None, Log, Linear, Raw, ChannelLog, ChannelRaw, Call, ChannelCall };
 
 inline bool perChannel(GateKind gate) {
-  return gate == GateKind::ChannelLog || gate == GateKind::ChannelRaw;
+  return gate == GateKind::ChannelLog || gate == GateKind::ChannelRaw ||
+         gate == GateKind::ChannelCall;
+}
+
+/// The gate form a call runs: the spec's, or for a gate by call the one
+/// the call's raw_gate chooses.
+inline GateKind callGate(GateKind spec, int32_t rawGate) {
+  if (spec == GateKind::Call)
+    return rawGate ? GateKind::Raw : GateKind::Log;
+  if (spec == GateKind::ChannelCall)
+    return rawGate ? GateKind::ChannelRaw : GateKind::ChannelLog;
+  return spec;
 }
 
 /// Raw gates: g is the raw `a` (io dtype), with A_log and dt_bias.
@@ -179,6 +192,14 @@ inline std::string checkGateInputs(GateKind gate, const void *g,
   return "";
 }
 
+/// The bytes of g's elements: a fixed raw gate's a is in the io dtype; a
+/// gate by call's raw a is f32 or, with gate_io_dtype, the io dtype; log
+/// decays are f32.
+inline int64_t gateBytes(GateKind spec, GateKind runs, int32_t gateIoDtype, deltac_dtype io) {
+  bool byCall = spec == GateKind::Call || spec == GateKind::ChannelCall;
+  return rawGate(runs) && (!byCall || gateIoDtype) ? dtypeBytes(io) : 4;
+}
+
 /// The elements between state slots (decode's pool and state_in, prefill's
 /// initial and final states): slot_stride, 0 meaning one state of
 /// `oneState` elements. It must cover one state and keep every slot 16-byte
@@ -202,6 +223,37 @@ inline std::string checkSlotStride(int64_t slotStride, int64_t oneState,
 /// for the softplus form.
 inline float kernelLowerBound(int32_t boundedGate, float lowerBound) {
   return boundedGate ? lowerBound : std::numeric_limits<float>::quiet_NaN();
+}
+
+/// The kernels' deltac_abi::CallOptions bits for a call's qk_l2norm,
+/// beta_form, raw_gate and gate_io_dtype (`a`: deltac_decode_args or
+/// deltac_prefill_args), where `byCall` holds the bits the spec leaves to
+/// the call. A spec that fixes an option refuses a nonzero value for it
+/// (DELTAC_UNSUPPORTED, never ignored); beta_form must be 0, 1 or 2.
+template <typename Args>
+inline deltac::Status callOptionBits(int32_t byCall, const Args &a, int32_t &bits) {
+  using namespace deltac_abi;
+  const int32_t qkL2norm = a.qk_l2norm, betaForm = a.beta_form;
+  bits = 0;
+  if ((a.raw_gate || a.gate_io_dtype) && !(byCall & kCallGateRaw))
+    return {DELTAC_UNSUPPORTED, std::string(a.raw_gate ? "raw_gate" : "gate_io_dtype") +
+                                    ": this spec fixes the gate form (a spec with "
+                                    "'gate = call' leaves it to the call)"};
+  if (a.gate_io_dtype && !a.raw_gate)
+    return invalid("gate_io_dtype needs raw_gate (log decays are f32)");
+  if (betaForm < 0 || betaForm > 2)
+    return invalid("beta_form = " + std::to_string(betaForm) +
+                   " must be 0 (given), 1 (sigmoid) or 2 (2 sigmoid)");
+  if (qkL2norm && !(byCall & kCallL2Norm))
+    return {DELTAC_UNSUPPORTED, "qk_l2norm: this spec fixes the q/k normalisation "
+                                "(a spec with 'l2norm = call' leaves it to the call)"};
+  if (betaForm && !(byCall & kCallBetaSigmoid))
+    return {DELTAC_UNSUPPORTED, "beta_form: this spec fixes the beta form (a spec "
+                                "with 'beta = call' leaves it to the call)"};
+  bits = (qkL2norm ? kCallL2Norm : 0) | (betaForm ? kCallBetaSigmoid : 0) |
+         (betaForm == 2 ? kCallBetaTwice : 0) | (a.raw_gate ? kCallGateRaw : 0) |
+         (a.gate_io_dtype ? kCallGate16 : 0);
+  return {};
 }
 
 } // namespace deltac_rt

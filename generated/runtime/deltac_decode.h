@@ -32,6 +32,9 @@ struct DecodeVariant {
   /// with cu_seqlens T / B on average; 0: any call): the staged form.
   int64_t minTokens;
   Kernel *kernel;
+  /// deltac_abi::CallOptions bits the spec leaves to the call (l2norm =
+  /// call: kCallL2Norm; beta = call: kCallBetaSigmoid | kCallBetaTwice).
+  int32_t callOptions = 0;
 };
 
 /// Validates `args` against the variants (everything the host can see) and

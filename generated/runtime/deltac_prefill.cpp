@@ -561,13 +561,16 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   // Index arrays: int32, or int64 with indices_i64.
   const int64_t indexBytes = a.indices_i64 ? 8 : 4;
   const char *indexType = a.indices_i64 ? "int64" : "int32";
-  const int64_t gateBytes =
-      rawGate(v.gate) ? dtypeBytes(v.io) : 4;
+  // The options the spec leaves to the call, and so the gate form it runs.
+  int32_t callBits = 0;
+  if (deltac::Status s = callOptionBits(v.callOptions, a, callBits); !s.ok())
+    return s;
+  const GateKind gate = callGate(v.gate, a.raw_gate);
+  const int64_t gBytes = gateBytes(v.gate, gate, a.gate_io_dtype, v.io);
   const int64_t betaBytes = a.beta_f32 ? 4 : dtypeBytes(v.io);
   // Natural alignment of what the kernels load one element at a time.
   for (std::string e :
-       {needAligned("g", a.g, gateBytes,
-                    gateBytes == 4 ? "f32" : "the io dtype"),
+       {needAligned("g", a.g, gBytes, gBytes == 4 ? "f32" : "the io dtype"),
         needAligned("A_log", a.A_log, 4, "f32"),
         needAligned("dt_bias", a.dt_bias, 4, "f32"),
         needAligned("initial_state_indices", a.initial_state_indices,
@@ -578,8 +581,9 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     if (!e.empty())
       return invalid(e);
   // dt_bias may be null (0: FLA's dt_bias=None).
-  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.bounded_gate,
-                                      a.lower_bound);
+  // A gate by call's kernels read a null log g as 0 (no decay).
+  if (std::string e = checkGateInputs(gate, a.g, a.A_log, a.bounded_gate,
+                                      a.lower_bound, /*nullLogGate=*/v.gate == GateKind::Call);
       !e.empty())
     return invalid(e);
   for (auto [name, p] :
@@ -617,7 +621,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   for (std::string e :
        {checkExtent("q", {a.T, qs, ioBytes}), checkExtent("k", {a.T, ks, ioBytes}),
         checkExtent("v", {a.T, vs, ioBytes}), checkExtent("o", {a.T, os, ioBytes}),
-        checkExtent("g", {a.T, a.HV, perChannel(v.gate) ? v.K : 1, gateBytes}),
+        checkExtent("g", {a.T, a.HV, perChannel(gate) ? v.K : 1, gBytes}),
         checkExtent("beta", {a.T, a.HV, betaBytes}),
         checkExtent("the states (slots * slot_stride)",
                     {slots, slotStride, stateBytes})})
@@ -952,7 +956,8 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                              a.beta_f32 ? 1 : 0,
                              segments,
                              a.cp_phase,
-                             a.cp_phase == 1 ? a.cp_transfer : nullptr};
+                             a.cp_phase == 1 ? a.cp_transfer : nullptr,
+                             callBits};
   ParamPack pack;
   packPrefillParams(values, pack);
   void **params = pack.args();
@@ -1084,6 +1089,7 @@ void packPrefillParams(const PrefillParams &p, ParamPack &pack) {
   pack.add("segments", &p.segments);
   pack.add("cp_phase", &p.cpPhase);
   pack.add("cp_transfer", &p.cpTransfer);
+  pack.add("options", &p.options);
 }
 
 const ParamInfo *prefillParamLayout(int *count) {

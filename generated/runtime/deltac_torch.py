@@ -56,6 +56,25 @@ FLA_COMMIT = "bc3b101dcb713ddc5bd8924b66754eb68b5ccf89"
 _DTYPES = {torch.bfloat16: 0, torch.float16: 1, torch.float32: 2}
 _NAMES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 _INVALID_ARGUMENT, _UNSUPPORTED = 1, 2  # deltac_api.h's status codes
+_BETA_FORMS = {"given": 0, "sigmoid": 1, "sigmoid2": 2}  # deltac_api.h's beta_form
+
+
+def _by_call(key, has, wants):
+    """Whether a spec's `has` for option `key` leaves `wants` to the call."""
+    return (key in ("l2norm", "beta") and has == "call") or (key == "gate" and (
+        (has == "call" and wants in ("log", "raw")) or
+        (has == "channel_call" and wants in ("channel_log", "channel_raw"))))
+
+
+def _gate_dtype(spec, g, q_dtype, raw):
+    """The dtype the kernels read g in: f32 log decays; a raw a in q's
+    dtype for a spec with a raw gate, and for a gate by call f32 or q's
+    dtype as given (gate_io_dtype), anything else as f32."""
+    if not raw:
+        return torch.float32
+    if spec["gate"] in ("call", "channel_call"):
+        return g.dtype if g.dtype in (torch.float32, q_dtype) else torch.float32
+    return q_dtype
 
 
 class _DecodeArgs(ctypes.Structure):
@@ -89,6 +108,8 @@ class _DecodeArgs(ctypes.Structure):
         ("beta_f32", ctypes.c_int32),
         ("bounded_gate", ctypes.c_int32), ("lower_bound", ctypes.c_float),
         ("gv", ctypes.c_void_p), ("beta_per_value", ctypes.c_int32),
+        ("qk_l2norm", ctypes.c_int32), ("beta_form", ctypes.c_int32),
+        ("raw_gate", ctypes.c_int32), ("gate_io_dtype", ctypes.c_int32),
     ]
 
 
@@ -122,6 +143,8 @@ class _PrefillArgs(ctypes.Structure):
         ("beta_f32", ctypes.c_int32),
         ("cp_phase", ctypes.c_int32), ("cp_transfer", ctypes.c_void_p),
         ("cp_segments", ctypes.c_int32),
+        ("qk_l2norm", ctypes.c_int32), ("beta_form", ctypes.c_int32),
+        ("raw_gate", ctypes.c_int32), ("gate_io_dtype", ctypes.c_int32),
     ]
 
 
@@ -323,16 +346,28 @@ class Library:
     def _spec(self, want):
         """The first spec matching every key of `want`; else ValueError
         naming the closest spec's first mismatch. per_value (FLA's gv and
-        per-value beta) is False unless `want` asks for it."""
+        per-value beta) is False unless `want` asks for it. A spec whose
+        l2norm or beta is "call", or whose gate is "call" (log or raw) or
+        "channel_call" (channel_log or channel_raw), matches each of those
+        values; the spec returned then carries the call's choice
+        (qk_l2norm, beta_form, raw_gate), which _call passes."""
         want = {"per_value": False, **want}
         best, best_score = None, -1
         for spec in self.specs:
-            mismatch = [k for k, v in want.items() if k not in ("dims", "entry") and spec[k] != v]
+            mismatch = [k for k, v in want.items() if k not in ("dims", "entry") and spec[k] != v
+                        and not _by_call(k, spec[k], v)]
             if want.get("entry", "decode") not in spec.get("entries", ["decode"]):
                 mismatch.append("entries")
             dims_ok = want["dims"] in spec["dims"]
             if not mismatch and dims_ok:
-                return spec
+                chosen = dict(spec)
+                if spec["l2norm"] == "call":
+                    chosen["qk_l2norm"] = int(bool(want.get("l2norm", False)))
+                if spec["beta"] == "call":
+                    chosen["beta_form"] = _BETA_FORMS[want.get("beta", "given")]
+                if spec["gate"] in ("call", "channel_call"):
+                    chosen["raw_gate"] = int(want.get("gate") in ("raw", "channel_raw"))
+                return chosen
             score = len(want) - len(mismatch) - (0 if dims_ok else 1)
             if score > best_score:
                 best, best_score = (spec, mismatch, dims_ok), score
@@ -351,6 +386,10 @@ class Library:
             raise RuntimeError("DELTAC_DEBUG_CHECKS=1 copies device values to the host (it "
                                "synchronises): unset it while capturing a CUDA graph")
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        # What an `= call` spec leaves to the call (_spec chose it).
+        a.qk_l2norm = spec.get("qk_l2norm", 0)
+        a.beta_form = spec.get("beta_form", 0)
+        a.raw_gate = spec.get("raw_gate", 0)
         rc = lib[f"{self.name}_{spec['name']}_{entry}"](ctypes.byref(a), stream)
         if rc != 0:
             msg = self._last_error().decode()
@@ -392,6 +431,8 @@ class Library:
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
+        a.gate_io_dtype = int(spec.get("raw_gate", 0) == 1 and g is not None
+                              and g.dtype != torch.float32)
         a.beta_f32 = int(beta.dtype == torch.float32)
         a.beta_per_value = int(beta.dim() == 4)
         a.gv = _ptr(gv)
@@ -622,8 +663,32 @@ class Library:
             allow_neg_eigval=allow_neg_eigval, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
             state_v_first=state_v_first, per_value=gv is not None or beta.dim() == 4))
         if T > spec["max_t"] and cu is None:
-            raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec @{spec['name']} "
-                             f"(chunk_kda runs longer sequences)")
+            # As fused_recurrent_gated_delta_rule: a library with a KDA
+            # prefill entry for these options computes it chunked (the same
+            # result within rounding); per-value terms have no chunked form.
+            try:
+                if gv is not None or beta.dim() == 4:
+                    raise ValueError("per-value terms")
+                self._spec(self._prefill_want(
+                    "kda", q.dtype, K, V, use_gate_in_kernel=raw,
+                    use_beta_sigmoid_in_kernel=sigmoid, allow_neg_eigval=allow_neg_eigval,
+                    use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                    state_v_first=state_v_first))
+            except ValueError:
+                raise ValueError(f"T = {T} exceeds max_t = {spec['max_t']} of spec "
+                                 f"@{spec['name']} and no KDA prefill spec covers the call")
+            if output is not None or output_state is not None:
+                raise ValueError(f"{fn}: output= / output_state= are supported where the call "
+                                 f"runs the decode kernel (T <= max_t = {spec['max_t']})")
+            return self.chunk_kda(
+                q, k, v, g, beta, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state,
+                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                use_gate_in_kernel=use_gate_in_kernel,
+                use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+                allow_neg_eigval=allow_neg_eigval, lower_bound=lower_bound,
+                state_v_first=state_v_first, A_log=A_log, dt_bias=dt_bias,
+                error_flag=error_flag)
         return self._out_of_place(fn, spec, q, k, v, g, beta, (B, T, HV, K), raw, A_log, dt_bias,
                                   scale, initial_state, output_final_state, cu, N,
                                   state_v_first, error_flag, output, output_state,
@@ -1085,13 +1150,22 @@ class Library:
         kda = rule == "kda"
         pool = (initial_state_indices is not None or output_state_indices is not None) \
             and isinstance(initial_state, torch.Tensor)
-        spec = self._spec(self._prefill_want(
+        want = self._prefill_want(
             rule, q.dtype, K, V, use_gate_in_kernel=raw,
             use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
             allow_neg_eigval=allow_neg_eigval, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
             state_v_first=state_v_first, chunk=chunk,
             intermediate=intermediate_dtype is not None,
-            pool_dtype=initial_state.dtype if pool else None, fn=fn))
+            pool_dtype=initial_state.dtype if pool else None, fn=fn)
+        try:
+            spec = self._spec(want)
+        except ValueError:
+            # Plain DeltaNet without a DeltaNet spec for these options: a
+            # gated spec whose gate the call chooses reads a null g as no
+            # decay (the same kernels, no fill).
+            spec = self._nodecay_spec(want) if delta else None
+            if spec is None:
+                raise
         cu = _cu_seqlens(cu_seqlens, B, q.device)  # int64 is read as is
         N = B if cu is None else cu.numel() - 1
         max_seqlen = T if cu is None else 0  # 0: unknown
@@ -1105,7 +1179,7 @@ class Library:
         k, ks = _token_major("k", k, B, T, H, K)
         v, vs = _token_major("v", v, B, T, HV, V)
         if not delta:
-            gdt = q.dtype if raw else torch.float32
+            gdt = _gate_dtype(spec, g, q.dtype, raw)
             gshape = (B, T, HV, K) if kda else (B, T, HV)
             if tuple(g.shape) != gshape:
                 raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
@@ -1185,6 +1259,8 @@ class Library:
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
+        a.gate_io_dtype = int(spec.get("raw_gate", 0) == 1 and g is not None
+                              and g.dtype != torch.float32)
         a.beta_f32 = int(beta.dtype == torch.float32)
         a.A_log, a.dt_bias = _ptr(A_log if raw else None), _ptr(dt_bias if raw else None)
         a.bounded_gate = int(lower_bound is not None)
@@ -1236,6 +1312,15 @@ class Library:
         an f32 state) asks of a spec; options as _want's."""
         return dict(Library._want(rule, dtype, K, V, state="f32", **options),
                     per_value=per_value)
+
+    def _nodecay_spec(self, want):
+        """A gated spec with gate = call for a DeltaNet call `want` (its
+        kernels read a null g as 0), or None."""
+        try:
+            spec = self._spec(dict(want, rule="gated", gate="log"))
+        except ValueError:
+            return None
+        return spec if spec["gate"] == "call" else None
 
     @staticmethod
     def _prefill_want(rule, dtype, K, V, *, chunk=None, intermediate=False, pool_dtype=None,
@@ -1506,7 +1591,7 @@ def _token_inputs(spec, q, v, g, beta, gshape, raw, output, output_name):
             raise ValueError(f"g has shape {tuple(g.shape)}, expected {gshape}")
         # The kernel reads f32 log g, or a raw a in q's dtype: other
         # dtypes are converted here (FLA's callers pass these).
-        g = g.to(q.dtype if raw else torch.float32).contiguous()
+        g = g.to(_gate_dtype(spec, g, q.dtype, raw)).contiguous()
     betas = [(B, T, HV)] + ([(B, T, HV, V)] if spec["per_value"] else [])
     if tuple(beta.shape) not in betas:
         raise ValueError(f"beta has shape {tuple(beta.shape)}, expected "
@@ -1578,9 +1663,12 @@ def _raw_gate_params(A_log, dt_bias, HV, device, per_key, bounded=False,
                              f"it too)")
     else:
         _check_cuda("A_log", A_log, device)
-        if A_log.numel() != HV or A_log.dim() != 1:
-            raise ValueError(f"A_log must be [{HV}], got {tuple(A_log.shape)}")
-        A_log = A_log.to(torch.float32).contiguous()
+        # [HV], or one value per head in a broadcastable shape such as
+        # FLA's KDA tests' [1, 1, HV, 1].
+        if A_log.numel() != HV or sum(d != 1 for d in A_log.shape) > 1:
+            raise ValueError(f"A_log must be [{HV}] (one value per value head), got "
+                             f"{tuple(A_log.shape)}")
+        A_log = A_log.reshape(HV).to(torch.float32).contiguous()
     if dt_bias is not None:
         n = HV * per_key if per_key else HV
         _check_cuda("dt_bias", dt_bias, device)

@@ -186,8 +186,13 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
                          {"o", a.o}})
     if (std::string e = needPointer(name, p); !e.empty())
       return invalid(e);
+  // The options the spec leaves to the call, and so the gate form it runs.
+  int32_t callBits = 0;
+  if (deltac::Status s = callOptionBits(v.callOptions, a, callBits); !s.ok())
+    return s;
+  const GateKind gate = callGate(v.gate, a.raw_gate);
   // dt_bias may be null (0: FLA's dt_bias=None); a null log g reads 0.
-  if (std::string e = checkGateInputs(v.gate, a.g, a.A_log, a.bounded_gate,
+  if (std::string e = checkGateInputs(gate, a.g, a.A_log, a.bounded_gate,
                                       a.lower_bound, /*nullLogGate=*/true);
       !e.empty())
     return invalid(e);
@@ -244,16 +249,14 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   if (a.step_states && !aligned16(a.step_states))
     return invalid("step_states must be 16-byte aligned");
   // Natural alignment of what the kernel loads one element at a time.
-  const int64_t gateBytes =
-      rawGate(v.gate) ? dtypeBytes(v.io) : 4;
+  const int64_t gBytes = gateBytes(v.gate, gate, a.gate_io_dtype, v.io);
   const int64_t betaBytes = betaF32 ? 4 : dtypeBytes(v.io);
   // KDA: the vk kernels load a lane's dt_bias channels in 16-byte pieces
   // too (g's alignment: checkGateInputs).
-  if (perChannel(v.gate) && a.dt_bias && !aligned16(a.dt_bias))
+  if (perChannel(gate) && a.dt_bias && !aligned16(a.dt_bias))
     return invalid("dt_bias must be 16-byte aligned (per-channel gates)");
   for (std::string e :
-       {needAligned("g", a.g, gateBytes,
-                    gateBytes == 4 ? "f32" : "the io dtype"),
+       {needAligned("g", a.g, gBytes, gBytes == 4 ? "f32" : "the io dtype"),
         needAligned("beta", a.beta, betaBytes,
                     betaF32 ? "f32" : "the io dtype"),
         needAligned("A_log", a.A_log, 4, "f32"),
@@ -311,13 +314,13 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   // No element offset a kernel forms may wrap: every tensor's extent fits
   // 2^48 bytes.
   const int64_t tokens = a.cu_seqlens ? a.T : a.B * a.T;
-  const int64_t gateWidth = perChannel(v.gate) ? v.K : 1;
+  const int64_t gateWidth = perChannel(gate) ? v.K : 1;
   for (std::string e :
        {checkExtent("q", {tokens, qs, ioBytes}),
         checkExtent("k", {tokens, ks, ioBytes}),
         checkExtent("v", {tokens, vs, ioBytes}),
         checkExtent("o", {tokens, os, ioBytes}),
-        checkExtent("g", {tokens, a.HV, gateWidth, gateBytes}),
+        checkExtent("g", {tokens, a.HV, gateWidth, gBytes}),
         checkExtent("beta", {tokens, a.HV, betaPerValue ? v.V : 1, betaBytes}),
         checkExtent("gv", {tokens, a.HV, v.V, 4}),
         checkExtent("state (slots * slot_stride)",
@@ -388,7 +391,7 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
             (half ? kStateInHalf : 0) |
             (half && inDtype == DELTAC_F16 ? kStateInF16 : 0) |
             (betaPerValue ? kBetaPerValue : 0) |
-            (v.gate == GateKind::Log && !a.g ? kNullGate : 0);
+            (gate == GateKind::Log && !a.g ? kNullGate : 0) | callBits;
   p.stepSlots = a.state_indices_2d;
   p.accepted = a.num_accepted_tokens;
   p.stepSlotsStride = slotStride;

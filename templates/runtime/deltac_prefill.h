@@ -70,6 +70,9 @@ struct PrefillVariant {
   /// segments' outputs, launched after chunks instead of recur (null: none).
   Kernel *recurCp = nullptr, *segmentChain = nullptr, *segmentCorrection = nullptr;
   unsigned segmentThreads = 0, smemSegmentChain = 0, smemSegmentCorrection = 0;
+  /// deltac_abi::CallOptions bits the spec leaves to the call (0: it fixes
+  /// every option).
+  int32_t callOptions = 0;
 };
 
 /// Workspace bytes for a call of T tokens in N sequences over HV heads
@@ -276,6 +279,7 @@ struct PrefillParams {
   int32_t segments; ///< context parallelism's segments (0: not)
   int32_t cpPhase;  ///< across ranks: 1, 2 (deltac_prefill_args::cp_phase)
   void *cpTransfer; ///< phase 1's output
+  int32_t options;  ///< deltac_abi::CallOptions bits the call chose
 };
 void packPrefillParams(const PrefillParams &p, ParamPack &pack);
 const ParamInfo *prefillParamLayout(int *count);

@@ -235,6 +235,10 @@ def main():
                     help="also time each shape through the generated Python module's "
                          "FLA-named chunk_gated_delta_rule (o and the final state allocated "
                          "per call, as users call it)")
+    ap.add_argument("--gdn-lib", default=None,
+                    help="also time each shape through generated/gdn's chunk_gated_delta_rule "
+                         "(its specs leave gate, beta form and l2norm to the call), beside "
+                         "--module's fixed-option spec: what the options by call cost")
     ap.add_argument("--cp-accuracy", action="store_true",
                     help="also the error vs fp64 at context-parallel shapes (9000 tokens, "
                          "strong decay, DeltaNet over 128K; slow: an fp64 token loop)")
@@ -258,6 +262,11 @@ def main():
                                         "deltac_test_prefill"))
         import deltac_test_prefill as module  # the generated module (gkv: kv state)
         module.load(args.lib)
+    gdn = None
+    if args.gdn_lib and not kda:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "generated", "gdn"))
+        import gdn  # the example library: options by call
+        gdn.load(args.gdn_lib)
     dev = torch.cuda.get_device_name()
     rows, table = [], []
     named = args.shapes.split(",") if args.shapes else []
@@ -302,6 +311,13 @@ def main():
                     q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
                     use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg, cu_seqlens_cpu=cu_cpu)
             t_module = H.graph_ms(named)
+        t_gdn = float("nan")
+        if gdn is not None:
+            def by_call():
+                return gdn.chunk_gated_delta_rule(
+                    q, k, v, g, beta, scale=scale, initial_state=h0, output_final_state=True,
+                    use_qk_l2norm_in_kernel=True, cu_seqlens=cu_arg, cu_seqlens_cpu=cu_cpu)
+            t_gdn = H.graph_ms(by_call)
         if args.profile:
             for who, fn in (("fla", fla), ("deltac", ours)):
                 profile(who, name, fn)
@@ -309,6 +325,8 @@ def main():
         line = f"prefill,{name},fla_ms={t_fla:.4f},deltac_ms={t_ours:.4f},ratio={t_fla / t_ours:.2f}"
         if module is not None:
             line += f",module_ms={t_module:.4f},module_ratio={t_fla / t_module:.2f}"
+        if gdn is not None:
+            line += f",gdn_ms={t_gdn:.4f},gdn_ratio={t_fla / t_gdn:.2f}"
         rows.append(line)
         table.append((name, t_fla, t_ours))
         print(line, flush=True)

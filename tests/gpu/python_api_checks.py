@@ -375,6 +375,11 @@ DRY_SPECS = [
     dict(name="kda_dec", rule="kda", gate="channel_log", beta="given", l2norm=True, io="bf16",
          state="f32", layout="kv", dims=[(64, 64)], entries=["decode"], max_t=8, per_value=False,
          chunk=64),
+    # `l2norm = call beta = call` (as every spec of generated/gdn): f16, so
+    # only f16 calls reach it.
+    dict(name="by_call", rule="gated", gate="call", beta="call", l2norm="call", io="f16",
+         state="f32", layout="kv", dims=[(64, 64)], entries=["decode", "prefill"], max_t=8,
+         per_value=False, chunk=64),
 ]
 
 
@@ -447,6 +452,47 @@ def dry_runs(dt, check):
         check("dry: fused_recurrent use_gate_in_kernel -> the raw-gate spec, dt_bias None -> "
               "a null pointer (the kernel reads 0; nothing allocated)",
               name == "dry_serving_decode" and not a.dt_bias, name)
+        # Options left to the call: the spec's kernels get them in the
+        # args (qk_l2norm, beta_form), for decode and prefill alike; the
+        # fixed specs' calls pass zeros.
+        check("dry: a fixed spec's call passes qk_l2norm = beta_form = 0",
+              a.qk_l2norm == 0 and a.beta_form == 0, f"{a.qk_l2norm} {a.beta_form}")
+        h16 = dict(q=q.half(), k=k.half(), v=v.half(), g=g, initial_state=h0)
+        for l2, sig, neg, form in ((True, True, True, 2), (False, True, False, 1),
+                                   (True, False, False, 0), (False, False, False, 0)):
+            calls.clear()
+            lib.fused_recurrent_gated_delta_rule(beta=beta.half(), use_qk_l2norm_in_kernel=l2,
+                                                 use_beta_sigmoid_in_kernel=sig,
+                                                 allow_neg_eigval=neg, **h16)
+            name, a = calls[-1]
+            check(f"dry: l2norm={l2} sigmoid={sig} neg={neg} -> the call-option spec with "
+                  f"qk_l2norm={int(l2)} beta_form={form}",
+                  name == "dry_by_call_decode" and a.qk_l2norm == int(l2) and a.beta_form == form,
+                  f"{name} {a.qk_l2norm} {a.beta_form}")
+        # The gate by call: FLA's use_gate_in_kernel -> raw_gate; a raw g
+        # in f32 or q's dtype read as given (gate_io_dtype for q's), any
+        # other dtype as f32.
+        for gdt, io_flag in ((torch.float32, 0), (torch.float16, 1), (torch.bfloat16, 0)):
+            calls.clear()
+            lib.fused_recurrent_gated_delta_rule(
+                h16["q"], h16["k"], h16["v"], g.to(gdt), beta=beta.half(), initial_state=h0,
+                use_gate_in_kernel=True, A_log=torch.zeros(HV))
+            name, a = calls[-1]
+            check(f"dry: use_gate_in_kernel with a {gdt} g -> the call-option spec with "
+                  f"raw_gate=1 gate_io_dtype={io_flag}",
+                  name == "dry_by_call_decode" and a.raw_gate == 1 and a.gate_io_dtype == io_flag,
+                  f"{name} {a.raw_gate} {a.gate_io_dtype}")
+        check("dry: ... and a log g there passes raw_gate=0",
+              lib.fused_recurrent_gated_delta_rule(beta=beta.half(), **h16) is not None
+              and calls[-1][1].raw_gate == 0 and calls[-1][1].gate_io_dtype == 0,
+              f"{calls[-1][1].raw_gate}")
+        calls.clear()
+        lib.chunk_gated_delta_rule(h16["q"], h16["k"], h16["v"], g, beta.half(), initial_state=h0,
+                                   use_qk_l2norm_in_kernel=True, use_beta_sigmoid_in_kernel=True)
+        name, a = calls[-1]
+        check("dry: chunk_gated_delta_rule on the call-option spec: qk_l2norm=1 beta_form=1",
+              name == "dry_by_call_prefill" and a.qk_l2norm == 1 and a.beta_form == 1,
+              f"{name} {a.qk_l2norm} {a.beta_form}")
         cu = torch.tensor([0, 2, 5], dtype=torch.int64)
         flat = lambda x: x.reshape(1, B * T, *x.shape[2:])  # noqa: E731
         calls.clear()

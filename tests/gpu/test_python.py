@@ -413,9 +413,20 @@ raises("cu_seqlens dtype", lambda: gdn.fused_recurrent_gated_delta_rule(
 raises("K not generated", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq[..., :96].contiguous(), kk[..., :96].contiguous(), vv, g=gg, beta=bb,
     use_qk_l2norm_in_kernel=True), "K x V = (96, 128)")
-# The example library has no-l2norm specs only in the kv layout.
-raises("no vk no-l2norm spec", lambda: gdn.fused_recurrent_gated_delta_rule(
-    qq, kk, vv, g=gg, beta=bb, state_v_first=True), "l2norm=False")
+# Every spec of the example library leaves l2norm to the call: the vk
+# layout without it runs the vk spec's one kernel, and differs from the
+# call with it.
+def vk_without_l2norm():
+    off = lambda: gdn.fused_recurrent_gated_delta_rule(  # noqa: E731
+        qq, kk, vv, g=gg, beta=bb, state_v_first=True)
+    on = gdn.fused_recurrent_gated_delta_rule(qq, kk, vv, g=gg, beta=bb, state_v_first=True,
+                                              use_qk_l2norm_in_kernel=True)[0]
+    o = off()[0]
+    names = kernels_launched(off)
+    check("vk without l2norm: the vk spec's kernel, l2norm by call",
+          len(names) == 1 and names[0].startswith("fla_vk_k128") and torch.isfinite(o).all()
+          and not torch.equal(o, on), f"launched {names}")
+vk_without_l2norm()
 raises("f32 activations (no spec)", lambda: gdn.fused_recurrent_gated_delta_rule(
     qq.float(), kk.float(), vv.float(), g=gg, beta=bb, use_qk_l2norm_in_kernel=True), "io='f32'")
 # A decode-only library (generated/deltac_test_decode) cannot go past max_t.
@@ -546,10 +557,15 @@ check("chunk_gated_delta_rule captured in a CUDA graph and replayed",
       torch.equal(go, po) and torch.equal(gh, ph), "same bits as the eager call")
 raises("prefill cu_seqlens dtype", lambda: gdn.chunk_gated_delta_rule(
     q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu.float()), "cu_seqlens")
-raises("prefill without a raw-gate spec", lambda: gdn.chunk_gated_delta_rule(
+# The raw gate in the kv layout: the gate by call of the kv spec (FLA's
+# own test_chunk_gate_in_kernel checks its numbers, tests/gpu/fla_peer.py).
+raw_call = lambda: gdn.chunk_gated_delta_rule(  # noqa: E731
     q, k, v, g, beta, use_qk_l2norm_in_kernel=True, cu_seqlens=cu, use_gate_in_kernel=True,
-    A_log=torch.zeros(HV, device=q.device), dt_bias=torch.zeros(HV, device=q.device)),
-    "no specialization")
+    A_log=torch.zeros(HV, device=q.device), dt_bias=torch.zeros(HV, device=q.device))
+raw_names = [n for n in kernels_launched(raw_call) if "prefill" in n]
+check("prefill with the raw gate in the kv layout: the kv spec's kernels (gate by call)",
+      raw_names and all(n.startswith("fla_kv_k128") for n in raw_names)
+      and torch.isfinite(raw_call()[0]).all(), f"launched {raw_names}")
 
 # 4c, 4d. The sweeps over the example library's prefill specializations
 # against FLA and fp64 (tests/gpu/fla_sweeps.py; the slow part: FLA compiles
@@ -841,7 +857,7 @@ raises("chunk_kda safe_gate with lower_bound outside [-5, 0)", lambda: tp.chunk_
     q, k, v, a, b, use_gate_in_kernel=True, A_log=A_log, use_beta_sigmoid_in_kernel=True,
     state_v_first=True, cu_seqlens=cu, safe_gate=True, lower_bound=-6.0), "safe range")
 
-# FLA's KDA layer form through the example library (spec kda_vk_raw, K =
+# FLA's KDA layer form through the example library (spec kda_vk, K =
 # V = 128): raw per-channel gate with A_log [HV] and dt_bias [HV * K],
 # sigmoid beta, in-kernel l2norm, state_v_first; chunk_kda in varlen
 # (softplus and bounded gate) and fused_recurrent_kda's decode, against
@@ -874,9 +890,10 @@ def kda_layer_form():
         po, ph = call()
         names = kernels_launched(call)
         eo, eh = R(po, ro), R(ph.transpose(-1, -2), rh)
-        check(f"chunk_kda FLA layer form ({what}), K = V = 128, kda_vk_raw",
-              eo < 1e-2 and eh < 1e-2 and all("kda_vk_raw" in n for n in names
-                                              if "prefill" in n),
+        prefill = [n for n in names if "prefill" in n]
+        check(f"chunk_kda FLA layer form ({what}), K = V = 128, kda_vk (gate by call)",
+              eo < 1e-2 and eh < 1e-2 and prefill
+              and all(n.startswith("kda_vk_k128") for n in prefill),
               f"o {eo:.2e}, state {eh:.2e}; launched {names}")
     # Decode: 3 rows of 2 tokens each from the final states above.
     Bd, Td = 3, 2
@@ -896,8 +913,8 @@ def kda_layer_form():
     do, dh = call()
     names = kernels_launched(call)
     eo, eh = R(flat(do), ro), R(dh.transpose(-1, -2), rh)
-    check("fused_recurrent_kda FLA layer form (decode), kda_vk_raw, one kernel",
-          eo < 5e-3 and eh < 1e-4 and len(names) == 1 and names[0].startswith("kda_vk_raw"),
+    check("fused_recurrent_kda FLA layer form (decode), kda_vk (gate by call), one kernel",
+          eo < 5e-3 and eh < 1e-4 and len(names) == 1 and names[0].startswith("kda_vk_k128"),
           f"o {eo:.2e}, state {eh:.2e}; launched {names}")
 
 

@@ -267,6 +267,28 @@ TEST(DecodeHost, OutOfPlaceStates) {
   expectRejected(betaAlign, DELTAC_INVALID_ARGUMENT, "beta must be");
 }
 
+// qwen3_next fixes l2norm and the sigmoid beta: a call that asks for a
+// choice refuses, never ignores it; a beta_form outside 0..2 is invalid,
+// also for a table whose spec leaves the beta form to the call.
+TEST(DecodeHost, CallOptions) {
+  ValidCall norm;
+  norm.args.qk_l2norm = 1;
+  expectRejected(norm, DELTAC_UNSUPPORTED, "qk_l2norm: this spec fixes the q/k normalisation");
+  ValidCall beta;
+  beta.args.beta_form = 1;
+  expectRejected(beta, DELTAC_UNSUPPORTED, "beta_form: this spec fixes the beta form");
+  ValidCall bad;
+  bad.args.beta_form = -1;
+  expectRejected(bad, DELTAC_INVALID_ARGUMENT, "beta_form = -1 must be 0 (given), 1 (sigmoid)");
+  ValidCall raw;
+  raw.args.raw_gate = 1;
+  expectRejected(raw, DELTAC_UNSUPPORTED, "raw_gate: this spec fixes the gate form");
+  ValidCall io;
+  io.args.gate_io_dtype = 1;
+  expectRejected(io, DELTAC_UNSUPPORTED, "gate_io_dtype: this spec fixes the gate form");
+}
+
+
 TEST(DecodeHost, Alignment) {
   ValidCall c;
   c.args.q = static_cast<const char *>(c.args.q) + 2;
@@ -566,4 +588,26 @@ TEST(DecodeHost, NoDriver) {
       << status.message;
   EXPECT_TRUE(c.untouched());
   EXPECT_EQ(qwen3_next_gdn::last_launches(), "");
+}
+
+// A gate by call (a table as a generated library writes one for gate =
+// call): a 16-bit raw a without raw_gate is refused, and the raw form's
+// checks apply to the form the call chose (A_log).
+TEST(DecodeHost, GateByCall) {
+  deltac_rt::DecodeVariant byCall = tableRow();
+  byCall.gate = deltac_rt::GateKind::Call;
+  byCall.callOptions = deltac_abi::kCallGateRaw | deltac_abi::kCallGate16;
+  ValidCall io;
+  io.args.gate_io_dtype = 1;
+  deltac::Status status = deltac_rt::runDecode(&byCall, 1, io.args, nullptr);
+  EXPECT_EQ(status.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message, "gate_io_dtype needs raw_gate (log decays are f32)");
+  ValidCall noALog;
+  noALog.args.raw_gate = 1;
+  noALog.args.A_log = nullptr;
+  status = deltac_rt::runDecode(&byCall, 1, noALog.args, nullptr);
+  EXPECT_EQ(status.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message.rfind("A_log must not be null", 0), 0u) << status.message;
+  EXPECT_TRUE(io.untouched());
+  EXPECT_TRUE(noALog.untouched());
 }

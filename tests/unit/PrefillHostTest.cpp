@@ -295,6 +295,20 @@ TEST(PrefillHost, BetaF32) {
   expectRejected(misaligned, DELTAC_INVALID_ARGUMENT, "beta must be 16-byte aligned");
 }
 
+// qwen3_next fixes l2norm and the sigmoid beta: a call that asks for a
+// choice refuses, never ignores it; a beta_form outside 0..2 is invalid.
+TEST(PrefillHost, FixedCallOptions) {
+  ValidPrefill norm;
+  norm.args.qk_l2norm = 1;
+  expectRejected(norm, DELTAC_UNSUPPORTED, "qk_l2norm: this spec fixes the q/k normalisation");
+  ValidPrefill beta;
+  beta.args.beta_form = 2;
+  expectRejected(beta, DELTAC_UNSUPPORTED, "beta_form: this spec fixes the beta form");
+  ValidPrefill bad;
+  bad.args.beta_form = 3;
+  expectRejected(bad, DELTAC_INVALID_ARGUMENT, "beta_form = 3 must be 0 (given), 1 (sigmoid)");
+}
+
 TEST(PrefillHost, ScaleAndDtypes) {
   ValidPrefill nan;
   nan.args.scale = std::numeric_limits<float>::quiet_NaN();

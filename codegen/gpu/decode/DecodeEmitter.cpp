@@ -287,6 +287,15 @@ Value EmitterBase::loadGate(Value tok) {
   if (s.gate == GateForm::none || perChannel())
     return Value();
   Value ghIndex = add(mul(tok, toI64(param(pHV))), hv);
+  if (s.gate == GateForm::call) {
+    // Log g (f32; null with kNullGate: the zeros) or raw a, f32 or with
+    // kCallGate16 in the io dtype: one load of either width, no branch.
+    Value noG = flag(deltac_abi::kNullGate);
+    Value base = arith::SelectOp::create(
+        b, noG, LLVM::AddressOfOp::create(b, ptr, zerosSymbol(func.getName())), param(pG));
+    return KernelEmitter::loadBeta(base, sel64(noG, cI64(0), ghIndex),
+                                   notI1(flag(deltac_abi::kCallGate16)), s.ioType);
+  }
   if (s.gate != GateForm::log)
     return loadElems(param(pG), s.gate == GateForm::raw ? s.ioType : f32,
                      ghIndex, 1)[0];
@@ -365,8 +374,14 @@ SmallVector<Value> EmitterBase::enteringState(
   return SmallVector<Value>(ifZero.getResults());
 }
 
+Value EmitterBase::gateIsRaw() {
+  if (isByCall(s.gate))
+    return flag(deltac_abi::kCallGateRaw);
+  return arith::ConstantIntOp::create(b, b.getI1Type(), isRaw(s.gate) ? 1 : 0);
+}
+
 void EmitterBase::loadHeadParams() {
-  if (s.gate != GateForm::raw && s.gate != GateForm::channel_raw)
+  if (!takesRawParams(s.gate))
     return;
   // exp(A_log) and dt_bias of head hv, once per kernel (per-channel
   // dt_bias: loaded with each token's gate, see loadChannelGates). A null
@@ -375,7 +390,7 @@ void EmitterBase::loadHeadParams() {
   aFactor = unlessNull(param(pALog), 1.0, [&] {
     return exp(loadElems(param(pALog), f32, hv, 1)[0]);
   });
-  if (s.gate != GateForm::channel_raw)
+  if (!channelBias())
     dtBias = unlessNull(param(pDtBias), 0.0,
                         [&] { return loadElems(param(pDtBias), f32, hv, 1)[0]; });
 }
@@ -385,8 +400,22 @@ SmallVector<Value> EmitterBase::loadChannelGates(Value tok, Value key,
   Value head = add(mul(tok, toI64(param(pHV))), hv);
   Value at = add(mul(head, cI64(s.k)), key);
   bool raw = s.gate == GateForm::channel_raw;
-  SmallVector<Value> in = loadElems(param(pG), raw ? s.ioType : f32, at, count);
-  if (raw) {
+  SmallVector<Value> in;
+  if (s.gate == GateForm::channel_call) {
+    // f32, or with kCallGate16 the io dtype (a raw a only): vector loads of
+    // either width in a branch.
+    auto ifHalf = scf::IfOp::create(b, SmallVector<Type>(count, f32),
+                                    flag(deltac_abi::kCallGate16), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifHalf.thenBlock());
+    scf::YieldOp::create(b, loadElems(param(pG), s.ioType, at, count));
+    b.setInsertionPointToStart(ifHalf.elseBlock());
+    scf::YieldOp::create(b, loadElems(param(pG), f32, at, count));
+    in.assign(ifHalf.getResults().begin(), ifHalf.getResults().end());
+  } else {
+    in = loadElems(param(pG), raw ? s.ioType : f32, at, count);
+  }
+  if (raw || s.gate == GateForm::channel_call) {
     Value bias = add(mul(hv, cI64(s.k)), key);
     auto ifNull = scf::IfOp::create(b, SmallVector<Type>(count, f32),
                                     isNull(param(pDtBias)), true);
@@ -408,6 +437,23 @@ SmallVector<Value> EmitterBase::channelDecays(ArrayRef<Value> inputs) {
     return d;
   }
   size_t n = inputs.size() / 2;
+  if (s.gate == GateForm::channel_call) {
+    // The call's form: log decays, or raw inputs with their dt_bias, in a
+    // branch: computing the raw form's softplus for every channel and
+    // selecting cost the log form 28 % at T = 1, B = 64 on an H200.
+    auto ifRaw = scf::IfOp::create(b, SmallVector<Type>(n, f32), gateIsRaw(), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRaw.thenBlock());
+    SmallVector<Value> raw, logForm;
+    for (size_t i = 0; i < n; ++i)
+      raw.push_back(rawDecay(inputs[i], inputs[n + i]));
+    scf::YieldOp::create(b, raw);
+    b.setInsertionPointToStart(ifRaw.elseBlock());
+    for (size_t i = 0; i < n; ++i)
+      logForm.push_back(exp(inputs[i]));
+    scf::YieldOp::create(b, logForm);
+    return SmallVector<Value>(ifRaw.getResults());
+  }
   for (size_t i = 0; i < n; ++i)
     d.push_back(rawDecay(inputs[i], inputs[n + i]));
   return d;
@@ -433,14 +479,54 @@ std::pair<Value, Value> EmitterBase::gateAndBeta(Value g, Value betaIn) {
   case GateForm::raw:
     decay = rawDecay(g, dtBias);
     break;
+  case GateForm::call:
+    // The call's form: a log decay, or a raw input with dt_bias.
+    decay = exp(arith::SelectOp::create(
+        b, gateIsRaw(), rawLogDecay(fadd(g, dtBias), aFactor, param(pLowerBound)), g));
+    break;
   case GateForm::channel_log:
   case GateForm::channel_raw:
+  case GateForm::channel_call:
     break; // per key channel: channelDecay, applied by the emitters
   }
   return {decay, betaIn ? betaOf(betaIn) : Value()};
 }
 
+Value EmitterBase::normFactor(Value sumSquares) {
+  Value x = fadd(sumSquares, cF32(1e-6));
+  // Without the call's kCallL2Norm, 1 / sqrt(1) = 1 exactly: one select
+  // before the root, not a second value live beside it.
+  if (s.l2normCall)
+    x = arith::SelectOp::create(b, flag(deltac_abi::kCallL2Norm), x, cF32(1.0));
+  return fdiv(cF32(1.0), sqrt(x));
+}
+
+Value EmitterBase::callSigmoid(Value logits) {
+  Value factor =
+      arith::SelectOp::create(b, flag(deltac_abi::kCallBetaTwice), cF32(2.0), cF32(1.0));
+  return fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), logits))));
+}
+
 Value EmitterBase::betaOf(Value beta) {
+  if (s.beta == BetaForm::call && (s.perValue || perChannel())) {
+    // A beta per value column, or KDA's: selects (a branch per column made
+    // the per-value kernels spill; in KDA's kv kernel it took 128
+    // registers to 165).
+    return arith::SelectOp::create(b, flag(deltac_abi::kCallBetaSigmoid), callSigmoid(beta),
+                                   beta);
+  }
+  if (s.beta == BetaForm::call) {
+    // Logits where the call says so (times 2 with kCallBetaTwice), in a
+    // branch (selects made the kv bulk kernel at 64 x 64 spill).
+    auto ifSigmoid = scf::IfOp::create(b, TypeRange{f32}, flag(deltac_abi::kCallBetaSigmoid),
+                                       /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifSigmoid.thenBlock());
+    scf::YieldOp::create(b, callSigmoid(beta));
+    b.setInsertionPointToStart(ifSigmoid.elseBlock());
+    scf::YieldOp::create(b, beta);
+    return ifSigmoid.getResult(0);
+  }
   if (s.beta != BetaForm::given) {
     beta = fdiv(cF32(1.0), fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
     if (s.beta == BetaForm::sigmoid2)

@@ -42,7 +42,7 @@ inline std::string zerosSymbol(StringRef kernel) { return (kernel + "_zeros").st
 
 /// Whether `spec`'s kernels carry zerosSymbol's array.
 inline bool needsZeros(const DecodeSpec &spec) {
-  return spec.perValue || spec.gate == GateForm::log;
+  return spec.perValue || spec.gate == GateForm::log || spec.gate == GateForm::call;
 }
 
 /// What both layouts share: constants, math, memory access, slot handling,
@@ -134,8 +134,24 @@ protected:
     return cmp(arith::CmpIPredicate::ne,
                arith::AndIOp::create(b, param(pFlags), cI32(bit)), cI32(0));
   }
+  /// Whether the kernel may normalise q and k (l2norm, or l2norm = call).
+  bool mayNormalise() const { return s.qkL2Norm || s.l2normCall; }
+  /// The factor that normalises a row whose squares sum to `sumSquares`:
+  /// 1 / sqrt(sumSquares + 1e-6), or with l2norm = call that where the
+  /// call's kCallL2Norm is set and 1 otherwise.
+  Value normFactor(Value sumSquares);
+  /// beta = call: sigmoid(logits), times 2 with the call's kCallBetaTwice.
+  Value callSigmoid(Value logits);
   /// Loads what the gate needs per head (raw form: A_log and dt_bias).
   void loadHeadParams();
+  /// Per-channel gates whose inputs come with a dt_bias per channel (the
+  /// raw form, or the form the call chooses): two values per channel.
+  bool channelBias() const {
+    return s.gate == GateForm::channel_raw || s.gate == GateForm::channel_call;
+  }
+  /// Whether the gate is raw (i1): fixed by the spec, or the call's
+  /// kCallGateRaw for gate = call / channel_call.
+  Value gateIsRaw();
   bool perChannel() const {
     return isPerChannel(s.gate);
   }

@@ -244,18 +244,17 @@ void VkEmitter::emit(Value stage) {
     // u k elementwise (the scalar decay below is then 1).
     SmallVector<Value> dk, dq, channel;
     if (perChannel()) {
-      size_t per = s.gate == GateForm::channel_raw ? 2 * t.elemsPerLoad
+      size_t per = channelBias() ? 2 * t.elemsPerLoad
                                                     : t.elemsPerLoad;
       ArrayRef<Value> gates = in.drop_front(gateAt);
       for (int64_t j = 0; j < t.loadsPerLane; ++j)
         llvm::append_range(channel,
                            channelDecays(gates.slice(j * per, per)));
     }
-    if (s.qkL2Norm) {
+    if (mayNormalise()) {
       // x / sqrt(sum x^2 + 1e-6): the lanes of a row hold all K elements.
       for (SmallVector<Value> *x : {&q, &k}) {
-        Value inv =
-            fdiv(cF32(1.0), sqrt(fadd(rowSum(sum(*x, *x)), cF32(1e-6))));
+        Value inv = normFactor(rowSum(sum(*x, *x)));
         for (Value &e : *x)
           e = fmul(e, inv);
       }
@@ -446,7 +445,7 @@ void KvEmitter::emit(Value shared, Value stage) {
     SmallVector<Value> rowDecay, Sd(S);
     if (perChannel()) {
       // Staged: the decays themselves; else the gate inputs of each row.
-      size_t per = !stage && s.gate == GateForm::channel_raw ? 2 : 1;
+      size_t per = !stage && channelBias() ? 2 : 1;
       ArrayRef<Value> gates = in.drop_front(gateAt);
       for (int64_t r = 0; r < nRows; ++r) {
         rowDecay.push_back(stage ? gates[r]
@@ -513,9 +512,9 @@ void KvEmitter::emit(Value shared, Value stage) {
       }
     }
     Value invK = cF32(1.0), invQ = cF32(1.0);
-    if (s.qkL2Norm) {
-      invK = fdiv(cF32(1.0), sqrt(fadd(partial[2 * epl], cF32(1e-6))));
-      invQ = fdiv(cF32(1.0), sqrt(fadd(partial[2 * epl + 1], cF32(1e-6))));
+    if (mayNormalise()) {
+      invK = normFactor(partial[2 * epl]);
+      invQ = normFactor(partial[2 * epl + 1]);
     }
     Value kq = fmul(partial[2 * epl + 2], fmul(invK, invQ));
     auto [decay, beta] = gateAndBeta(gIn, s.perValue ? Value() : betaIn[0]);

@@ -53,6 +53,9 @@ struct DecodeSpec {
   /// kernel reads gv and, per the call's kBetaPerValue, a beta per value
   /// column.
   bool perValue = false;
+  /// `l2norm = call`: the call's flags (kCallL2Norm) say whether q and k
+  /// are normalised. (`beta = call` is beta == BetaForm::call.)
+  bool l2normCall = false;
 };
 
 /// Code-shape choices of the decode kernels. The defaults come from the

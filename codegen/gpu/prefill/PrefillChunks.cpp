@@ -185,6 +185,7 @@ void ChunksRowsBuilder::build(const ChunkSite &site) {
     // Each 16-row block whose G strays more than kSteep from its first
     // row's, in any channel, is flagged slow (see (4, kda)).
     Value slow = region(L.slow);
+    double steepBound = s.ioType.isF16() ? kSteepF16 : kSteep;
     threadLoop(K, [&](Value d) {
       Value run = cF32(0.0), first, steep;
       for (int64_t i = 0; i < C; ++i) {
@@ -200,8 +201,8 @@ void ChunksRowsBuilder::build(const ChunkSite &site) {
           continue;
         }
         Value t = fsub(first, run);
-        steep = orI(steep, orI(fcmp(arith::CmpFPredicate::UGT, t, cF32(kSteep)),
-                               fcmp(arith::CmpFPredicate::ULT, t, cF32(-kSteep))));
+        steep = orI(steep, orI(fcmp(arith::CmpFPredicate::UGT, t, cF32(steepBound)),
+                               fcmp(arith::CmpFPredicate::ULT, t, cF32(-steepBound))));
         if (i % 16 == 15)
           ifThen(steep, [&] { store(cI32(1), slow, cI32(i / 16), 4); });
       }
@@ -247,6 +248,9 @@ void ChunksRowsBuilder::build(const ChunkSite &site) {
       Value scale = cF32(1.0);
       if (s.qkL2Norm)
         scale = rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6)));
+      else if (s.l2normCall)
+        scale = sel(callOption(deltac_abi::kCallL2Norm),
+                    rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6))), scale);
       scale = sel(valid, scale, cF32(0.0));
       Value factor = kda ? Value()
                      : which ? fmul(load(f32, eG, i, 4), param(pScale))

@@ -194,7 +194,11 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
     if (raw)
       store(bj, tileOf(6), add(row, cI32(C)), 4);
   };
-  if (s.qkL2Norm) {
+  auto unitScales = [&] {
+    Value row = remu(tid, cI32(128)); // C = kWarpgroupChunk: a thread per row of its warpgroup's
+    ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] { storeRowScale(row, cF32(1.0)); });
+  };
+  auto normScales = [&] {
     product(aDesc);
     wgWait(0, acc);
     // Element (r, r) of the accumulator: row 16 wl + 8 h + group sits in
@@ -209,12 +213,20 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
         d = sel(cmp(arith::CmpIPredicate::eq, wl, cI32(w)), sel(odd, acc[at + 1], acc[at]), d);
       }
       Value row = wgRow(wl, 2 * h);
-      ifThen(holds, [&] { storeRowScale(row, rsqrt(fadd(d, cF32(1e-6)))); });
+      Value inverse = rsqrt(fadd(d, cF32(1e-6)));
+      // l2norm = call: the norms' product runs either way (in a branch it
+      // took chunks from 69 to 80 registers and made the queue form
+      // spill); the call's kCallL2Norm picks the scale.
+      if (s.l2normCall)
+        inverse = sel(callOption(deltac_abi::kCallL2Norm), inverse, cF32(1.0));
+      ifThen(holds, [&] { storeRowScale(row, inverse); });
     }
-  } else {
-    Value row = remu(tid, cI32(128)); // C = kWarpgroupChunk: a thread per row of its warpgroup's
-    ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] { storeRowScale(row, cF32(1.0)); });
-  }
+  };
+  bool norms = s.qkL2Norm || s.l2normCall;
+  if (norms)
+    normScales();
+  else
+    unitScales();
 
   // (3) Q K^T (warpgroup 0) and K K^T (warpgroup 1), in flight while the
   // rows Qg = fq q and Kd = fk k go to the workspace (not in the raw form),
@@ -228,7 +240,7 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
     // varlen 16K: 0.4780 -> 0.4707 ms). The other form multiplies again:
     // there warpgroup 0's Q K^T runs beside it, and keeping the 32 values
     // through (2) cost T = 4K's queue form 1.6 %.
-    if (!s.qkL2Norm) {
+    if (!norms) {
       auto op = scf::IfOp::create(b, TypeRange(SmallVector<Type>(acc.size(), f32)), first, true);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(op.thenBlock());

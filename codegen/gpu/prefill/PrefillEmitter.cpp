@@ -210,6 +210,7 @@ std::pair<Value, Value> PrefillEmitter::gateAndBeta(Value tok, Value hv) {
   case GateForm::none: break;
   case GateForm::log: g = loadF32(param(pG), s.gateType, at); break;
   case GateForm::linear: g = log(loadF32(param(pG), s.gateType, at)); break;
+  case GateForm::call: g = gateByCall(at, hv, hv); break;
   default: // raw: a + dt_bias[hv]
     g = rawDecay(fadd(loadF32(param(pG), s.gateType, at), loadF32Or(param(pDtBias), hv, 0.0)),
                  hv);
@@ -234,16 +235,36 @@ Value PrefillEmitter::betaOf(Value tok, Value hv) {
                    : loadBeta(param(pBeta), at,
                               cmp(arith::CmpIPredicate::ne, param(pBetaF32), cI32(0)),
                               s.betaType);
-  if (s.beta != BetaForm::given) {
+  if (s.beta == BetaForm::call) {
+    // The call's form: logits with kCallBetaSigmoid (times 2 with
+    // kCallBetaTwice), else beta as given. Selects, no branch.
+    Value factor = sel(callOption(deltac_abi::kCallBetaTwice), cF32(2.0), cF32(1.0));
+    Value sig = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+    beta = sel(callOption(deltac_abi::kCallBetaSigmoid), sig, beta);
+  } else if (s.beta != BetaForm::given) {
     Value factor = cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0);
     beta = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
   }
   return beta;
 }
 
+Value PrefillEmitter::gateByCall(Value at, Value hv, Value biasAt) {
+  // f32, or a raw a in the io dtype with kCallGate16 (one load of either
+  // width); the raw form's log decay where the call's kCallGateRaw is set.
+  // A null g (log form: FLA's g=None, plain DeltaNet on these kernels)
+  // reads 0, no decay.
+  Value in = unlessNull(param(pG), 0.0, [&] {
+    return loadBeta(param(pG), at, notI(callOption(deltac_abi::kCallGate16)), s.ioType);
+  });
+  Value raw = rawDecay(fadd(in, loadF32Or(param(pDtBias), biasAt, 0.0)), hv);
+  return sel(callOption(deltac_abi::kCallGateRaw), raw, in);
+}
+
 Value PrefillEmitter::channelGate(Value tok, Value hv, Value d) {
   Value hd = add(mul(toI64(hv), cI64(s.k)), toI64(d));
   Value at = add(mul(tok, mul(toI64(param(pHV)), cI64(s.k))), hd);
+  if (s.gate == GateForm::channel_call)
+    return gateByCall(at, hv, hd);
   if (s.gate == GateForm::channel_log)
     return loadF32(param(pG), s.gateType, at);
   // channel_raw: a + dt_bias[hv * K + d].

@@ -41,7 +41,8 @@ enum Param {
   pOutIdx, pCu, pWork, pErrorFlag, pCuIsI64, pT, pN, pH, pHV, pMaxChunks,
   pQStride, pKStride, pVStride, pOStride, pSlots, pScale, pOverlap, pQkRaw,
   pTma, pQMap, pKMap, pVMap, pLowerBound, pSlotStride, pCkpt, pCkptStarts,
-  pCkptEvery, pCkptRows, pCkptF32, pBetaF32, pSegments, pCpPhase, pCpTransfer
+  pCkptEvery, pCkptRows, pCkptF32, pBetaF32, pSegments, pCpPhase, pCpTransfer,
+  pOptions
 };
 
 /// kda's diagonal blocks go through the product form where, in every
@@ -49,6 +50,11 @@ enum Param {
 /// e^(G - G_r) and e^(G_r - G) then lie in [e^-64, e^64] (bf16 and fp32
 /// normal numbers, with room for unnormalised k).
 constexpr double kSteep = 64.0;
+/// The same bound for f16 operands: f16's largest number is 65504, about
+/// e^11.1, so the factors stay within e^8 (room for unnormalised k of up
+/// to about 20); with kSteep they overflowed to inf and the outputs were
+/// NaN (FLA's f16 chunk_kda tests, session 42).
+constexpr double kSteepF16 = 8.0;
 
 /// The high half of a wgmma shared-memory matrix descriptor (PTX ISA,
 /// "Matrix Descriptor Format": start address >> 4 in bits 0-13, leading
@@ -404,6 +410,11 @@ protected:
   Value toI32(Value v) { return v.getType() == i32 ? v : arith::TruncIOp::create(b, i32, v).getResult(); }
   Value toOp(Value v) { return arith::TruncFOp::create(b, opType, v); }
   Value param(Param p) { return func.getArgument(p); }
+  /// Whether the call's `options` have deltac_abi::CallOptions bit `bit`.
+  Value callOption(int32_t bit) {
+    return cmp(arith::CmpIPredicate::ne, arith::AndIOp::create(b, param(pOptions), cI32(bit)),
+               cI32(0));
+  }
   void barrier() { gpu::BarrierOp::create(b); }
   /// Emits body() under `if (cond)` (no results, no else).
   void ifThen(Value cond, function_ref<void()> body) {
@@ -800,6 +811,9 @@ protected:
   Value betaOf(Value tok, Value hv);
   /// The log decay of channel d (per-channel gates, rule kda).
   Value channelGate(Value tok, Value hv, Value d);
+  /// gate = call / channel_call: the log decay of the input at `at` (a
+  /// log g, or a raw a with dt_bias[biasAt] as the call says) of head hv.
+  Value gateByCall(Value at, Value hv, Value biasAt);
   /// A raw gate's log decay from x = a + dt_bias (rawLogDecay: softplus,
   /// or bounded where the lower_bound parameter is a number), with
   /// exp(A_log[hv]) (1 for a null A_log).

@@ -50,6 +50,9 @@ const KernelParam kParams[] = {
     // initial_state, the entering state; cp_correct finishes every
     // segment), 0 = an ordinary call.
     {"cp_phase", ParamKind::I32},        {"cp_transfer", ParamKind::Pointer},
+    // deltac_abi::CallOptions bits: what an `l2norm = call` / `beta = call`
+    // spec's call chose (other kernels ignore them).
+    {"options", ParamKind::I32},
 };
 } // namespace
 

@@ -17,11 +17,14 @@ namespace mlir::delta {
 struct PrefillSpec {
   Rule rule;         ///< gated, delta or kda (per-channel decays)
   GateForm gate;     ///< none, log, linear, raw, channel_log or channel_raw
-  BetaForm beta;     ///< given, sigmoid or sigmoid2
+  BetaForm beta;     ///< given, sigmoid, sigmoid2 or call
   bool qkL2Norm;
   StateLayout layout;
   Type ioType, stateType, gateType, betaType;
   int64_t k, v, chunk;
+  /// `l2norm = call` (the call's kCallL2Norm says; `beta = call` is
+  /// beta == BetaForm::call).
+  bool l2normCall = false;
 };
 
 } // namespace mlir::delta

@@ -354,3 +354,31 @@ func.func @beta_per_value_v(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x4x2x64xbf16>
       scale(%scale : f32) -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
   return
 }
+
+// -----
+
+func.func @call_without_options(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x4x2x64xbf16>,
+                                %v: tensor<1x4x2x64xbf16>, %g: tensor<1x4x2xf32>,
+                                %b: tensor<1x4x2xbf16>, %scale: f32) {
+  // expected-error @+1 {{'gate = call', 'beta = call' and 'l2norm = call' need the call's 'options'}}
+  %o, %s = delta.recurrence gated layout = kv gate = log beta = call
+      q(%q : tensor<1x4x2x64xbf16>) k(%k : tensor<1x4x2x64xbf16>)
+      v(%v : tensor<1x4x2x64xbf16>) g(%g : tensor<1x4x2xf32>)
+      beta(%b : tensor<1x4x2xbf16>) scale(%scale : f32)
+      -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @options_without_call(%q: tensor<1x4x2x64xbf16>, %k: tensor<1x4x2x64xbf16>,
+                                %v: tensor<1x4x2x64xbf16>, %g: tensor<1x4x2xf32>,
+                                %b: tensor<1x4x2xbf16>, %scale: f32, %opt: i32) {
+  // expected-error @+1 {{'options' are only taken with 'gate = call', 'beta = call' or 'l2norm = call'}}
+  %o, %s = delta.recurrence gated layout = kv gate = log beta = given l2norm
+      q(%q : tensor<1x4x2x64xbf16>) k(%k : tensor<1x4x2x64xbf16>)
+      v(%v : tensor<1x4x2x64xbf16>) g(%g : tensor<1x4x2xf32>)
+      beta(%b : tensor<1x4x2xbf16>) scale(%scale : f32) options(%opt : i32)
+      -> tensor<1x4x2x64xbf16>, tensor<1x2x64x64xf32>
+  return
+}

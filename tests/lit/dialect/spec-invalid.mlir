@@ -68,13 +68,13 @@ delta.spec @bad_state rule = gated dims = [128x128] io = bf16 state = i8
 
 // -----
 
-// expected-error @+1 {{rule 'kda' needs a per-channel gate (channel_log or channel_raw), got 'log'}}
+// expected-error @+1 {{rule 'kda' needs a per-channel gate (channel_log, channel_raw or channel_call), got 'log'}}
 delta.spec @kda_per_head rule = kda dims = [128x128] io = bf16 state = f32
     layout = vk gate = log beta = given chunk = 64 entries = [prefill]
 
 // -----
 
-// expected-error @+1 {{rule 'kda' needs a per-channel gate (channel_log or channel_raw), got 'raw'}}
+// expected-error @+1 {{rule 'kda' needs a per-channel gate (channel_log, channel_raw or channel_call), got 'raw'}}
 delta.spec @kda_raw_per_head rule = kda dims = [128x128] io = bf16 state = f32
     layout = vk gate = raw beta = given chunk = 64 entries = [prefill]
 
@@ -296,3 +296,17 @@ delta.spec @value_beta rule = gated dims = [64x64] io = bf16 state = f32
 delta.spec @value_beta_again rule = gated dims = [64x64] io = bf16
     state = f32 layout = kv gate = log beta = given per_value chunk = 64
     entries = [decode] max_t = 4
+
+// -----
+
+// Only the generic form can set both: the custom syntax has one of
+// `l2norm` and `l2norm = call`.
+// expected-error @+1 {{'l2norm' and 'l2norm = call' exclude each other}}
+"delta.spec"() <{beta = #delta<beta given>, chunk_size = 64 : i64, dims = [#delta.dims<k = 64, v = 64>], entries = [#delta<entry decode>], gate = #delta<gate log>, io_type = bf16, l2norm_call, qk_l2norm, layout = #delta<layout kv>, max_t = 1 : i64, rule = #delta<rule gated>, state_type = f32, sym_name = "both"}> : () -> ()
+
+// -----
+
+delta.spec @l2norm_eq rule = gated dims = [64x64] io = bf16 state = f32
+    // expected-error @+1 {{custom op 'delta.spec' expected 'call' after 'l2norm =' (the call chooses)}}
+    layout = kv gate = log beta = given l2norm = on chunk = 64
+    entries = [decode] max_t = 1

@@ -45,3 +45,14 @@ delta.spec @gdn_small rule = gated dims = [32x32] io = bf16 state = f32
 delta.spec @per_value rule = gated dims = [128x128] io = bf16 state = f32
     layout = kv gate = log beta = given l2norm per_value chunk = 64
     entries = [decode] max_t = 8
+
+// Options left to each call (one set of kernels for every choice).
+// CHECK-LABEL: delta.spec @gdn_call rule = gated dims = [128x128] io = bf16 state = f32 layout = kv gate = call beta = call l2norm = call chunk = 64 entries = [prefill, decode] max_t = 8
+delta.spec @gdn_call rule = gated dims = [128x128] io = bf16 state = f32
+    layout = kv gate = call beta = call l2norm = call chunk = 64
+    entries = [prefill, decode] max_t = 8
+
+// CHECK-LABEL: delta.spec @kda_call rule = kda dims = [64x64] io = f16 state = f32 layout = vk gate = channel_call beta = given l2norm = call chunk = 64 entries = [decode] max_t = 2
+delta.spec @kda_call rule = kda dims = [64x64] io = f16 state = f32
+    layout = vk gate = channel_call beta = given l2norm = call chunk = 64
+    entries = [decode] max_t = 2

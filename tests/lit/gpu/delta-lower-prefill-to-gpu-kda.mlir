@@ -20,7 +20,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: gpu.func @kimi_k64_v64_prefill_prep(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = prep, code = all, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 256,
 // CHECK: gpu.func @kimi_k64_v64_prefill_chunks(
-// CHECK-SAME: %[[BOUND:[[:alnum:]_]+]]: f32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i32, %[[BETAF32:[[:alnum:]_]+]]: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}) kernel
+// CHECK-SAME: %[[BOUND:[[:alnum:]_]+]]: f32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i64, %{{[[:alnum:]_]+}}: i32, %[[BETAF32:[[:alnum:]_]+]]: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i32) kernel
 // CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 64, v = 64, value_tile = 64, grid_x = 1, block_threads = 512,
 // beta (bf16 spec) is read as bf16 or, with beta_f32, as f32: two 16-bit
 // loads either way (no branch, never past the array).
@@ -35,7 +35,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // CHECK: llvm.call_intrinsic "llvm.nvvm.div.approx.f"(%[[BOUND]], %{{.*}})
 // CHECK: nvvm.mma.sync {{.*}} multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
 // CHECK: gpu.func @kimi_k64_v64_prefill_recur(
-// CHECK-SAME: %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[CK:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias}, %[[CKSTARTS:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias}, %[[CKEVERY:[[:alnum:]_]+]]: i32, %[[CKROWS:[[:alnum:]_]+]]: i64, %[[CKF32:[[:alnum:]_]+]]: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}) kernel
+// CHECK-SAME: %[[SLOTSTRIDE:[[:alnum:]_]+]]: i64, %[[CK:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias}, %[[CKSTARTS:[[:alnum:]_]+]]: !llvm.ptr<1> {llvm.noalias}, %[[CKEVERY:[[:alnum:]_]+]]: i32, %[[CKROWS:[[:alnum:]_]+]]: i64, %[[CKF32:[[:alnum:]_]+]]: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: i32, %{{[[:alnum:]_]+}}: !llvm.ptr<1> {llvm.noalias}, %{{[[:alnum:]_]+}}: i32) kernel
 // States slot_stride elements apart (vLLM's hybrid cache keeps other data
 // in a slot): the slot index is scaled by the parameter.
 // CHECK: arith.muli %{{.*}}, %[[SLOTSTRIDE]] : i64

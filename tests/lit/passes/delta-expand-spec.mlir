@@ -64,3 +64,23 @@ delta.spec @kimi rule = kda dims = [128x128] io = bf16 state = f32
 // CHECK-SAME: tensor<?x?x?x128xf32> {delta.name = "g"}
 // CHECK-SAME: tensor<?x?x?xbf16> {delta.name = "b"}
 // CHECK: delta.recurrence kda layout = kv gate = channel_log beta = sigmoid
+
+// -----
+
+// Options left to the call: the function takes them last, as `options`
+// (i32), and the recurrence reads them.
+// CHECK-LABEL: delta.spec @by_call
+delta.spec @by_call rule = gated dims = [64x64] io = f16 state = f32
+    layout = kv gate = call beta = call l2norm = call chunk = 64
+    entries = [decode] max_t = 2
+
+// A gate by call takes g as f32 (log decays, or a raw a; the host also
+// takes a raw a in the io dtype) and A_log, dt_bias as the raw forms do.
+// CHECK: func.func @by_call_k64_v64_decode(
+// CHECK-SAME: tensor<?x?x?xf32> {delta.name = "g"}
+// CHECK-SAME: tensor<?x?x?xf16> {delta.name = "beta"}
+// CHECK-SAME: tensor<?xf32> {delta.name = "A_log"}
+// CHECK-SAME: tensor<?xf32> {delta.name = "dt_bias"}
+// CHECK-SAME: f32 {delta.name = "scale"}, %[[OPT:.*]]: i32 {delta.name = "options"})
+// CHECK: delta.recurrence gated layout = kv gate = call beta = call l2norm = call
+// CHECK-SAME: options(%[[OPT]] : i32)

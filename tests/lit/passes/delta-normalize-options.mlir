@@ -79,3 +79,77 @@ func.func @canonical(%q: tensor<1x?x4x64xbf16>, %k: tensor<1x?x4x64xbf16>,
       scale(%scale : f32) -> tensor<1x?x4x64xbf16>, tensor<1x4x64x64xf32>
   return %s : tensor<1x4x64x64xf32>
 }
+
+// -----
+
+// `l2norm = call` and `beta = call`: scf.if on the call's options (bits of
+// deltac_abi::CallOptions: 256 l2norm, 512 sigmoid, 1024 twice) with the
+// preparation op in the then-branch and the plain f32 value in the else.
+// CHECK-LABEL: func.func @by_call
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<1x?x2x64xbf16>
+// CHECK-SAME: %[[B:[^:]*]]: tensor<1x?x2xbf16>
+// CHECK-SAME: %[[OPT:[^:]*]]: i32
+// CHECK: %[[M:.*]] = arith.constant 256 : i32
+// CHECK: %[[AND:.*]] = arith.andi %[[OPT]], %[[M]] : i32
+// CHECK: %[[ON:.*]] = arith.cmpi ne, %[[AND]]
+// CHECK: %[[QN:.*]] = scf.if %[[ON]] -> (tensor<1x?x2x64xf32>) {
+// CHECK-NEXT: %[[N:.*]] = delta.l2norm %[[Q]]
+// CHECK-NEXT: scf.yield %[[N]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[E:.*]] = arith.extf %[[Q]] : tensor<1x?x2x64xbf16> to tensor<1x?x2x64xf32>
+// CHECK-NEXT: scf.yield %[[E]]
+// CHECK: arith.constant 512 : i32
+// CHECK: %[[BETA:.*]] = scf.if
+// CHECK: arith.constant 1024 : i32
+// CHECK: scf.if
+// CHECK: delta.beta_sigmoid %[[B]] factor = 2.000000e+00
+// CHECK: } else {
+// CHECK: delta.beta_sigmoid %[[B]] factor = 1.000000e+00
+// CHECK: } else {
+// CHECK-NEXT: arith.extf %[[B]] : tensor<1x?x2xbf16> to tensor<1x?x2xf32>
+// CHECK: delta.recurrence gated layout = kv gate = log beta = given q(%[[QN]] :
+// CHECK-SAME: beta(%[[BETA]] :
+// CHECK-NOT: options(
+func.func @by_call(%q: tensor<1x?x2x64xbf16>, %k: tensor<1x?x2x64xbf16>,
+                   %v: tensor<1x?x2x64xbf16>, %g: tensor<1x?x2xf32>,
+                   %b: tensor<1x?x2xbf16>, %scale: f32, %opt: i32)
+    -> (tensor<1x?x2x64xbf16>, tensor<1x2x64x64xf32>) {
+  %o, %s = delta.recurrence gated layout = kv gate = log beta = call l2norm = call
+      q(%q : tensor<1x?x2x64xbf16>) k(%k : tensor<1x?x2x64xbf16>)
+      v(%v : tensor<1x?x2x64xbf16>) g(%g : tensor<1x?x2xf32>)
+      beta(%b : tensor<1x?x2xbf16>) scale(%scale : f32) options(%opt : i32)
+      -> tensor<1x?x2x64xbf16>, tensor<1x2x64x64xf32>
+  return %o, %s : tensor<1x?x2x64xbf16>, tensor<1x2x64x64xf32>
+}
+
+// -----
+
+// `gate = call`: gate_from_raw where the call's 2048 (kCallGateRaw) is
+// set, else g as given (f32 log decays).
+// CHECK-LABEL: func.func @gate_by_call
+// CHECK-SAME: %[[G:[^:]*]]: tensor<1x?x2xf32>
+// CHECK-SAME: %[[AL:[^:]*]]: tensor<2xf32>, %[[DT:[^:]*]]: tensor<2xf32>
+// CHECK-SAME: %[[OPT:[^:]*]]: i32
+// CHECK: %[[M:.*]] = arith.constant 2048 : i32
+// CHECK: %[[AND:.*]] = arith.andi %[[OPT]], %[[M]] : i32
+// CHECK: %[[RAW:.*]] = arith.cmpi ne, %[[AND]]
+// CHECK: %[[GATE:.*]] = scf.if %[[RAW]] -> (tensor<1x?x2xf32>) {
+// CHECK-NEXT: %[[D:.*]] = delta.gate_from_raw %[[G]], %[[AL]], %[[DT]]
+// CHECK-NEXT: scf.yield %[[D]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %[[G]]
+// CHECK: delta.recurrence gated layout = kv gate = log beta = given
+// CHECK-SAME: g(%[[GATE]] :
+func.func @gate_by_call(%q: tensor<1x?x2x64xbf16>, %k: tensor<1x?x2x64xbf16>,
+                        %v: tensor<1x?x2x64xbf16>, %g: tensor<1x?x2xf32>,
+                        %b: tensor<1x?x2xbf16>, %al: tensor<2xf32>, %dt: tensor<2xf32>,
+                        %scale: f32, %opt: i32)
+    -> (tensor<1x?x2x64xbf16>, tensor<1x2x64x64xf32>) {
+  %o, %s = delta.recurrence gated layout = kv gate = call beta = given
+      q(%q : tensor<1x?x2x64xbf16>) k(%k : tensor<1x?x2x64xbf16>)
+      v(%v : tensor<1x?x2x64xbf16>) g(%g : tensor<1x?x2xf32>)
+      beta(%b : tensor<1x?x2xbf16>) a_log(%al : tensor<2xf32>)
+      dt_bias(%dt : tensor<2xf32>) scale(%scale : f32) options(%opt : i32)
+      -> tensor<1x?x2x64xbf16>, tensor<1x2x64x64xf32>
+  return %o, %s : tensor<1x?x2x64xbf16>, tensor<1x2x64x64xf32>
+}
