@@ -60,6 +60,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.overlapBlocksPerSM = launch.getOverlapBlocksPerSm();
   k.rawQK = launch.getRawQk();
   k.minTokens = launch.getMinTokens();
+  k.cpEighthsPerSM = launch.getCpEighthsPerSm();
   k.ioType = typeName(spec.getIoType());
   k.stateType = typeName(spec.getStateType());
   k.gate = spec.getGate();
@@ -484,6 +485,8 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
           row.set("segmentThreads", chain->threads);
           row.set("smemSegmentChain", chain->smem);
           row.set("smemSegmentCorrection", correct->smem);
+          row.set("segmentMinTokens", recurCp->minTokens);
+          row.set("segmentEighthsPerSM", recurCp->cpEighthsPerSM);
         }
       }
     }

@@ -36,7 +36,11 @@ struct EmittedKernel {
   int64_t smem = 0;  ///< dynamic shared memory bytes at launch
   int64_t smemStage = 0; ///< bytes of one more pipeline stage (0: none)
   int64_t minBlocksPerSM = 0; ///< dispatch: used from this many blocks/SM
-  int64_t minTokens = 0;      ///< decode dispatch: from this many tokens a row
+  /// decode dispatch: from this many tokens a row; recur_cp: from this many
+  /// tokens a busy sequence.
+  int64_t minTokens = 0;
+  /// recur_cp: up to this many eighths of a block per SM (0: never chosen).
+  int64_t cpEighthsPerSM = 0;
   /// prefill recur: the overlapped launch up to this many quarter blocks
   /// per SM, for altTarget's code (0: none).
   int64_t overlapBlocksPerSM = 0;

@@ -140,6 +140,27 @@ def Delta_RecurVariantAttr : Delta_Attr<"RecurVariant", "recur_variant"> {
   let genVerifyDecl = 1;
 }
 
+def Delta_ContextParallelAttr : Delta_Attr<"ContextParallel", "context_parallel"> {
+  let summary = "when the host splits a prefill call's sequences into segments";
+  let description = [{
+    `delta.context_parallel`, written by delta-plan-prefill beside
+    `delta.recur_variants` and carried by the GPU lowering onto the
+    context-parallel recur (`recur_cp`): the dispatch splits each sequence
+    into segments (docs/context-parallelism.md) where a busy sequence has
+    at least `min_tokens` tokens and recur's grid (busy sequences x value
+    heads x V tiles) has at most `eighths_per_sm` eighths of a block per SM
+    (0: the dispatch never chooses it; a forced call and a rank's phase of
+    a multi-GPU call still run the kernels).
+
+    ```mlir
+    #delta.context_parallel<min_tokens = 8192, eighths_per_sm = 1>
+    ```
+  }];
+  let parameters = (ins "int64_t":$min_tokens, "int64_t":$eighths_per_sm);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
   let summary = "what the host must know to launch one generated kernel";
   let description = [{
@@ -154,7 +175,9 @@ def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
     overlapped launch's bound (`overlap_blocks_per_sm`; 0: none) and
     whether recur has the form that reads raw q and k (`raw_qk`); for a
     decode kernel, the fewest tokens a row of a call it serves
-    (`min_tokens`, set on the staged form; 0: any call).
+    (`min_tokens`, set on the staged form; 0: any call); for the
+    context-parallel recur (`recur_cp`), the plan's
+    #delta.context_parallel as `min_tokens` and `cp_eighths_per_sm`.
 
     ```mlir
     #delta.kernel<role = recur, code = wgmma, k = 128, v = 128,
@@ -173,7 +196,8 @@ def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
     DefaultValuedParameter<"int64_t", "0">:$min_blocks_per_sm,
     DefaultValuedParameter<"int64_t", "0">:$overlap_blocks_per_sm,
     DefaultValuedParameter<"bool", "false">:$raw_qk,
-    DefaultValuedParameter<"int64_t", "0">:$min_tokens);
+    DefaultValuedParameter<"int64_t", "0">:$min_tokens,
+    DefaultValuedParameter<"int64_t", "0">:$cp_eighths_per_sm);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -43,12 +43,21 @@ LogicalResult RecurVariantAttr::verify(function_ref<InFlightDiagnostic()> emitEr
   return success();
 }
 
+LogicalResult ContextParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                          int64_t minTokens, int64_t eighthsPerSm) {
+  if (minTokens < 0 || eighthsPerSm < 0)
+    return emitError() << "context_parallel: min_tokens and eighths_per_sm must not be "
+                          "negative, got "
+                       << minTokens << " and " << eighthsPerSm;
+  return success();
+}
+
 LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  KernelRole, KernelCode, int64_t k, int64_t v,
                                  int64_t valueTile, int64_t gridX, int64_t blockThreads,
                                  int64_t dynamicSmem, int64_t dynamicSmemStage,
                                  int64_t minBlocksPerSm, int64_t overlapBlocksPerSm,
-                                 bool, int64_t minTokens) {
+                                 bool, int64_t minTokens, int64_t cpEighthsPerSm) {
   if (k < 1 || v < 1 || valueTile < 1 || gridX < 1)
     return emitError() << "kernel: k, v, value_tile and grid_x must be positive, got "
                        << k << ", " << v << ", " << valueTile << " and " << gridX;
@@ -63,8 +72,9 @@ LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kernel: min_blocks_per_sm and overlap_blocks_per_sm must "
                           "not be negative, got "
                        << minBlocksPerSm << " and " << overlapBlocksPerSm;
-  if (minTokens < 0)
-    return emitError() << "kernel: min_tokens must not be negative, got " << minTokens;
+  if (minTokens < 0 || cpEighthsPerSm < 0)
+    return emitError() << "kernel: min_tokens and cp_eighths_per_sm must not be negative, got "
+                       << minTokens << " and " << cpEighthsPerSm;
   return success();
 }
 
@@ -171,6 +181,11 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
         !llvm::all_of(list, [](Attribute v) { return isa<RecurVariantAttr>(v); }))
       return op->emitError() << "'" << name
                              << "' must be a non-empty array of #delta.recur_variant";
+    return success();
+  }
+  if (name == kContextParallelAttrName) {
+    if (!isa<ContextParallelAttr>(value))
+      return op->emitError() << "'" << name << "' must be a #delta.context_parallel";
     return success();
   }
   if (name == kDimsAttrName) {

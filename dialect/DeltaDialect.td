@@ -49,6 +49,9 @@ def Delta_Dialect : Dialect {
     /// Prefill recur kernels and their dispatch (delta-plan-prefill).
     static constexpr ::llvm::StringLiteral kRecurVariantsAttrName =
         "delta.recur_variants";
+    /// When the host splits sequences into segments (delta-plan-prefill).
+    static constexpr ::llvm::StringLiteral kContextParallelAttrName =
+        "delta.context_parallel";
     /// Argument attribute naming each function argument for the host API.
     static constexpr ::llvm::StringLiteral kArgNameAttrName = "delta.name";
   }];

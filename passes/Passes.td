@@ -144,10 +144,25 @@ def DeltaPlanPrefill : Pass<"delta-plan-prefill", "::mlir::func::FuncOp"> {
     (passes/PlanTarget.h; "nvidia", codegen/gpu/NvidiaTarget.cpp: 64, 32,
     16, 64 only for K <= 128, where recur's state fits its warps'
     registers). `value-tiles` overrides the candidates.
+
+    It also writes `delta.context_parallel`: from which sequence length
+    (`min_tokens`, tokens of a busy sequence) and up to which recur grid
+    (`eighths_per_sm`, eighths of a block per SM) the host splits each
+    sequence into segments run side by side (docs/context-parallelism.md;
+    the target model's values, or `segment-min-tokens` /
+    `segment-eighths-per-sm`; an eighths of 0 leaves the split to forced
+    calls and multi-GPU ranks).
   }];
   let options = [
     ListOption<"valueTiles", "value-tiles", "int64_t",
                "candidate V tiles of the recur kernel">,
+    Option<"segmentMinTokens", "segment-min-tokens", "int64_t", /*default=*/"-1",
+           "context parallelism: the fewest tokens of a busy sequence the host "
+           "splits (-1: the target model's)">,
+    Option<"segmentEighthsPerSm", "segment-eighths-per-sm", "int64_t", /*default=*/"-1",
+           "context parallelism: the largest recur grid, in eighths of a block "
+           "per SM, whose sequences the host splits (0: never by itself; -1: "
+           "the target model's)">,
     Option<"targetModel", "target-model", "std::string", /*default=*/"\"nvidia\"",
            "the registered PlanTarget whose costs decide (passes/PlanTarget.h)">
   ];

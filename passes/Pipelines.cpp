@@ -29,6 +29,10 @@ void mlir::delta::buildSpecToChunkPipeline(OpPassManager &pm, int64_t segments) 
 
 void mlir::delta::buildChunkToCpuPipeline(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createDeltaChunkToLinalg());
+  // delta-normalize-options leaves elementwise arith on whole tensors (an
+  // options-by-call spec's un-normalised q in the io dtype, arith.extf),
+  // which bufferization does not take.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -18,6 +18,8 @@
 // overlapped launch, chunks and recur side by side, where the variant's
 // N * HV * V / tile blocks are at most a quarter that many per SM; 0:
 // never), which delta-lower-prefill-to-gpu and the host wrapper consume.
+// Beside it, `delta.context_parallel`: from which sequence length and up
+// to which recur grid the host splits sequences into segments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +105,19 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
       variants.push_back(RecurVariantAttr::get(b.getContext(), t, minBlocks, overlap));
     }
     func->setAttr(DeltaDialect::kRecurVariantsAttrName, b.getArrayAttr(variants));
+    // Context parallelism's thresholds: the options, else the target's.
+    if (segmentMinTokens < -1 || segmentEighthsPerSm < -1) {
+      func.emitError() << "segment-min-tokens and segment-eighths-per-sm must be "
+                          "non-negative (or -1: the target model's), got "
+                       << int64_t(segmentMinTokens) << " and " << int64_t(segmentEighthsPerSm);
+      return signalPassFailure();
+    }
+    int64_t minTokens = segmentMinTokens >= 0 ? int64_t(segmentMinTokens)
+                                              : target->segmentMinTokens(query);
+    int64_t eighths = segmentEighthsPerSm >= 0 ? int64_t(segmentEighthsPerSm)
+                                               : target->segmentEighthsPerSm(query);
+    func->setAttr(DeltaDialect::kContextParallelAttrName,
+                  ContextParallelAttr::get(b.getContext(), minTokens, eighths));
   }
 };
 } // namespace

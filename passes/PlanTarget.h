@@ -40,6 +40,12 @@ public:
   /// Up to how many blocks per SM, in quarters, the tile's recur runs
   /// overlapped with chunks (0: never).
   virtual int64_t overlapQuartersPerSm(const PlanQuery &q, int64_t tile) const = 0;
+  /// Context parallelism: the fewest tokens of a busy sequence worth
+  /// splitting into segments...
+  virtual int64_t segmentMinTokens(const PlanQuery &q) const = 0;
+  /// ... and the largest recur grid, in eighths of a block per SM, whose
+  /// sequences are split (0: never).
+  virtual int64_t segmentEighthsPerSm(const PlanQuery &q) const = 0;
 };
 
 /// Registers `target` under `name`, replacing nothing: a second

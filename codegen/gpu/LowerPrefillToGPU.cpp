@@ -164,6 +164,11 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   } else {
     recurs.push_back({valueTile, 0, 0});
   }
+  // When the host splits sequences into segments (delta-plan-prefill's
+  // #delta.context_parallel; without a plan, never by itself: the kernels
+  // still serve a forced call and a rank's phase).
+  auto cp = func->getAttrOfType<ContextParallelAttr>(DeltaDialect::kContextParallelAttrName);
+  int64_t cpMinTokens = cp ? cp.getMinTokens() : 0, cpEighths = cp ? cp.getEighthsPerSm() : 0;
   OpBuilder builder(func);
   std::string name = func.getSymName().str();
   // One gpu.module (one PTX file per target) per kernel; recur kernels
@@ -181,6 +186,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   auto emit = [&](PrefillPart part, const PrefillPlan &plan, StringRef suffix,
                   int64_t minBlocks, ArrayAttr moduleTargets,
                   StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
+    bool segmentedRecur = part == PrefillPart::recurCp;
     StringRef partName = prefillPartName(part);
     bool recur = isRecurPart(part);
     // A kernel whose buffers do not fit a block could only fail at launch.
@@ -228,7 +234,8 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                                own.getV(), own.getValueTile(), own.getGridX(),
                                own.getBlockThreads(), own.getDynamicSmem(),
                                own.getDynamicSmemStage(), minBlocks, overlap,
-                               own.getRawQk(), own.getMinTokens()));
+                               own.getRawQk(), segmentedRecur ? cpMinTokens : own.getMinTokens(),
+                               segmentedRecur ? cpEighths : 0));
     return success();
   };
   // One block size for all kernels of the entry: the smallest any needs.

@@ -25,6 +25,10 @@ bool mlir::delta::targetHasBulkCopies(StringRef chip) {
   return computeCapability(chip) >= 90;
 }
 
+bool mlir::delta::targetIsBlackwellOrLater(StringRef chip) {
+  return computeCapability(chip) >= 100;
+}
+
 int64_t mlir::delta::targetSharedLimit(StringRef chip) {
   int64_t cc = computeCapability(chip);
   if (cc == 0)
@@ -89,6 +93,18 @@ public:
     // quarters, and the call takes about as long as the longer of the two
     // instead of their sum.
     return tile == 64 && !q.perChannelDecay ? 1 : 0;
+  }
+  int64_t segmentMinTokens(const PlanQuery &) const override {
+    // Below 8K tokens a sequence's chain is short next to chunks' time and
+    // the segments' transfers (K more columns each) do not pay back.
+    return 8192;
+  }
+  int64_t segmentEighthsPerSm(const PlanQuery &) const override {
+    // Split only where recur's grid leaves at least seven eighths of the
+    // SMs idle (H100, session 36: T = 32K at H2 3.2x, H4 2.0x, H8 1.25x
+    // faster; at H16, a grid of a quarter of the SMs, chunks' SM time bounds
+    // the call and the split loses, 0.78 -> 0.92 ms).
+    return 1;
   }
 };
 } // namespace

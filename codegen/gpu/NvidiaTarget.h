@@ -36,6 +36,10 @@ int64_t targetSharedLimit(llvm::StringRef chip);
 /// and later.
 bool targetHasBulkCopies(llvm::StringRef chip);
 
+/// Whether `chip` is sm_100 or later, whose ptxas holds a kernel without
+/// `.maxnreg` to fewer registers than it needs (see PrefillKernel.cpp).
+bool targetIsBlackwellOrLater(llvm::StringRef chip);
+
 /// The `#nvvm.target`s of `targets` grouped by the kind of code `codeOf`
 /// gives each chip, the kinds in the order of their first target (the
 /// listing's order). A lowering builds one gpu.module (same kernel names)

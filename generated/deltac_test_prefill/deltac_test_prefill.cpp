@@ -139,6 +139,8 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -389,6 +391,8 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];

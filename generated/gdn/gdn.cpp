@@ -1966,6 +1966,8 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2034,6 +2036,8 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2132,6 +2136,8 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2200,6 +2206,8 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2374,6 +2382,8 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2442,6 +2452,8 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2540,6 +2552,8 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2608,6 +2622,8 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2782,6 +2798,8 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
       v.smemSegmentCorrection = 18432;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -2850,6 +2868,8 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[3];
@@ -2948,6 +2968,8 @@ const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -3046,6 +3068,8 @@ const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];

@@ -152,6 +152,8 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
       v.smemSegmentCorrection = 52224;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];

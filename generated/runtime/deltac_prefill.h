@@ -70,6 +70,10 @@ struct PrefillVariant {
   /// segments' outputs, launched after chunks instead of recur (null: none).
   Kernel *recurCp = nullptr, *segmentChain = nullptr, *segmentCorrection = nullptr;
   unsigned segmentThreads = 0, smemSegmentChain = 0, smemSegmentCorrection = 0;
+  /// The plan's #delta.context_parallel: chooseSegments splits where a busy
+  /// sequence has at least segmentMinTokens tokens and recur's grid at most
+  /// segmentEighthsPerSM eighths of a block per SM (0: never by itself).
+  int64_t segmentMinTokens = 0, segmentEighthsPerSM = 0;
   /// deltac_abi::CallOptions bits the spec leaves to the call (0: it fixes
   /// every option).
   int32_t callOptions = 0;
@@ -88,10 +92,10 @@ int64_t prefillMinimumWorkspaceBytes(const PrefillVariant &v, int64_t T, int64_t
                                      int64_t HV);
 
 /// The segments a context-parallel call splits each sequence into (0: not
-/// context-parallel): where recur's grid leaves most SMs idle (N * HV *
-/// value tiles at most an eighth of the `sms`) and the sequences are long
-/// (T / busy of at least kSegmentMinTokens tokens, busy as in
-/// choosePrefillVariant), the most segments, a power of two up to
+/// context-parallel): where recur's grid leaves most SMs idle (busy * HV *
+/// value tiles at most v.segmentEighthsPerSM eighths of the `sms`) and the
+/// sequences are long (T / busy of at least v.segmentMinTokens tokens, busy
+/// as in choosePrefillVariant), the most segments, a power of two up to
 /// deltac_abi::kMaxSegments, whose recur_cp blocks fit one wave and N * HV
 /// * segments deltac_abi::kMaxSegmentHeads.
 int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int64_t T,
@@ -108,7 +112,6 @@ int64_t segmentTiles(const PrefillVariant &v);
 /// recur_cp's blocks that run for `segments` segments (the first
 /// segment's value tiles, every other one's value and transfer tiles).
 int64_t segmentBlocks(const PrefillVariant &v, int64_t N, int64_t HV, int segments);
-constexpr int64_t kSegmentMinTokens = 8192;
 
 /// Finds the variant of (K, V), or returns null with `status` set.
 const PrefillVariant *findPrefillVariant(const PrefillVariant *variants,

@@ -251,7 +251,8 @@ int chooseSegments(const PrefillVariant &v, int64_t N, int64_t HV, int sms, int6
   if (!v.recurCp || sms <= 0 || N <= 0)
     return 0;
   int64_t busy = maxSeqlen > 0 ? std::clamp<int64_t>(T / maxSeqlen, 1, N) : N;
-  if (busy * HV * v.valueTiles * 8 > sms || T / busy < kSegmentMinTokens)
+  if (busy * HV * v.valueTiles * 8 > v.segmentEighthsPerSM * int64_t(sms) ||
+      T / busy < v.segmentMinTokens)
     return 0;
   int best = 0;
   for (int n = 2; n <= deltac_abi::kMaxSegments; n *= 2)

@@ -151,7 +151,10 @@ EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
                 ("n40_long_last_h16_hv32", [200] * 39 + [8192], 16, 32),
                 # Few heads per GPU (tensor parallelism's shards): recur's
                 # grid leaves most SMs idle, where context parallelism pays.
-                ("t32k_h2", [32768], 2, 2), ("t128k_h4", [131072], 4, 4)]
+                ("t32k_h2", [32768], 2, 2), ("t128k_h4", [131072], 4, 4),
+                # FlashInfer's many-sequence shapes (issue 35's targets).
+                ("n4_t8k_h16_hv32", [8192] * 4, 16, 32),
+                ("n8_t1k_h16_hv32", [1024] * 8, 16, 32)]
 
 
 def cp_accuracy(lib, fla_fn):

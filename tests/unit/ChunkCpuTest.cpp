@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Pipelines.h"
+#include "templates/runtime/deltac_abi.h"
 #include "tests/reference/DeltaReference.h"
 #include "tools/DeltacRegistration.h"
 
@@ -79,6 +80,11 @@ struct Case {
   /// delta-chunk's segments: > 1 runs context parallelism's schedule
   /// (segments without their entering state, chained and corrected).
   int64_t segments = 1;
+  /// The spec leaves gate, beta and l2norm to the call (`gate = call` or
+  /// `channel_call`, `beta = call`, `l2norm = call`): the function takes
+  /// an `options` argument, and gate, beta and l2norm above are the call's
+  /// choice, passed as deltac_abi's CallOptions bits.
+  bool byCall = false;
 };
 
 std::ostream &operator<<(std::ostream &os, const Case &c) { return os << c.name; }
@@ -98,14 +104,33 @@ std::string specText(const Case &c) {
   std::ostringstream s;
   s << "delta.spec @t rule = " << toString(c.rule) << " dims = [" << c.K
     << "x" << c.V << "] io = " << (c.io == Io::F32 ? "f32" : "bf16")
-    << " state = f32 layout = " << toString(c.layout)
-    << " gate = " << specGate(c) << " beta = "
-    << (c.beta == BetaForm::Given     ? "given"
-        : c.beta == BetaForm::Sigmoid ? "sigmoid"
-                                      : "sigmoid2")
-    << (c.l2norm ? " l2norm" : "") << " chunk = " << c.chunk
-    << " entries = [prefill]\n";
+    << " state = f32 layout = " << toString(c.layout);
+  if (c.byCall) {
+    s << " gate = " << (c.rule == Rule::Kda ? "channel_call" : "call")
+      << " beta = call l2norm = call";
+  } else {
+    s << " gate = " << specGate(c) << " beta = "
+      << (c.beta == BetaForm::Given     ? "given"
+          : c.beta == BetaForm::Sigmoid ? "sigmoid"
+                                        : "sigmoid2")
+      << (c.l2norm ? " l2norm" : "");
+  }
+  s << " chunk = " << c.chunk << " entries = [prefill]\n";
   return s.str();
+}
+
+/// The `options` of a by-call case: its gate, beta and l2norm as bits.
+int32_t callOptions(const Case &c) {
+  int32_t bits = 0;
+  if (c.l2norm)
+    bits |= deltac_abi::kCallL2Norm;
+  if (c.beta != BetaForm::Given)
+    bits |= deltac_abi::kCallBetaSigmoid;
+  if (c.beta == BetaForm::Sigmoid2)
+    bits |= deltac_abi::kCallBetaTwice;
+  if (c.gate == GateForm::Raw)
+    bits |= deltac_abi::kCallGateRaw;
+  return bits;
 }
 
 uint16_t toBf16Bits(float x) {
@@ -132,7 +157,7 @@ extern "C" void *poisonMalloc(size_t bytes) {
 /// One argument of the generated prefill function, as its signature says.
 struct Arg {
   std::string name;
-  enum Kind { F32, BF16, I64, Scalar } kind;
+  enum Kind { F32, BF16, I64, Scalar, I32Scalar } kind;
   int64_t rank;
 };
 
@@ -178,7 +203,7 @@ void compile(const std::string &spec, int64_t segments, Compiled &out) {
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto name = fn.getArgAttrOfType<mlir::StringAttr>(i, "delta.name");
       mlir::Type type = fn.getArgumentTypes()[i];
-      Arg arg{name ? name.str() : "?", Arg::Scalar, 0};
+      Arg arg{name ? name.str() : "?", type.isInteger(32) ? Arg::I32Scalar : Arg::Scalar, 0};
       if (auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(type)) {
         mlir::Type elt = tensor.getElementType();
         arg.kind = elt.isF32()    ? Arg::F32
@@ -270,6 +295,8 @@ TEST_P(ChunkCpu, MatchesTokenByTokenReference) {
   int64_t N = numSequences(p), T = p.T, H = p.H, HV = p.HV, K = p.K, V = p.V;
   bool vk = c.layout == Layout::Vk, kda = c.rule == Rule::Kda;
   std::vector<int64_t> stateShape{N, HV, vk ? V : K, vk ? K : V};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> unreadALog(HV, nan), unreadDtBias(kda ? HV * K : HV, nan);
   // What each named argument holds, and its shape.
   auto source = [&](const Arg &a) -> std::pair<std::vector<double> *,
                                                std::vector<int64_t>> {
@@ -280,8 +307,11 @@ TEST_P(ChunkCpu, MatchesTokenByTokenReference) {
       return {&in.g, a.rank == 4 ? std::vector<int64_t>{1, T, HV, K}
                                  : std::vector<int64_t>{1, T, HV}};
     if (a.name == "beta" || a.name == "b") return {&in.beta, {1, T, HV}};
-    if (a.name == "A_log") return {&in.aLog, {HV}};
-    if (a.name == "dt_bias") return {&in.dtBias, {kda ? HV * K : HV}};
+    // A log gate by call leaves A_log and dt_bias unread: NaN there fails
+    // the bound if the function reads them anyway.
+    if (a.name == "A_log") return {in.aLog.empty() ? &unreadALog : &in.aLog, {HV}};
+    if (a.name == "dt_bias")
+      return {in.dtBias.empty() ? &unreadDtBias : &in.dtBias, {kda ? HV * K : HV}};
     if (a.name == "initial_state") return {&in.initialState, stateShape};
     return {nullptr, {}};
   };
@@ -294,6 +324,11 @@ TEST_P(ChunkCpu, MatchesTokenByTokenReference) {
     std::vector<int64_t> shape;
     if (a.kind == Arg::Scalar) {
       ASSERT_EQ(a.name, "scale");
+      continue;
+    }
+    if (a.kind == Arg::I32Scalar) {
+      ASSERT_EQ(a.name, "options");
+      ASSERT_TRUE(c.byCall) << "only a by-call spec takes options";
       continue;
     }
     if (a.kind == Arg::I64) {
@@ -344,10 +379,11 @@ TEST_P(ChunkCpu, MatchesTokenByTokenReference) {
   } results{};
   Results *resultsPtr = &results;
   std::vector<void *> args{&resultsPtr};
+  int32_t options = callOptions(c);
   for (size_t i = 0; i < compiled.args.size(); ++i)
-    args.push_back(compiled.args[i].kind == Arg::Scalar
-                       ? static_cast<void *>(&scale)
-                       : static_cast<void *>(&buffers[i].descPtr));
+    args.push_back(compiled.args[i].kind == Arg::Scalar      ? static_cast<void *>(&scale)
+                   : compiled.args[i].kind == Arg::I32Scalar ? static_cast<void *>(&options)
+                                                             : static_cast<void *>(&buffers[i].descPtr));
   llvm::Error err =
       compiled.engine->invokePacked("_mlir_ciface_" + compiled.function, args);
   ASSERT_FALSE(err) << llvm::toString(std::move(err));
@@ -441,6 +477,27 @@ std::vector<Case> cases() {
   segmented({"GatedBf16IoVk", Rule::Gated, Layout::Vk, GateForm::Raw,
              BetaForm::Sigmoid, true, 32, 32, 32, 2, 4, kMixed, true, -1.0, 0.0,
              Io::BF16}, 4);
+  // Options by call (`gate = call`, `beta = call`, `l2norm = call`): one
+  // function, the choice in its `options` argument, taken by the scf.ifs
+  // of delta-normalize-options; each case's choice differs from its
+  // neighbours' so a bit read wrongly fails.
+  auto byCall = [&](Case c) {
+    c.name += "ByCall";
+    c.byCall = true;
+    add(c);
+  };
+  byCall({"GatedLogGiven", Rule::Gated, Layout::Kv, GateForm::Log, BetaForm::Given,
+          false, 16, 16, 32, 2, 4, kMixed, true, -1.0, 0.0});
+  byCall({"GatedRawSigmoidL2", Rule::Gated, Layout::Vk, GateForm::Raw, BetaForm::Sigmoid,
+          true, 32, 32, 16, 1, 2, kMixed, true, -1.0, 0.0});
+  byCall({"GatedLogSigmoid2L2", Rule::Gated, Layout::Kv, GateForm::Log, BetaForm::Sigmoid2,
+          true, 16, 16, 16, 2, 2, kMixed, true, -1.0, 0.0});
+  byCall({"GatedRawGivenBf16Io", Rule::Gated, Layout::Kv, GateForm::Raw, BetaForm::Given,
+          false, 32, 32, 32, 2, 4, kMixed, true, -1.0, 0.0, Io::BF16});
+  byCall({"KdaLogSigmoid", Rule::Kda, Layout::Kv, GateForm::Log, BetaForm::Sigmoid,
+          false, 16, 16, 16, 1, 2, kMixed, true, -1.0, 0.0});
+  byCall({"KdaRawGivenL2", Rule::Kda, Layout::Vk, GateForm::Raw, BetaForm::Given,
+          true, 32, 32, 16, 2, 4, kMixed, true, -1.0, 0.0});
   return all;
 }
 

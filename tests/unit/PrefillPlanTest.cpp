@@ -177,8 +177,16 @@ std::vector<deltac_rt::PrefillVariant> plannedTable(const std::string &spec, int
     auto variants = fn->getAttrOfType<mlir::ArrayAttr>(mlir::delta::DeltaDialect::kRecurVariantsAttrName);
     if (!variants)
       return;
-    for (auto v : variants.getAsRange<mlir::delta::RecurVariantAttr>())
+    auto cp = fn->getAttrOfType<mlir::delta::ContextParallelAttr>(
+        mlir::delta::DeltaDialect::kContextParallelAttrName);
+    for (auto v : variants.getAsRange<mlir::delta::RecurVariantAttr>()) {
       rows.push_back(variant(K, V, unsigned(V / v.getValueTile()), v.getMinBlocksPerSm()));
+      // The library writer puts these on the row of recur_cp's variant.
+      if (cp) {
+        rows.back().segmentMinTokens = cp.getMinTokens();
+        rows.back().segmentEighthsPerSM = cp.getEighthsPerSm();
+      }
+    }
   });
   return rows;
 }
@@ -198,6 +206,8 @@ TEST(PrefillPlan, TargetModelDecides) {
     int64_t overlapQuartersPerSm(const mlir::delta::PlanQuery &, int64_t) const override {
       return 0;
     }
+    int64_t segmentMinTokens(const mlir::delta::PlanQuery &) const override { return 2048; }
+    int64_t segmentEighthsPerSm(const mlir::delta::PlanQuery &) const override { return 3; }
   };
   mlir::delta::registerPlanTarget("unit-test-two-tiles", std::make_unique<TwoTiles>());
   const char *spec = "delta.spec @s rule = gated dims = [128x128] io = bf16 state = f32 "
@@ -209,11 +219,17 @@ TEST(PrefillPlan, TargetModelDecides) {
   EXPECT_EQ(table[0].minBlocksPerSM, 3);
   EXPECT_EQ(table[1].valueTiles, 8u); // tile 16, the fallback
   EXPECT_EQ(table[1].minBlocksPerSM, 0);
-  // The NVIDIA model's table differs (tile 64 first, a quarter block).
+  // ... and its context parallelism's thresholds.
+  EXPECT_EQ(table[0].segmentMinTokens, 2048);
+  EXPECT_EQ(table[0].segmentEighthsPerSM, 3);
+  // The NVIDIA model's table differs (tile 64 first, a quarter block;
+  // segments from 8192 tokens where recur's grid is an eighth of the SMs).
   std::vector<deltac_rt::PrefillVariant> nvidia = plannedTable(spec, 128, 128);
   ASSERT_FALSE(nvidia.empty());
   EXPECT_EQ(nvidia[0].valueTiles, 2u);
   EXPECT_EQ(nvidia[0].minBlocksPerSM, 1);
+  EXPECT_EQ(nvidia[0].segmentMinTokens, 8192);
+  EXPECT_EQ(nvidia[0].segmentEighthsPerSM, 1);
   // An unknown model fails the pass: no table.
   EXPECT_TRUE(plannedTable(spec, 128, 128, {}, "no-such-model").empty());
 }
@@ -322,13 +338,16 @@ TEST(PrefillDispatch, OverlapWhereRecurTakesAQuarterOfTheSMs) {
 }
 
 TEST(PrefillDispatch, SegmentsWhereRecurLeavesMostSMsIdle) {
-  // Context parallelism (PrefillVariant::recurCp) on the tile-64 variant:
-  // where busy * HV * 2 value tiles take at most an eighth of the SMs and
-  // a busy sequence has 8192 tokens or more, the most segments (a power of
-  // two up to 8) whose recur_cp blocks fit one wave and whose transfers
-  // fit the workspace's slots.
+  // Context parallelism (PrefillVariant::recurCp) on the tile-64 variant,
+  // with the NVIDIA plan's #delta.context_parallel (min_tokens = 8192,
+  // eighths_per_sm = 1): where busy * HV * 2 value tiles take at most an
+  // eighth of the SMs and a busy sequence has 8192 tokens or more, the most
+  // segments (a power of two up to 8) whose recur_cp blocks fit one wave
+  // and whose transfers fit the workspace's slots.
   deltac_rt::Kernel *kernel = reinterpret_cast<deltac_rt::Kernel *>(&kernel);
   deltac_rt::PrefillVariant v = variant(128, 128, 2, 1);
+  v.segmentMinTokens = 8192;
+  v.segmentEighthsPerSM = 1;
   const int sms = 132;
   EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 4, sms, 32768, 0), 0); // no recur_cp
   v.recurCp = v.segmentChain = v.segmentCorrection = kernel;
@@ -343,6 +362,19 @@ TEST(PrefillDispatch, SegmentsWhereRecurLeavesMostSMsIdle) {
   EXPECT_EQ(deltac_rt::chooseSegments(v, 4, 2, sms, 4 * 16384, 0), 4); // 112 blocks
   EXPECT_EQ(deltac_rt::chooseSegments(v, 33, 4, sms, 32768 + 32 * 100, 0), 0);
   EXPECT_EQ(deltac_rt::chooseSegments(v, 33, 2, sms, 32768 + 32 * 100, 32768), 2);
+  // The plan's thresholds, not constants of the host: a plan of two
+  // eighths splits H8 (32 blocks), one of 4096 tokens splits T = 4K, one
+  // of 0 eighths never splits by itself.
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 16, sms, 32768, 0), 0);
+  v.segmentEighthsPerSM = 2;
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 16, sms, 32768, 0), 2); // 32 + 64 blocks
+  v.segmentEighthsPerSM = 1;
+  v.segmentMinTokens = 4096;
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 4, sms, 4096, 0), 8);
+  v.segmentEighthsPerSM = 0;
+  EXPECT_EQ(deltac_rt::chooseSegments(v, 1, 2, sms, 32768, 0), 0);
+  v.segmentEighthsPerSM = 1;
+  v.segmentMinTokens = 8192;
   EXPECT_EQ(deltac_rt::segmentBlocks(v, 1, 4, 8), 4 * (2 + 7 * 4));
   EXPECT_EQ(deltac_rt::segmentBlocks(v, 1, 4, 1), 8);
   // The workspace: the ordinary call's, then regions 8-10 (transfer slots

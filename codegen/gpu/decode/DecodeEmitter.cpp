@@ -415,7 +415,7 @@ SmallVector<Value> EmitterBase::loadChannelGates(Value tok, Value key,
   } else {
     in = loadElems(param(pG), raw ? s.ioType : f32, at, count);
   }
-  if (raw || s.gate == GateForm::channel_call) {
+  if (channelBias()) {
     Value bias = add(mul(hv, cI64(s.k)), key);
     auto ifNull = scf::IfOp::create(b, SmallVector<Type>(count, f32),
                                     isNull(param(pDtBias)), true);

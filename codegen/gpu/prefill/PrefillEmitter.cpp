@@ -235,15 +235,18 @@ Value PrefillEmitter::betaOf(Value tok, Value hv) {
                    : loadBeta(param(pBeta), at,
                               cmp(arith::CmpIPredicate::ne, param(pBetaF32), cI32(0)),
                               s.betaType);
+  // factor * sigmoid(beta): beta holds logits.
+  auto scaledSigmoid = [&](Value factor) {
+    return fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+  };
   if (s.beta == BetaForm::call) {
     // The call's form: logits with kCallBetaSigmoid (times 2 with
     // kCallBetaTwice), else beta as given. Selects, no branch.
     Value factor = sel(callOption(deltac_abi::kCallBetaTwice), cF32(2.0), cF32(1.0));
-    Value sig = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+    Value sig = scaledSigmoid(factor);
     beta = sel(callOption(deltac_abi::kCallBetaSigmoid), sig, beta);
   } else if (s.beta != BetaForm::given) {
-    Value factor = cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0);
-    beta = fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+    beta = scaledSigmoid(cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0));
   }
   return beta;
 }

@@ -7,6 +7,7 @@
 
 #include "codegen/gpu/prefill/PrefillKernel.h"
 #include "codegen/gpu/prefill/PrefillEmitter.h"
+#include "codegen/gpu/NvidiaTarget.h"
 
 using namespace mlir;
 using namespace mlir::delta;
@@ -86,7 +87,7 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
                                 spec.v / plan.valueTile, own.threads, smemBytes,
                                 recur ? plan.recurSmemStage : 0, /*minBlocksPerSm=*/0,
                                 /*overlapBlocksPerSm=*/0, recur && plan.recurRawQK(),
-                                /*minTokens=*/0));
+                                /*minTokens=*/0, /*cpEighthsPerSm=*/0));
   for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
     if (p.kind == ParamKind::Pointer)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());
@@ -99,6 +100,15 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // setmaxnreg needs the launch's registers per thread fixed (.maxnreg).
   if (recur && plan.sharedOverlap())
     func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(kSharedRecurRegisters));
+  // Without a .maxnreg, sm_100a's ptxas holds some recur kernels to 128
+  // registers and spills (f16 KDA, K = V = 64, tile 32: 8 B); the
+  // hardware's 255 lets it take the 173 it needs. Only a module of such
+  // chips alone: on sm_90a the limit moves ptxas's own choice (K = 256
+  // tile 16: 167 -> 216 registers), which is not measured.
+  else if (recur && llvm::all_of(module.getTargetsAttr(), [](Attribute t) {
+             return targetIsBlackwellOrLater(cast<NVVM::NVVMTargetAttr>(t).getChip());
+           }))
+    func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(255));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());
   Value smem = LLVM::AddressOfOp::create(b, LLVM::LLVMPointerType::get(ctx, 3), smemName);

@@ -106,3 +106,20 @@ func.func @f() attributes {delta.recur_variants = [#delta.recur_variant<value_ti
 // A function's specialization is a #delta.dims, not a loose pair.
 // expected-error @+1 {{'delta.dims' must be a #delta.dims}}
 func.func @f() attributes {delta.dims = [128, 128]} { return }
+
+// -----
+
+// Context parallelism's thresholds (delta-plan-prefill) are a typed
+// attribute with non-negative fields.
+// expected-error @+1 {{'delta.context_parallel' must be a #delta.context_parallel}}
+func.func @f() attributes {delta.context_parallel = 8192 : i64} { return }
+
+// -----
+
+// expected-error @+1 {{context_parallel: min_tokens and eighths_per_sm must not be negative, got 8192 and -1}}
+func.func @f() attributes {delta.context_parallel = #delta.context_parallel<min_tokens = 8192, eighths_per_sm = -1>} { return }
+
+// -----
+
+// expected-error @+1 {{kernel: min_tokens and cp_eighths_per_sm must not be negative, got 0 and -2}}
+func.func @f() attributes {delta.kernel = #delta.kernel<role = recur_cp, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, cp_eighths_per_sm = -2>} { return }

@@ -3,6 +3,8 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --delta-gpu-to-ptx | FileCheck %s --check-prefix=PTX
 // RUN: rm -rf %t && deltac %s --target=sm_80,sm_90a -o %t --name=lib > /dev/null
 // RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
+// RUN: rm -rf %t.off && deltac %s --target=sm_90a -o %t.off --name=lib --prefill-plan="segment-min-tokens=16384 segment-eighths-per-sm=0" > /dev/null
+// RUN: FileCheck %s --check-prefix=OFF < %t.off/lib.cpp
 // RUN: not grep -q cp.async.mbarrier.arrive %t/kernels/gkv_k128_v128_prefill_recur_cp.sm_90a.ptx
 // RUN: grep -q cp.async.mbarrier.arrive %t/kernels/gkv_k128_v128_prefill_recur.sm_90a.ptx
 
@@ -23,7 +25,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // CHECK-SAME: role = recur, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM:[0-9]+]], dynamic_smem_stage = [[STAGE:[0-9]+]]
 // CHECK: gpu.module @gkv_k128_v128_prefill_recur_cp_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_recur_cp(
-// CHECK-SAME: role = recur_cp, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM]], dynamic_smem_stage = [[STAGE]]>
+// CHECK-SAME: role = recur_cp, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM]], dynamic_smem_stage = [[STAGE]], min_tokens = 8192, cp_eighths_per_sm = 1>
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_chain_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_cp_chain(
 // CHECK-SAME: role = cp_chain, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 2048>
@@ -54,10 +56,20 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // PTX-SAME: cp.async.cg.shared.global
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
-// The variant table names the three kernels and their launch values.
+// The variant table names the three kernels, their launch values and the
+// plan's #delta.context_parallel (when the dispatch splits by itself).
 // TABLE: v.recurCp = &gkv_k128_v128_prefill_recur_cp_kernel;
 // TABLE-NEXT: v.segmentChain = &gkv_k128_v128_prefill_cp_chain_kernel;
 // TABLE-NEXT: v.segmentCorrection = &gkv_k128_v128_prefill_cp_correct_kernel;
 // TABLE-NEXT: v.segmentThreads = 128;
 // TABLE-NEXT: v.smemSegmentChain = 2048;
 // TABLE-NEXT: v.smemSegmentCorrection = 52224;
+// TABLE-NEXT: v.segmentMinTokens = 8192;
+// TABLE-NEXT: v.segmentEighthsPerSM = 1;
+
+// The driver's --prefill-plan sets the plan's thresholds: with 0 eighths
+// the kernels are still there (forced calls, multi-GPU ranks), but the
+// dispatch never splits by itself.
+// OFF: v.recurCp = &gkv_k128_v128_prefill_recur_cp_kernel;
+// OFF: v.segmentMinTokens = 16384;
+// OFF-NEXT: v.segmentEighthsPerSM = 0;

@@ -164,6 +164,8 @@ module attributes {delta.targets = ["sm_90a"]} {
 // TABLE-NEXT: v.segmentThreads = 128;
 // TABLE-NEXT: v.smemSegmentChain = 2048;
 // TABLE-NEXT: v.smemSegmentCorrection = 52224;
+// TABLE-NEXT: v.segmentMinTokens = 8192;
+// TABLE-NEXT: v.segmentEighthsPerSM = 1;
 // TABLE-NEXT: }
 // TABLE: deltac_rt::PrefillVariant &v = t[1];
 // TABLE: v.recurThreads = 96;

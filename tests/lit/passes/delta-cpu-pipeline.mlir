@@ -21,3 +21,17 @@ delta.spec @qwen rule = gated dims = [32x32] io = bf16 state = f32
 // CHECK-NOT: = linalg.
 // CHECK-NOT: = tensor.
 // CHECK: llvm.intr.exp
+
+// Options by call in a 16-bit io: the branches without l2norm widen q and k
+// by arith.extf on whole tensors, which the pipeline makes linalg before
+// bufferizing (ChunkCpuTest's GatedRawGivenBf16IoByCall runs it).
+delta.spec @bycall rule = gated dims = [32x32] io = bf16 state = f32
+    layout = kv gate = call beta = call l2norm = call chunk = 16 entries = [prefill]
+
+// CHUNK-LABEL: func.func @bycall_k32_v32_prefill
+// CHUNK: arith.extf {{.*}} : tensor<1x?x?x32xbf16> to tensor<1x?x?x32xf32>
+
+// CHECK: llvm.func @bycall_k32_v32_prefill(
+// CHECK-NOT: = linalg.
+// CHECK-NOT: = tensor.
+// CHECK: llvm.return

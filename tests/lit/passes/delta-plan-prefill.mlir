@@ -3,6 +3,8 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=64,32,16}))' 2>&1 | FileCheck %s --check-prefix=DEAD
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{value-tiles=24}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{target-model=amdgpu}))' 2>&1 | FileCheck %s --check-prefix=MODEL
+// RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{segment-min-tokens=4096 segment-eighths-per-sm=0}))' | FileCheck %s --check-prefix=CP
+// RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{segment-eighths-per-sm=-3}))' 2>&1 | FileCheck %s --check-prefix=CPBAD
 
 // The dispatch table: the widest V tile whose recur grid covers half the
 // SMs (min_blocks_per_sm counts quarters of a block per SM: 2), tile 64 of
@@ -23,7 +25,12 @@ delta.spec @kda rule = kda dims = [128x128] io = bf16 state = f32
 delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 32 entries = [prefill]
 
+// Context parallelism (docs/context-parallelism.md): the host splits a
+// sequence of at least min_tokens tokens into segments where recur's grid
+// has at most eighths_per_sm eighths of a block per SM; the options set
+// both (0 eighths: only forced calls and multi-GPU ranks split).
 // CHECK-LABEL: func.func @gdn_k128_v128_prefill
+// CHECK-SAME: delta.context_parallel = #delta.context_parallel<min_tokens = 8192, eighths_per_sm = 1>
 // CHECK-SAME: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
 // CHECK-LABEL: func.func @kda_k128_v128_prefill
 // CHECK-SAME: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 32, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
@@ -48,3 +55,7 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
 
 // The costs come from a registered target model (passes/PlanTarget.h).
 // MODEL: error: delta-plan-prefill: no target model 'amdgpu' is registered (registered: nvidia)
+
+// CP-LABEL: func.func @gdn_k128_v128_prefill
+// CP-SAME: delta.context_parallel = #delta.context_parallel<min_tokens = 4096, eighths_per_sm = 0>
+// CPBAD: segment-min-tokens and segment-eighths-per-sm must be non-negative (or -1: the target model's), got -1 and -3
