@@ -17,7 +17,6 @@ on a failed check)
 """
 import os
 import sys
-import time
 
 import torch
 
@@ -27,41 +26,18 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import timing as H  # noqa: E402
 import installed  # noqa: E402
+from checks import Checks, kernels_launched  # noqa: E402
 import torch._dynamo.testing  # noqa: E402
 # generated/gdn, or with DELTAC_GDN_PACKAGE=deltac_gdn its installed wheel.
 gdn, _, GDN_MODULE = installed.gdn_module(ROOT, BUILD)
 
-results = []
-START = time.monotonic()
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
-    print(f"{'PASS' if ok else 'FAIL'} {name:60s} {detail} [{time.monotonic() - START:.0f} s]",
-          flush=True)
-
-
-def guarded(name, fn):
-    """Runs fn (which makes its own checks); an exception fails `name`."""
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - reported as a failed check
-        check(name, False, f"{type(e).__name__}: {str(e)[:300]}")
+# The checks' record (tests/gpu/checks.py, shared with test_python).
+CHECKS = Checks()
+check, guarded = CHECKS.check, CHECKS.guarded
 
 
 def same(a, b):
     return a is None and b is None or (a is not None and b is not None and torch.equal(a, b))
-
-
-def kernels_launched(call):
-    """CUDA kernels (and memcpy/memset) the profiler sees during call()."""
-    call()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        call()
-        torch.cuda.synchronize()
-    return sorted(e.name for e in prof.events()
-                  if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
 ops = torch.ops.deltac_gdn  # the library's name, whichever way it is imported
@@ -218,8 +194,8 @@ def compiled_pool():
     o2 = serve(q, k, v, a, b, A_log, dt_bias, p2, idx, out_idx)
     check("compiled pool decode: o and the updated pool as eager",
           torch.equal(o1, o2) and torch.equal(p1, p2) and not torch.equal(p1, pool))
-    eager = kernels_launched(lambda: serve(q, k, v, a, b, A_log, dt_bias, p2, idx, out_idx))
-    comp = kernels_launched(lambda: compiled(q, k, v, a, b, A_log, dt_bias, p1, idx, out_idx))
+    eager = sorted(kernels_launched(lambda: serve(q, k, v, a, b, A_log, dt_bias, p2, idx, out_idx)))
+    comp = sorted(kernels_launched(lambda: compiled(q, k, v, a, b, A_log, dt_bias, p1, idx, out_idx)))
     check("compiled pool decode: the eager kernels only (no copy of the pool)", comp == eager,
           f"compiled {comp}, eager {eager}")
 
@@ -249,9 +225,4 @@ for name, fn in (("schemas", schemas), ("opcheck", opchecks), ("dynamic", compil
                  ("refused", refused)):
     guarded(name, fn)
 
-failed = [r for r in results if not r[1]]
-with open(os.path.join(OUT, "compile_test.txt"), "w") as f:
-    for name, ok, detail in results:
-        f.write(f"{'PASS' if ok else 'FAIL'}\t{name}\t{detail}\n")
-print(f"\n== torch.compile tests: {len(results)} checks, {len(failed)} failed ==")
-sys.exit(1 if failed else 0)
+sys.exit(CHECKS.summary("torch.compile tests", os.path.join(OUT, "compile_test.txt")))

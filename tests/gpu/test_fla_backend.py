@@ -23,18 +23,16 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import timing as H  # noqa: E402
 import installed  # noqa: E402
+from checks import Checks  # noqa: E402
 gdn, dt, _ = installed.gdn_module(ROOT, BUILD)
 import fla  # noqa: E402
 from fla.layers.gated_deltanet import GatedDeltaNet  # noqa: E402
 from fla.layers.kda import KimiDeltaAttention  # noqa: E402
 from fla.utils import get_err_ratio  # noqa: E402
 
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
-    print(f"{'PASS' if ok else 'FAIL'} {name:58s} {detail}", flush=True)
+# The checks' record (tests/gpu/checks.py, shared with test_python).
+CHECKS = Checks()
+check = CHECKS.check
 
 
 def layer_case(name, layer, fn, shapes, timed=True):
@@ -139,11 +137,7 @@ def main():
     check("GatedDeltaNet with grad (not covered): FLA runs it",
           not backend.served and torch.equal(got.detach(), ref) and "grad" in why, why[:100])
 
-    failed = [r for r in results if not r[1]]
-    with open(os.path.join(OUT, "fla_backend_test.txt"), "w") as f:
-        f.writelines(f"{'PASS' if ok else 'FAIL'}\t{n}\t{d}\n" for n, ok, d in results)
-    print(f"\n== FLA backend tests: {len(results)} checks, {len(failed)} failed ==")
-    return 1 if failed else 0
+    return CHECKS.summary("FLA backend tests", os.path.join(OUT, "fla_backend_test.txt"))
 
 
 if __name__ == "__main__":

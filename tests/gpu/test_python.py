@@ -21,7 +21,6 @@ a failed check)
 import os
 import subprocess
 import sys
-import time
 import warnings
 
 import torch
@@ -33,6 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import timing as H  # noqa: E402
 import installed  # noqa: E402
+from checks import Checks, kernels_launched  # noqa: E402
 # The example library: generated/gdn with BUILD's libgdn.so, or with
 # DELTAC_GDN_PACKAGE=deltac_gdn its installed wheel (tests/gpu/installed.py).
 gdn, dt, GDN_MODULE = installed.gdn_module(ROOT, BUILD)
@@ -57,31 +57,10 @@ else:
     # for FLA's errors and the bounds fall back to their absolute floors.
     fla_recurrent = fla_chunk = lambda *a, **k: (None, None)  # noqa: E731
     fla_kda = None
-results = []
-
-
-START = time.monotonic()
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
-    # The log line ends with the seconds since the start (the run must stay
-    # well inside the device's 10 minutes a command: where the time goes).
-    print(f"{'PASS' if ok else 'FAIL'} {name:60s} {detail} [{time.monotonic() - START:.0f} s]",
-          flush=True)
-
-
-# Checks that fn raises ValueError mentioning text.
-def raises(name, fn, text):
-    try:
-        fn()
-    except ValueError as e:
-        check(f"ValueError: {name}", text in str(e), str(e)[:90])
-        return
-    except Exception as e:  # noqa: BLE001
-        check(f"ValueError: {name}", False, f"raised {type(e).__name__}: {e}")
-        return
-    check(f"ValueError: {name}", False, "no error")
+# The checks' record (tests/gpu/checks.py, shared with test_compile and
+# test_fla_backend).
+CHECKS = Checks()
+check, raises = CHECKS.check, CHECKS.raises
 
 
 def replayed(call):
@@ -130,27 +109,11 @@ def serving_inputs(B, T, Hq, HV, K, slots, seed, pool_dtype=torch.float32,
     return q, k, v, a, b, A_log, dt_bias, pool, gf, bf
 
 
-def kernels_launched(call):
-    """CUDA kernels (and memcpy/memset) the profiler sees during call()."""
-    call()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        call()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events()
-            if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 def finish():
-    """The summary (its last line: checks and failures), the results file;
-    exits 1 on any failure."""
-    failed = [r for r in results if not r[1]]
-    print(f"\n== python module GPU tests ({PART}): {len(results)} checks, {len(failed)} failed ==")
-    for name, _, detail in failed:
-        print(f"  FAILED {name}: {detail}")
-    with open(os.path.join(OUT, f"python_test_{PART}.txt"), "w") as fh:
-        fh.write("\n".join(f"{'PASS' if ok else 'FAIL'} {n} {d}" for n, ok, d in results) + "\n")
-    sys.exit(1 if failed else 0)
+    """The results file and the summary (its last line: checks and
+    failures); exits 1 on any failure."""
+    sys.exit(CHECKS.summary(f"python module GPU tests ({PART})",
+                            os.path.join(OUT, f"python_test_{PART}.txt")))
 
 
 class ctx:  # what fla_sweeps.py's checks use
