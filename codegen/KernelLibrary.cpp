@@ -61,6 +61,7 @@ deltac::EmittedKernel describeKernel(ModuleOp module, gpu::GPUFuncOp func) {
   k.rawQK = launch.getRawQk();
   k.minTokens = launch.getMinTokens();
   k.cpEighthsPerSM = launch.getCpEighthsPerSm();
+  k.maxTokens = launch.getMaxTokens();
   k.ioType = typeName(spec.getIoType());
   k.stateType = typeName(spec.getStateType());
   k.gate = spec.getGate();
@@ -464,8 +465,12 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         // chunks' form that writes the factors instead of Qg and Kd.
         if (rawQK)
           row.kernel("chunksRaw", chunksRaw->name);
-        if (shared)
+        if (shared) {
           row.kernel("recurShared", recurShared->name);
+          row.set("sharedMinTokens", recurShared->minTokens);
+          row.set("sharedMaxTokens", recurShared->maxTokens);
+          row.set("sharedQuartersPerSM", recurShared->overlapBlocksPerSM);
+        }
         // Context parallelism (codegen/gpu/prefill/PrefillSegments.cpp), beside
         // the recur of its V tile: all three kernels or none.
         auto segmentPart = [&](delta::KernelRole role) -> const EmittedKernel * {

@@ -41,6 +41,8 @@ struct EmittedKernel {
   int64_t minTokens = 0;
   /// recur_cp: up to this many eighths of a block per SM (0: never chosen).
   int64_t cpEighthsPerSM = 0;
+  /// recur_shared: up to this many tokens a sequence (with minTokens).
+  int64_t maxTokens = 0;
   /// prefill recur: the overlapped launch up to this many quarter blocks
   /// per SM, for altTarget's code (0: none).
   int64_t overlapBlocksPerSM = 0;

@@ -161,6 +161,27 @@ def Delta_ContextParallelAttr : Delta_Attr<"ContextParallel", "context_parallel"
   let genVerifyDecl = 1;
 }
 
+def Delta_SharedOverlapAttr : Delta_Attr<"SharedOverlap", "shared_overlap"> {
+  let summary = "when the host takes the shared overlapped prefill launch";
+  let description = [{
+    `delta.shared_overlap`, written by delta-plan-prefill beside
+    `delta.recur_variants` and carried by the GPU lowering onto the shared
+    recur (`recur_shared`): the host runs chunks' queue and that recur side
+    by side on shared SMs where recur's grid has at most `quarters_per_sm`
+    quarters of a block per SM and the call has between `min_tokens` and
+    `max_tokens` tokens per sequence (docs/PERFORMANCE.md, the shared
+    overlapped launch; a forced call takes it anywhere it can run).
+
+    ```mlir
+    #delta.shared_overlap<min_tokens = 1024, max_tokens = 16384, quarters_per_sm = 2>
+    ```
+  }];
+  let parameters = (ins "int64_t":$min_tokens, "int64_t":$max_tokens,
+                        "int64_t":$quarters_per_sm);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
   let summary = "what the host must know to launch one generated kernel";
   let description = [{
@@ -177,7 +198,9 @@ def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
     decode kernel, the fewest tokens a row of a call it serves
     (`min_tokens`, set on the staged form; 0: any call); for the
     context-parallel recur (`recur_cp`), the plan's
-    #delta.context_parallel as `min_tokens` and `cp_eighths_per_sm`.
+    #delta.context_parallel as `min_tokens` and `cp_eighths_per_sm`; for
+    the shared recur (`recur_shared`), the plan's #delta.shared_overlap as
+    `min_tokens`, `max_tokens` and `overlap_blocks_per_sm`.
 
     ```mlir
     #delta.kernel<role = recur, code = wgmma, k = 128, v = 128,
@@ -197,7 +220,8 @@ def Delta_KernelAttr : Delta_Attr<"Kernel", "kernel"> {
     DefaultValuedParameter<"int64_t", "0">:$overlap_blocks_per_sm,
     DefaultValuedParameter<"bool", "false">:$raw_qk,
     DefaultValuedParameter<"int64_t", "0">:$min_tokens,
-    DefaultValuedParameter<"int64_t", "0">:$cp_eighths_per_sm);
+    DefaultValuedParameter<"int64_t", "0">:$cp_eighths_per_sm,
+    DefaultValuedParameter<"int64_t", "0">:$max_tokens);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

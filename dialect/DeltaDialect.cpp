@@ -52,12 +52,23 @@ LogicalResult ContextParallelAttr::verify(function_ref<InFlightDiagnostic()> emi
   return success();
 }
 
+LogicalResult SharedOverlapAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        int64_t minTokens, int64_t maxTokens,
+                                        int64_t quartersPerSm) {
+  if (minTokens < 0 || maxTokens < minTokens || quartersPerSm < 0)
+    return emitError() << "shared_overlap: need 0 <= min_tokens <= max_tokens and "
+                          "quarters_per_sm >= 0, got "
+                       << minTokens << ", " << maxTokens << " and " << quartersPerSm;
+  return success();
+}
+
 LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  KernelRole, KernelCode, int64_t k, int64_t v,
                                  int64_t valueTile, int64_t gridX, int64_t blockThreads,
                                  int64_t dynamicSmem, int64_t dynamicSmemStage,
                                  int64_t minBlocksPerSm, int64_t overlapBlocksPerSm,
-                                 bool, int64_t minTokens, int64_t cpEighthsPerSm) {
+                                 bool, int64_t minTokens, int64_t cpEighthsPerSm,
+                                 int64_t maxTokens) {
   if (k < 1 || v < 1 || valueTile < 1 || gridX < 1)
     return emitError() << "kernel: k, v, value_tile and grid_x must be positive, got "
                        << k << ", " << v << ", " << valueTile << " and " << gridX;
@@ -75,6 +86,9 @@ LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (minTokens < 0 || cpEighthsPerSm < 0)
     return emitError() << "kernel: min_tokens and cp_eighths_per_sm must not be negative, got "
                        << minTokens << " and " << cpEighthsPerSm;
+  if (maxTokens != 0 && maxTokens < minTokens)
+    return emitError() << "kernel: max_tokens must be 0 (none) or at least min_tokens, got "
+                       << maxTokens << " below " << minTokens;
   return success();
 }
 
@@ -181,6 +195,11 @@ LogicalResult DeltaDialect::verifyOperationAttribute(Operation *op,
         !llvm::all_of(list, [](Attribute v) { return isa<RecurVariantAttr>(v); }))
       return op->emitError() << "'" << name
                              << "' must be a non-empty array of #delta.recur_variant";
+    return success();
+  }
+  if (name == kSharedOverlapAttrName) {
+    if (!isa<SharedOverlapAttr>(value))
+      return op->emitError() << "'" << name << "' must be a #delta.shared_overlap";
     return success();
   }
   if (name == kContextParallelAttrName) {

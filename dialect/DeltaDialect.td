@@ -52,6 +52,9 @@ def Delta_Dialect : Dialect {
     /// When the host splits sequences into segments (delta-plan-prefill).
     static constexpr ::llvm::StringLiteral kContextParallelAttrName =
         "delta.context_parallel";
+    /// When the host takes the shared overlapped launch (delta-plan-prefill).
+    static constexpr ::llvm::StringLiteral kSharedOverlapAttrName =
+        "delta.shared_overlap";
     /// Argument attribute naming each function argument for the host API.
     static constexpr ::llvm::StringLiteral kArgNameAttrName = "delta.name";
   }];

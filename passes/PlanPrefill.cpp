@@ -19,7 +19,8 @@
 // N * HV * V / tile blocks are at most a quarter that many per SM; 0:
 // never), which delta-lower-prefill-to-gpu and the host wrapper consume.
 // Beside it, `delta.context_parallel`: from which sequence length and up
-// to which recur grid the host splits sequences into segments.
+// to which recur grid the host splits sequences into segments; and
+// `delta.shared_overlap`: where it takes the shared overlapped launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +119,11 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
                                                : target->segmentEighthsPerSm(query);
     func->setAttr(DeltaDialect::kContextParallelAttrName,
                   ContextParallelAttr::get(b.getContext(), minTokens, eighths));
+    // The shared overlapped launch's range: the target's.
+    PlanTarget::SharedOverlapBounds shared = target->sharedOverlap(query);
+    func->setAttr(DeltaDialect::kSharedOverlapAttrName,
+                  SharedOverlapAttr::get(b.getContext(), shared.minTokens, shared.maxTokens,
+                                         shared.quartersPerSm));
   }
 };
 } // namespace

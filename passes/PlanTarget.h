@@ -46,6 +46,13 @@ public:
   /// ... and the largest recur grid, in eighths of a block per SM, whose
   /// sequences are split (0: never).
   virtual int64_t segmentEighthsPerSm(const PlanQuery &q) const = 0;
+  /// The shared overlapped launch (chunks' queue and a recur that fits an
+  /// SM beside one of its blocks): the range of tokens per sequence, and
+  /// the largest recur grid in quarters of a block per SM, where it pays.
+  struct SharedOverlapBounds {
+    int64_t minTokens, maxTokens, quartersPerSm;
+  };
+  virtual SharedOverlapBounds sharedOverlap(const PlanQuery &q) const = 0;
 };
 
 /// Registers `target` under `name`, replacing nothing: a second

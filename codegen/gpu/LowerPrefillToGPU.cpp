@@ -169,6 +169,10 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
   // still serve a forced call and a rank's phase).
   auto cp = func->getAttrOfType<ContextParallelAttr>(DeltaDialect::kContextParallelAttrName);
   int64_t cpMinTokens = cp ? cp.getMinTokens() : 0, cpEighths = cp ? cp.getEighthsPerSm() : 0;
+  // Where the host takes the shared overlapped launch (#delta.shared_overlap;
+  // without a plan only when forced).
+  auto sharedBounds =
+      func->getAttrOfType<SharedOverlapAttr>(DeltaDialect::kSharedOverlapAttrName);
   OpBuilder builder(func);
   std::string name = func.getSymName().str();
   // One gpu.module (one PTX file per target) per kernel; recur kernels
@@ -187,6 +191,7 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                   int64_t minBlocks, ArrayAttr moduleTargets,
                   StringRef moduleSuffix = "", int64_t overlap = 0) -> LogicalResult {
     bool segmentedRecur = part == PrefillPart::recurCp;
+    bool sharedRecur = part == PrefillPart::recur && plan.sharedOverlap();
     StringRef partName = prefillPartName(part);
     bool recur = isRecurPart(part);
     // A kernel whose buffers do not fit a block could only fail at launch.
@@ -234,8 +239,12 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                                own.getV(), own.getValueTile(), own.getGridX(),
                                own.getBlockThreads(), own.getDynamicSmem(),
                                own.getDynamicSmemStage(), minBlocks, overlap,
-                               own.getRawQk(), segmentedRecur ? cpMinTokens : own.getMinTokens(),
-                               segmentedRecur ? cpEighths : 0));
+                               own.getRawQk(),
+                               segmentedRecur ? cpMinTokens
+                               : sharedRecur  ? (sharedBounds ? sharedBounds.getMinTokens() : 0)
+                                              : own.getMinTokens(),
+                               segmentedRecur ? cpEighths : 0,
+                               sharedRecur && sharedBounds ? sharedBounds.getMaxTokens() : 0));
     return success();
   };
   // One block size for all kernels of the entry: the smallest any needs.
@@ -311,8 +320,10 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
       if (overlap > 0) {
         PrefillPlan shared = plan;
         shared.recur = RecurForm::TransposedShared;
+        // Its overlap bound is the shared launch's own (0 without a plan).
         if (failed(emit(PrefillPart::recur, shared, "_shared", r.minBlocks,
-                        builder.getArrayAttr(group), moduleSuffix(k), overlap)))
+                        builder.getArrayAttr(group), moduleSuffix(k),
+                        sharedBounds ? sharedBounds.getQuartersPerSm() : 0)))
           return failure();
       }
       // Context parallelism (PrefillSegments.cpp), on the first transposed

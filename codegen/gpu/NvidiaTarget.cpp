@@ -106,6 +106,12 @@ public:
     // the call and the split loses, 0.78 -> 0.92 ms).
     return 1;
   }
+  SharedOverlapBounds sharedOverlap(const PlanQuery &) const override {
+    // H100, 2026-11-25, H16/HV32, 64 recur blocks: T = 512 loses 5 %, 1K-16K
+    // win 3-11 % (above 16K not measured); a wave of recur blocks loses
+    // (2 x 2K +6 %, 2 x 4K +3 %), so at most half the SMs.
+    return {1024, 16384, 2};
+  }
 };
 } // namespace
 

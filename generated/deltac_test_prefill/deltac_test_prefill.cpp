@@ -133,6 +133,9 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.queue = &gkv_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &gkv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &gkv_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &gkv_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &gkv_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &gkv_k128_v128_prefill_cp_correct_kernel;
@@ -385,6 +388,9 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.queue = &d64_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &d64_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &d64_k64_v64_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &d64_k64_v64_prefill_recur_cp_kernel;
       v.segmentChain = &d64_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &d64_k64_v64_prefill_cp_correct_kernel;

@@ -1960,6 +1960,9 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.queue = &fla_kv_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_k64_v64_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_kv_k64_v64_prefill_recur_cp_kernel;
       v.segmentChain = &fla_kv_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_k64_v64_prefill_cp_correct_kernel;
@@ -2030,6 +2033,9 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.queue = &fla_kv_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_kv_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &fla_kv_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_k128_v128_prefill_cp_correct_kernel;
@@ -2130,6 +2136,9 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.queue = &fla_kv_f16_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_f16_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_k64_v64_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_kv_f16_k64_v64_prefill_recur_cp_kernel;
       v.segmentChain = &fla_kv_f16_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_f16_k64_v64_prefill_cp_correct_kernel;
@@ -2200,6 +2209,9 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.queue = &fla_kv_f16_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_kv_f16_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &fla_kv_f16_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_kv_f16_k128_v128_prefill_cp_correct_kernel;
@@ -2376,6 +2388,9 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.queue = &fla_vk_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_vk_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_k64_v64_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_vk_k64_v64_prefill_recur_cp_kernel;
       v.segmentChain = &fla_vk_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_vk_k64_v64_prefill_cp_correct_kernel;
@@ -2446,6 +2461,9 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.queue = &fla_vk_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_vk_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_vk_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &fla_vk_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_vk_k128_v128_prefill_cp_correct_kernel;
@@ -2546,6 +2564,9 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.queue = &fla_vk_f16_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &fla_vk_f16_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_f16_k64_v64_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_vk_f16_k64_v64_prefill_recur_cp_kernel;
       v.segmentChain = &fla_vk_f16_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_vk_f16_k64_v64_prefill_cp_correct_kernel;
@@ -2616,6 +2637,9 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.queue = &fla_vk_f16_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &fla_vk_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_f16_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &fla_vk_f16_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &fla_vk_f16_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &fla_vk_f16_k128_v128_prefill_cp_correct_kernel;
@@ -2792,6 +2816,9 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.queue = &deltanet_kv_k64_v64_prefill_queue_kernel;
       v.chunksRaw = &deltanet_kv_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_k64_v64_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &deltanet_kv_k64_v64_prefill_recur_cp_kernel;
       v.segmentChain = &deltanet_kv_k64_v64_prefill_cp_chain_kernel;
       v.segmentCorrection = &deltanet_kv_k64_v64_prefill_cp_correct_kernel;
@@ -2862,6 +2889,9 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.queue = &deltanet_kv_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &deltanet_kv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &deltanet_kv_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &deltanet_kv_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &deltanet_kv_k128_v128_prefill_cp_correct_kernel;
@@ -2962,6 +2992,9 @@ const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
       v.queue = &serving_bf16_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &serving_bf16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &serving_bf16_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &serving_bf16_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &serving_bf16_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &serving_bf16_k128_v128_prefill_cp_correct_kernel;
@@ -3062,6 +3095,9 @@ const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
       v.queue = &serving_f16_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &serving_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &serving_f16_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &serving_f16_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &serving_f16_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &serving_f16_k128_v128_prefill_cp_correct_kernel;

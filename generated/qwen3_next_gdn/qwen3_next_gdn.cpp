@@ -146,6 +146,9 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.queue = &qwen3_next_k128_v128_prefill_queue_kernel;
       v.chunksRaw = &qwen3_next_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &qwen3_next_k128_v128_prefill_recur_shared_kernel;
+      v.sharedMinTokens = 1024;
+      v.sharedMaxTokens = 16384;
+      v.sharedQuartersPerSM = 2;
       v.recurCp = &qwen3_next_k128_v128_prefill_recur_cp_kernel;
       v.segmentChain = &qwen3_next_k128_v128_prefill_cp_chain_kernel;
       v.segmentCorrection = &qwen3_next_k128_v128_prefill_cp_correct_kernel;

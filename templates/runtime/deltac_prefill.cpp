@@ -336,8 +336,8 @@ const PrefillVariant *chooseSharedOverlapVariant(const PrefillVariant *variants,
     if (forced > 0)
       return &c;
     int64_t grid = N * HV * int64_t(c.valueTiles);
-    if (2 * grid <= int64_t(sms) && T >= kSharedMinTokensPerSequence * N &&
-        T <= kSharedMaxTokensPerSequence * N)
+    if (4 * grid <= c.sharedQuartersPerSM * int64_t(sms) && T >= c.sharedMinTokens * N &&
+        T <= c.sharedMaxTokens * N)
       return &c;
   }
   return nullptr;

@@ -63,6 +63,11 @@ struct PrefillVariant {
   /// none (`overlap` = -R; null: none). Taken where
   /// chooseSharedOverlapVariant says.
   Kernel *recurShared = nullptr;
+  /// The plan's #delta.shared_overlap: chooseSharedOverlapVariant takes the
+  /// shared launch where recur's grid has at most sharedQuartersPerSM
+  /// quarters of a block per SM and T / N lies in [sharedMinTokens,
+  /// sharedMaxTokens] (0 quarters: only when forced).
+  int64_t sharedMinTokens = 0, sharedMaxTokens = 0, sharedQuartersPerSM = 0;
   /// Context parallelism (altTarget's code; the compiler's
   /// codegen/gpu/prefill/PrefillSegments.cpp): recur over segments of each
   /// sequence with their transfers (recurCp, this variant's V tile and
@@ -142,18 +147,14 @@ const PrefillVariant *chooseOverlapVariant(const PrefillVariant *variants,
                                            int64_t N, int64_t HV, int sms,
                                            int forced = 0);
 
-/// The shared overlapped launch's range, in tokens per sequence (T / N):
-/// below it chunks' work is too short to hide recur's start behind, above
-/// it was not measured to pay (H100, 2026-11-25, H16/HV32, 64 recur blocks:
-/// T = 512 loses 5 %, 1K-16K win 3-11 %).
-constexpr int64_t kSharedMinTokensPerSequence = 1024;
-constexpr int64_t kSharedMaxTokensPerSequence = 16384;
-
 /// The variant the shared overlapped launch runs for a call that
 /// chooseOverlapVariant does not overlap: the first of (K, V) with the
 /// queue and recurShared whose recur grid (N * HV * valueTiles) takes at
-/// most half the `sms` (a grid of a wave loses: 128 blocks, 3-6 % on the
-/// H100), for T / N tokens per sequence in the range above. `forced`
+/// most sharedQuartersPerSM quarters of a block per SM (the NVIDIA plan: 2,
+/// half the `sms`; a grid of a wave loses: 128 blocks, 3-6 % on the H100),
+/// for T / N tokens per sequence in [sharedMinTokens, sharedMaxTokens]
+/// (the NVIDIA plan: 1024 to 16384; below, chunks' work is too short to
+/// hide recur's start behind, above it was not measured). `forced`
 /// (overlap_shared): 1 takes the first such variant whatever
 /// the call, -1 none. Null: not shared.
 const PrefillVariant *chooseSharedOverlapVariant(const PrefillVariant *variants,

@@ -186,6 +186,13 @@ std::vector<deltac_rt::PrefillVariant> plannedTable(const std::string &spec, int
         rows.back().segmentMinTokens = cp.getMinTokens();
         rows.back().segmentEighthsPerSM = cp.getEighthsPerSm();
       }
+      // ... and these on the row of the shared recur's variant.
+      if (auto shared = fn->getAttrOfType<mlir::delta::SharedOverlapAttr>(
+              mlir::delta::DeltaDialect::kSharedOverlapAttrName)) {
+        rows.back().sharedMinTokens = shared.getMinTokens();
+        rows.back().sharedMaxTokens = shared.getMaxTokens();
+        rows.back().sharedQuartersPerSM = shared.getQuartersPerSm();
+      }
     }
   });
   return rows;
@@ -208,6 +215,9 @@ TEST(PrefillPlan, TargetModelDecides) {
     }
     int64_t segmentMinTokens(const mlir::delta::PlanQuery &) const override { return 2048; }
     int64_t segmentEighthsPerSm(const mlir::delta::PlanQuery &) const override { return 3; }
+    SharedOverlapBounds sharedOverlap(const mlir::delta::PlanQuery &) const override {
+      return {100, 200, 1};
+    }
   };
   mlir::delta::registerPlanTarget("unit-test-two-tiles", std::make_unique<TwoTiles>());
   const char *spec = "delta.spec @s rule = gated dims = [128x128] io = bf16 state = f32 "
@@ -222,6 +232,9 @@ TEST(PrefillPlan, TargetModelDecides) {
   // ... and its context parallelism's thresholds.
   EXPECT_EQ(table[0].segmentMinTokens, 2048);
   EXPECT_EQ(table[0].segmentEighthsPerSM, 3);
+  EXPECT_EQ(table[0].sharedMinTokens, 100);
+  EXPECT_EQ(table[0].sharedMaxTokens, 200);
+  EXPECT_EQ(table[0].sharedQuartersPerSM, 1);
   // The NVIDIA model's table differs (tile 64 first, a quarter block;
   // segments from 8192 tokens where recur's grid is an eighth of the SMs).
   std::vector<deltac_rt::PrefillVariant> nvidia = plannedTable(spec, 128, 128);
@@ -230,6 +243,9 @@ TEST(PrefillPlan, TargetModelDecides) {
   EXPECT_EQ(nvidia[0].minBlocksPerSM, 1);
   EXPECT_EQ(nvidia[0].segmentMinTokens, 8192);
   EXPECT_EQ(nvidia[0].segmentEighthsPerSM, 1);
+  EXPECT_EQ(nvidia[0].sharedMinTokens, 1024);
+  EXPECT_EQ(nvidia[0].sharedMaxTokens, 16384);
+  EXPECT_EQ(nvidia[0].sharedQuartersPerSM, 2);
   // An unknown model fails the pass: no table.
   EXPECT_TRUE(plannedTable(spec, 128, 128, {}, "no-such-model").empty());
 }
@@ -394,14 +410,19 @@ TEST(PrefillDispatch, SegmentsWhereRecurLeavesMostSMsIdle) {
 
 TEST(PrefillDispatch, SharedOverlapWhereRecurTakesAtMostHalfTheSMs) {
   // The table above, with the queue and the shared recur on the tile-64
-  // variant. Taken where the reserved launch is not (chooseOverlapVariant
-  // comes first in runPrefill), recur's grid takes at most half the SMs and
-  // the sequences average 1K to 16K tokens (H100 timings in the header).
+  // variant, and the NVIDIA plan's #delta.shared_overlap (1024 to 16384
+  // tokens, 2 quarters). Taken where the reserved launch is not
+  // (chooseOverlapVariant comes first in runPrefill), recur's grid takes at
+  // most half the SMs and the sequences average 1K to 16K tokens (H100
+  // timings in NvidiaTarget.cpp).
   deltac_rt::Kernel *kernel = reinterpret_cast<deltac_rt::Kernel *>(&kernel);
   deltac_rt::PrefillVariant table[] = {variant(128, 128, 2, 1), variant(128, 128, 8, 0)};
   table[0].overlapBlocksPerSM = 1;
   table[0].queue = kernel;
   table[0].recurShared = kernel;
+  table[0].sharedMinTokens = 1024;
+  table[0].sharedMaxTokens = 16384;
+  table[0].sharedQuartersPerSM = 2;
   const int sms = 132;
   auto shared = [&](int64_t N, int64_t HV, int64_t T, int forced = 0) {
     return deltac_rt::chooseSharedOverlapVariant(table, 2, 128, 128, N, HV, T, sms, forced) !=
@@ -424,6 +445,19 @@ TEST(PrefillDispatch, SharedOverlapWhereRecurTakesAtMostHalfTheSMs) {
   EXPECT_EQ(deltac_rt::chooseSharedOverlapVariant(table, 2, 128, 128, 1, 32, 4096, sms)
                 ->valueTiles,
             2u);
+  // The plan's bounds, not constants of the host: 4 quarters (a wave) take
+  // 2 x 8K (128 blocks), a range from 512 takes T = 512, 0 quarters only
+  // forced.
+  table[0].sharedQuartersPerSM = 4;
+  EXPECT_TRUE(shared(2, 32, 8192));
+  table[0].sharedQuartersPerSM = 2;
+  table[0].sharedMinTokens = 512;
+  EXPECT_TRUE(shared(1, 32, 512));
+  table[0].sharedMinTokens = 1024;
+  table[0].sharedQuartersPerSM = 0;
+  EXPECT_FALSE(shared(1, 32, 4096));
+  EXPECT_TRUE(shared(1, 32, 4096, 1));
+  table[0].sharedQuartersPerSM = 2;
   // Without the shared recur (a library without sm_90a), or the queue,
   // nothing is shared, even forced.
   table[0].recurShared = nullptr;

@@ -613,7 +613,8 @@ gpu::GPUFuncOp mlir::delta::buildDecodeKernel(OpBuilder &builder, Location loc,
                                 spec.v / tiling.valuesPerBlock(), tiling.threads(),
                                 /*dynamicSmem=*/0, /*dynamicSmemStage=*/0,
                                 tuning.minBlocksPerSM, /*overlapBlocksPerSm=*/0,
-                                /*rawQk=*/false, tuning.minTokens, /*cpEighthsPerSm=*/0));
+                                /*rawQk=*/false, tuning.minTokens, /*cpEighthsPerSm=*/0,
+                                /*maxTokens=*/0));
   // The buffers of one call never overlap (the host API documents it): let
   // loads move across stores and use the read-only path.
   for (auto [i, p] : llvm::enumerate(decodeKernelParams()))

@@ -87,7 +87,7 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
                                 spec.v / plan.valueTile, own.threads, smemBytes,
                                 recur ? plan.recurSmemStage : 0, /*minBlocksPerSm=*/0,
                                 /*overlapBlocksPerSm=*/0, recur && plan.recurRawQK(),
-                                /*minTokens=*/0, /*cpEighthsPerSm=*/0));
+                                /*minTokens=*/0, /*cpEighthsPerSm=*/0, /*maxTokens=*/0));
   for (auto [i, p] : llvm::enumerate(prefillKernelParams()))
     if (p.kind == ParamKind::Pointer)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), builder.getUnitAttr());

@@ -123,3 +123,19 @@ func.func @f() attributes {delta.context_parallel = #delta.context_parallel<min_
 
 // expected-error @+1 {{kernel: min_tokens and cp_eighths_per_sm must not be negative, got 0 and -2}}
 func.func @f() attributes {delta.kernel = #delta.kernel<role = recur_cp, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, cp_eighths_per_sm = -2>} { return }
+
+// -----
+
+// The shared overlapped launch's range (delta-plan-prefill).
+// expected-error @+1 {{shared_overlap: need 0 <= min_tokens <= max_tokens and quarters_per_sm >= 0, got 2048, 1024 and 2}}
+func.func @f() attributes {delta.shared_overlap = #delta.shared_overlap<min_tokens = 2048, max_tokens = 1024, quarters_per_sm = 2>} { return }
+
+// -----
+
+// expected-error @+1 {{'delta.shared_overlap' must be a #delta.shared_overlap}}
+func.func @f() attributes {delta.shared_overlap = [1024, 16384]} { return }
+
+// -----
+
+// expected-error @+1 {{kernel: max_tokens must be 0 (none) or at least min_tokens, got 10 below 20}}
+func.func @f() attributes {delta.kernel = #delta.kernel<role = recur_shared, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, min_tokens = 20, max_tokens = 10>} { return }

@@ -43,8 +43,10 @@ module attributes {delta.targets = ["sm_90a"]} {
 // Only the transposed recur (V tile 64) takes the overlapped launch.
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = recur, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM64:[0-9]+]], dynamic_smem_stage = [[STAGE64:[0-9]+]], min_blocks_per_sm = 1, overlap_blocks_per_sm = 1, raw_qk = true>
+// The shared recur carries the plan's #delta.shared_overlap: taken up to
+// 2 quarters of a block per SM, for 1024 to 16384 tokens a sequence.
 // CHECK: gpu.func @qwen_k128_v128_prefill_recur_shared(
-// CHECK-SAME: delta.kernel = #delta.kernel<role = recur_shared, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM64]], dynamic_smem_stage = [[STAGE64]], min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>
+// CHECK-SAME: delta.kernel = #delta.kernel<role = recur_shared, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM64]], dynamic_smem_stage = [[STAGE64]], min_blocks_per_sm = 1, overlap_blocks_per_sm = 2, min_tokens = 1024, max_tokens = 16384>
 // CHECK-SAME: nvvm.maxnreg = 168
 // (No tile 32: the plan drops it after a scalar gate's tile 64.)
 // CHECK-NOT: recur_v32
@@ -158,6 +160,9 @@ module attributes {delta.targets = ["sm_90a"]} {
 // TABLE-NEXT: v.queue = &qwen_k128_v128_prefill_queue_kernel;
 // TABLE-NEXT: v.chunksRaw = &qwen_k128_v128_prefill_chunks_raw_kernel;
 // TABLE-NEXT: v.recurShared = &qwen_k128_v128_prefill_recur_shared_kernel;
+// TABLE-NEXT: v.sharedMinTokens = 1024;
+// TABLE-NEXT: v.sharedMaxTokens = 16384;
+// TABLE-NEXT: v.sharedQuartersPerSM = 2;
 // TABLE-NEXT: v.recurCp = &qwen_k128_v128_prefill_recur_cp_kernel;
 // TABLE-NEXT: v.segmentChain = &qwen_k128_v128_prefill_cp_chain_kernel;
 // TABLE-NEXT: v.segmentCorrection = &qwen_k128_v128_prefill_cp_correct_kernel;

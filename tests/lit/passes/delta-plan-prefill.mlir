@@ -25,6 +25,8 @@ delta.spec @kda rule = kda dims = [128x128] io = bf16 state = f32
 delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
     layout = kv gate = log beta = given chunk = 32 entries = [prefill]
 
+// The shared overlapped launch's range (delta.shared_overlap) is the
+// target model's too.
 // Context parallelism (docs/context-parallelism.md): the host splits a
 // sequence of at least min_tokens tokens into segments where recur's grid
 // has at most eighths_per_sm eighths of a block per SM; the options set
@@ -32,6 +34,7 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
 // CHECK-LABEL: func.func @gdn_k128_v128_prefill
 // CHECK-SAME: delta.context_parallel = #delta.context_parallel<min_tokens = 8192, eighths_per_sm = 1>
 // CHECK-SAME: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 1, overlap_blocks_per_sm = 1>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
+// CHECK-SAME: delta.shared_overlap = #delta.shared_overlap<min_tokens = 1024, max_tokens = 16384, quarters_per_sm = 2>
 // CHECK-LABEL: func.func @kda_k128_v128_prefill
 // CHECK-SAME: delta.recur_variants = [#delta.recur_variant<value_tile = 64, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 32, min_blocks_per_sm = 2, overlap_blocks_per_sm = 0>, #delta.recur_variant<value_tile = 16, min_blocks_per_sm = 0, overlap_blocks_per_sm = 0>]
 // CHECK-LABEL: func.func @wide_k256_v256_prefill
