@@ -151,7 +151,10 @@ def DeltaPlanPrefill : Pass<"delta-plan-prefill", "::mlir::func::FuncOp"> {
     sequence into segments run side by side (docs/context-parallelism.md;
     the target model's values, or `segment-min-tokens` /
     `segment-eighths-per-sm`; an eighths of 0 leaves the split to forced
-    calls and multi-GPU ranks).
+    calls and multi-GPU ranks); and `delta.shared_overlap`: the tokens per
+    sequence and the recur grid (quarters of a block per SM) where the host
+    takes the shared overlapped launch (the target model's, or
+    `shared-min-tokens` / `shared-max-tokens` / `shared-quarters-per-sm`).
   }];
   let options = [
     ListOption<"valueTiles", "value-tiles", "int64_t",
@@ -163,6 +166,15 @@ def DeltaPlanPrefill : Pass<"delta-plan-prefill", "::mlir::func::FuncOp"> {
            "context parallelism: the largest recur grid, in eighths of a block "
            "per SM, whose sequences the host splits (0: never by itself; -1: "
            "the target model's)">,
+    Option<"sharedMinTokens", "shared-min-tokens", "int64_t", /*default=*/"-1",
+           "the shared overlapped launch: the fewest tokens per sequence (-1: the "
+           "target model's)">,
+    Option<"sharedMaxTokens", "shared-max-tokens", "int64_t", /*default=*/"-1",
+           "the shared overlapped launch: the most tokens per sequence (-1: the "
+           "target model's)">,
+    Option<"sharedQuartersPerSm", "shared-quarters-per-sm", "int64_t", /*default=*/"-1",
+           "the shared overlapped launch: the largest recur grid, in quarters of "
+           "a block per SM (0: only when forced; -1: the target model's)">,
     Option<"targetModel", "target-model", "std::string", /*default=*/"\"nvidia\"",
            "the registered PlanTarget whose costs decide (passes/PlanTarget.h)">
   ];

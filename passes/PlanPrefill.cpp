@@ -119,8 +119,26 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
                                                : target->segmentEighthsPerSm(query);
     func->setAttr(DeltaDialect::kContextParallelAttrName,
                   ContextParallelAttr::get(b.getContext(), minTokens, eighths));
-    // The shared overlapped launch's range: the target's.
+    // The shared overlapped launch's range: the options, else the target's.
+    if (sharedMinTokens < -1 || sharedMaxTokens < -1 || sharedQuartersPerSm < -1) {
+      func.emitError() << "shared-min-tokens, shared-max-tokens and shared-quarters-per-sm "
+                          "must be non-negative (or -1: the target model's), got "
+                       << int64_t(sharedMinTokens) << ", " << int64_t(sharedMaxTokens)
+                       << " and " << int64_t(sharedQuartersPerSm);
+      return signalPassFailure();
+    }
     PlanTarget::SharedOverlapBounds shared = target->sharedOverlap(query);
+    if (sharedMinTokens >= 0)
+      shared.minTokens = sharedMinTokens;
+    if (sharedMaxTokens >= 0)
+      shared.maxTokens = sharedMaxTokens;
+    if (sharedQuartersPerSm >= 0)
+      shared.quartersPerSm = sharedQuartersPerSm;
+    if (shared.maxTokens < shared.minTokens) {
+      func.emitError() << "the shared overlapped launch's range is empty: " << shared.minTokens
+                       << " to " << shared.maxTokens << " tokens per sequence";
+      return signalPassFailure();
+    }
     func->setAttr(DeltaDialect::kSharedOverlapAttrName,
                   SharedOverlapAttr::get(b.getContext(), shared.minTokens, shared.maxTokens,
                                          shared.quartersPerSm));

@@ -5,6 +5,8 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{target-model=amdgpu}))' 2>&1 | FileCheck %s --check-prefix=MODEL
 // RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{segment-min-tokens=4096 segment-eighths-per-sm=0}))' | FileCheck %s --check-prefix=CP
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{segment-eighths-per-sm=-3}))' 2>&1 | FileCheck %s --check-prefix=CPBAD
+// RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{shared-min-tokens=512 shared-quarters-per-sm=0}))' | FileCheck %s --check-prefix=SHARED
+// RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{shared-max-tokens=100}))' 2>&1 | FileCheck %s --check-prefix=SHAREDBAD
 
 // The dispatch table: the widest V tile whose recur grid covers half the
 // SMs (min_blocks_per_sm counts quarters of a block per SM: 2), tile 64 of
@@ -62,3 +64,9 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
 // CP-LABEL: func.func @gdn_k128_v128_prefill
 // CP-SAME: delta.context_parallel = #delta.context_parallel<min_tokens = 4096, eighths_per_sm = 0>
 // CPBAD: segment-min-tokens and segment-eighths-per-sm must be non-negative (or -1: the target model's), got -1 and -3
+
+// The shared launch's options (0 quarters: taken only when forced); a range
+// the options leave empty is an error.
+// SHARED-LABEL: func.func @gdn_k128_v128_prefill
+// SHARED-SAME: delta.shared_overlap = #delta.shared_overlap<min_tokens = 512, max_tokens = 16384, quarters_per_sm = 0>
+// SHAREDBAD: the shared overlapped launch's range is empty: 1024 to 100 tokens per sequence
