@@ -118,6 +118,10 @@ bool mlir::delta::takesRawParams(GateForm gate) {
   return isRaw(gate) || isByCall(gate);
 }
 
+bool mlir::delta::takesCallOptions(GateForm gate, BetaForm beta, bool l2normCall) {
+  return isByCall(gate) || beta == BetaForm::call || l2normCall;
+}
+
 std::optional<std::string> mlir::delta::checkRuleGate(Rule rule,
                                                       GateForm gate) {
   switch (rule) {

@@ -58,6 +58,10 @@ bool isRaw(GateForm gate);
 bool isByCall(GateForm gate);
 /// True for the gate forms that take `A_log` and `dt_bias` (raw or by call).
 bool takesRawParams(GateForm gate);
+/// True where a spec or recurrence leaves an option to the call (`gate =
+/// call` / `channel_call`, `beta = call`, `l2norm = call`): it takes the
+/// call's `options`.
+bool takesCallOptions(GateForm gate, BetaForm beta, bool l2normCall);
 
 } // namespace mlir::delta
 

@@ -206,7 +206,7 @@ LogicalResult RecurrenceOp::verify() {
   }
   if (getQkL2norm() && getL2normCall())
     return emitOpError("'l2norm' and 'l2norm = call' exclude each other");
-  bool byCall = getBetaForm() == BetaForm::call || getL2normCall() || isByCall(getGate());
+  bool byCall = takesCallOptions(getGate(), getBetaForm(), getL2normCall());
   if (byCall && !getOptions())
     return emitOpError("'gate = call', 'beta = call' and 'l2norm = call' need "
                        "the call's 'options'");

@@ -85,7 +85,7 @@ public:
     // The options an `= call` spec leaves to the call (deltac_abi.h's
     // CallOptions bits).
     std::optional<size_t> options;
-    if (spec.getBeta() == BetaForm::call || spec.getL2normCall() || isByCall(gate))
+    if (takesCallOptions(gate, spec.getBeta(), spec.getL2normCall()))
       options = add("options", b.getI32Type());
 
     Type out = tensor({batch, kDyn, kDyn, v}, io);

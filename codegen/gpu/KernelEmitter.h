@@ -59,6 +59,10 @@ protected:
   Value exp(Value x) {
     return intrinsic("llvm.nvvm.ex2.approx.f32", fmul(x, cF32(kLog2e)));
   }
+  /// factor * sigmoid(x) = factor / (1 + exp(-x)): a beta from its logits.
+  Value scaledSigmoid(Value factor, Value x) {
+    return fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), x))));
+  }
   /// log2(x) as lg2.approx (-inf at 0).
   Value lg2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); }
   /// 2^x as ex2.approx.ftz: no denormal fix-up (a result below 2^-126 is 0).

@@ -15,8 +15,8 @@
 namespace deltac_rt {
 
 /// The spec's gate form; the Channel forms carry one decay per K channel
-/// (rule kda: g is [tokens, HV, K], dt_bias [HV * K]).
-/// A spec's gate form (Call, ChannelCall: log or raw, chosen per call).
+/// (rule kda: g is [tokens, HV, K], dt_bias [HV * K]); Call and ChannelCall
+/// are log or raw, chosen per call.
 enum class GateKind { None, Log, Linear, Raw, ChannelLog, ChannelRaw, Call, ChannelCall };
 
 inline bool perChannel(GateKind gate) {

@@ -77,6 +77,12 @@ def _gate_dtype(spec, g, q_dtype, raw):
     return q_dtype
 
 
+def _gate_io_dtype(spec, g):
+    """deltac_api.h's gate_io_dtype: 1 where a gate by call runs raw with
+    its a in the io dtype (as _gate_dtype left it), else 0."""
+    return int(spec.get("raw_gate", 0) == 1 and g is not None and g.dtype != torch.float32)
+
+
 class _DecodeArgs(ctypes.Structure):
     # Mirrors deltac_decode_args in deltac_api.h, field for field.
     _fields_ = [
@@ -431,8 +437,7 @@ class Library:
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
-        a.gate_io_dtype = int(spec.get("raw_gate", 0) == 1 and g is not None
-                              and g.dtype != torch.float32)
+        a.gate_io_dtype = _gate_io_dtype(spec, g)
         a.beta_f32 = int(beta.dtype == torch.float32)
         a.beta_per_value = int(beta.dim() == 4)
         a.gv = _ptr(gv)
@@ -1259,8 +1264,7 @@ class Library:
         a.q, a.q_stride, a.k, a.k_stride = _ptr(q), qs, _ptr(k), ks
         a.v, a.v_stride, a.o, a.o_stride = _ptr(v), vs, _ptr(o), HV * V
         a.g, a.beta = _ptr(g), _ptr(beta)
-        a.gate_io_dtype = int(spec.get("raw_gate", 0) == 1 and g is not None
-                              and g.dtype != torch.float32)
+        a.gate_io_dtype = _gate_io_dtype(spec, g)
         a.beta_f32 = int(beta.dtype == torch.float32)
         a.A_log, a.dt_bias = _ptr(A_log if raw else None), _ptr(dt_bias if raw else None)
         a.bounded_gate = int(lower_bound is not None)

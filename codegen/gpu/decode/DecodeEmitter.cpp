@@ -504,7 +504,7 @@ Value EmitterBase::normFactor(Value sumSquares) {
 Value EmitterBase::callSigmoid(Value logits) {
   Value factor =
       arith::SelectOp::create(b, flag(deltac_abi::kCallBetaTwice), cF32(2.0), cF32(1.0));
-  return fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), logits))));
+  return scaledSigmoid(factor, logits);
 }
 
 Value EmitterBase::betaOf(Value beta) {
@@ -528,7 +528,7 @@ Value EmitterBase::betaOf(Value beta) {
     return ifSigmoid.getResult(0);
   }
   if (s.beta != BetaForm::given) {
-    beta = fdiv(cF32(1.0), fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
+    beta = scaledSigmoid(cF32(1.0), beta);
     if (s.beta == BetaForm::sigmoid2)
       beta = fmul(beta, cF32(2.0));
   }

@@ -194,11 +194,8 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
     if (raw)
       store(bj, tileOf(6), add(row, cI32(C)), 4);
   };
-  auto unitScales = [&] {
-    Value row = remu(tid, cI32(128)); // C = kWarpgroupChunk: a thread per row of its warpgroup's
-    ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] { storeRowScale(row, cF32(1.0)); });
-  };
-  auto normScales = [&] {
+  bool norms = s.qkL2Norm || s.l2normCall;
+  if (norms) {
     product(aDesc);
     wgWait(0, acc);
     // Element (r, r) of the accumulator: row 16 wl + 8 h + group sits in
@@ -221,12 +218,10 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
         inverse = sel(callOption(deltac_abi::kCallL2Norm), inverse, cF32(1.0));
       ifThen(holds, [&] { storeRowScale(row, inverse); });
     }
-  };
-  bool norms = s.qkL2Norm || s.l2normCall;
-  if (norms)
-    normScales();
-  else
-    unitScales();
+  } else {
+    Value row = remu(tid, cI32(128)); // C = kWarpgroupChunk: a thread per row of its warpgroup's
+    ifThen(cmp(arith::CmpIPredicate::ult, row, cI32(C)), [&] { storeRowScale(row, cF32(1.0)); });
+  }
 
   // (3) Q K^T (warpgroup 0) and K K^T (warpgroup 1), in flight while the
   // rows Qg = fq q and Kd = fk k go to the workspace (not in the raw form),

@@ -235,18 +235,14 @@ Value PrefillEmitter::betaOf(Value tok, Value hv) {
                    : loadBeta(param(pBeta), at,
                               cmp(arith::CmpIPredicate::ne, param(pBetaF32), cI32(0)),
                               s.betaType);
-  // factor * sigmoid(beta): beta holds logits.
-  auto scaledSigmoid = [&](Value factor) {
-    return fdiv(factor, fadd(cF32(1.0), exp(fsub(cF32(0.0), beta))));
-  };
   if (s.beta == BetaForm::call) {
     // The call's form: logits with kCallBetaSigmoid (times 2 with
     // kCallBetaTwice), else beta as given. Selects, no branch.
     Value factor = sel(callOption(deltac_abi::kCallBetaTwice), cF32(2.0), cF32(1.0));
-    Value sig = scaledSigmoid(factor);
+    Value sig = scaledSigmoid(factor, beta);
     beta = sel(callOption(deltac_abi::kCallBetaSigmoid), sig, beta);
   } else if (s.beta != BetaForm::given) {
-    beta = scaledSigmoid(cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0));
+    beta = scaledSigmoid(cF32(s.beta == BetaForm::sigmoid2 ? 2.0 : 1.0), beta);
   }
   return beta;
 }
