@@ -187,10 +187,11 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
     if (std::string e = needPointer(name, p); !e.empty())
       return invalid(e);
   // The options the spec leaves to the call, and so the gate form it runs.
-  int32_t callBits = 0;
-  if (deltac::Status s = callOptionBits(v.callOptions, a, callBits); !s.ok())
+  CallForm form;
+  if (deltac::Status s = callForm(v, a, form); !s.ok())
     return s;
-  const GateKind gate = callGate(v.gate, a.raw_gate);
+  const GateKind gate = form.gate;
+  const int64_t gBytes = form.gateBytes;
   // dt_bias may be null (0: FLA's dt_bias=None); a null log g reads 0.
   if (std::string e = checkGateInputs(gate, a.g, a.A_log, a.bounded_gate,
                                       a.lower_bound, /*nullLogGate=*/true);
@@ -249,7 +250,6 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   if (a.step_states && !aligned16(a.step_states))
     return invalid("step_states must be 16-byte aligned");
   // Natural alignment of what the kernel loads one element at a time.
-  const int64_t gBytes = gateBytes(v.gate, gate, a.gate_io_dtype, v.io);
   const int64_t betaBytes = betaF32 ? 4 : dtypeBytes(v.io);
   // KDA: the vk kernels load a lane's dt_bias channels in 16-byte pieces
   // too (g's alignment: checkGateInputs).
@@ -391,7 +391,7 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
             (half ? kStateInHalf : 0) |
             (half && inDtype == DELTAC_F16 ? kStateInF16 : 0) |
             (betaPerValue ? kBetaPerValue : 0) |
-            (gate == GateKind::Log && !a.g ? kNullGate : 0) | callBits;
+            (gate == GateKind::Log && !a.g ? kNullGate : 0) | form.bits;
   p.stepSlots = a.state_indices_2d;
   p.accepted = a.num_accepted_tokens;
   p.stepSlotsStride = slotStride;

@@ -256,6 +256,23 @@ inline deltac::Status callOptionBits(int32_t byCall, const Args &a, int32_t &bit
   return {};
 }
 
+/// What a call's options make of its spec (decode and prefill alike): the
+/// kernels' option bits, the gate form that runs and the bytes of g's
+/// elements. `v` is the spec's variant (callOptions, gate, io).
+struct CallForm {
+  int32_t bits = 0;
+  GateKind gate = GateKind::None;
+  int64_t gateBytes = 4;
+};
+template <typename Variant, typename Args>
+inline deltac::Status callForm(const Variant &v, const Args &a, CallForm &form) {
+  if (deltac::Status s = callOptionBits(v.callOptions, a, form.bits); !s.ok())
+    return s;
+  form.gate = callGate(v.gate, a.raw_gate);
+  form.gateBytes = gateBytes(v.gate, form.gate, a.gate_io_dtype, v.io);
+  return {};
+}
+
 } // namespace deltac_rt
 
 #endif // DELTAC_CHECKS_H

@@ -563,11 +563,11 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   const int64_t indexBytes = a.indices_i64 ? 8 : 4;
   const char *indexType = a.indices_i64 ? "int64" : "int32";
   // The options the spec leaves to the call, and so the gate form it runs.
-  int32_t callBits = 0;
-  if (deltac::Status s = callOptionBits(v.callOptions, a, callBits); !s.ok())
+  CallForm form;
+  if (deltac::Status s = callForm(v, a, form); !s.ok())
     return s;
-  const GateKind gate = callGate(v.gate, a.raw_gate);
-  const int64_t gBytes = gateBytes(v.gate, gate, a.gate_io_dtype, v.io);
+  const GateKind gate = form.gate;
+  const int64_t gBytes = form.gateBytes;
   const int64_t betaBytes = a.beta_f32 ? 4 : dtypeBytes(v.io);
   // Natural alignment of what the kernels load one element at a time.
   for (std::string e :
@@ -958,7 +958,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                              segments,
                              a.cp_phase,
                              a.cp_phase == 1 ? a.cp_transfer : nullptr,
-                             callBits};
+                             form.bits};
   ParamPack pack;
   packPrefillParams(values, pack);
   void **params = pack.args();

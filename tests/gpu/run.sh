@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|cold-start|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -488,6 +488,7 @@ case "${1:-all}" in
       python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
   prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   profile-decode) build && run_profile_decode ;;
+  cold-start) build && python3 tests/gpu/cold_start.py "$BUILD" "${@:2}" | tee "$OUT/cold_start.log" ;;
   profile-prefill) build && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;

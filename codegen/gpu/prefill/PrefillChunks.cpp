@@ -246,11 +246,12 @@ void ChunksRowsBuilder::build(const ChunkSite &site) {
         ss = fadd(ss, fmul(x.back(), x.back()));
       }
       Value scale = cF32(1.0);
-      if (s.qkL2Norm)
-        scale = rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6)));
-      else if (s.l2normCall)
-        scale = sel(callOption(deltac_abi::kCallL2Norm),
-                    rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6))), scale);
+      if (s.qkL2Norm || s.l2normCall) {
+        // By call: 1 / sqrt(|x|^2 + 1e-6) where the call's bit asks for it.
+        Value byCall = s.qkL2Norm ? Value() : callOption(deltac_abi::kCallL2Norm);
+        Value norm = rsqrt(fadd(xorSum(ss, 1, 16), cF32(1e-6)));
+        scale = byCall ? sel(byCall, norm, scale) : norm;
+      }
       scale = sel(valid, scale, cF32(0.0));
       Value factor = kda ? Value()
                      : which ? fmul(load(f32, eG, i, 4), param(pScale))
