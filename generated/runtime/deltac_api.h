@@ -54,8 +54,8 @@ typedef struct deltac_decode_args {
   const void *g;        /* log g (f32; null: 0, no decay), alpha (f32) or */
                         /* raw a (io dtype) */
   const void *beta;     /* beta or its logits b (io dtype, or f32: beta_f32) */
-  const float *A_log;   /* [HV], raw gates only */
-  const float *dt_bias; /* [HV], raw gates only */
+  const float *A_log;   /* [HV], raw gates only (else null: refused) */
+  const float *dt_bias; /* [HV], raw gates only (else null: refused) */
   void *state;          /* pool [slots, HV, V, K] (vk) or [slots, HV, K, V],
                            slot_stride apart; null: no state is written
                            (then initial_state or zero_initial_state) */
@@ -168,7 +168,7 @@ typedef struct deltac_prefill_args {
   int64_t o_stride;
   const void *g;        /* log g (f32), alpha (f32) or raw a (io dtype) */
   const void *beta;     /* beta or its logits b (io dtype) */
-  const float *A_log;   /* [HV], raw gates only */
+  const float *A_log;   /* [HV], raw gates only (else null: refused) */
   const float *dt_bias; /* [HV] ([HV * K]: kda), raw gates only; null: 0 */
   const void *initial_state;
   void *final_state;

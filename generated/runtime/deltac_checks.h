@@ -164,15 +164,17 @@ inline std::string checkHeads(int64_t H, int64_t HV) {
   return "";
 }
 
-/// The gate inputs the spec's gate form needs, and none it has no use for;
-/// the bounded raw gate (FLA's KDA lower_bound) only with a raw gate and a
-/// finite lower_bound. A_log may be null only for the bounded gate (a
-/// factor 1, as FLA); dt_bias may always be null (0). `nullLogGate`
-/// (decode): a log gate's g may be null, read as 0 (FLA's g=None: no decay;
-/// the kernels' zero array).
+/// The gate inputs the gate form that runs needs, and none it has no use
+/// for (A_log and dt_bias only with a raw gate: a caller who passes them to
+/// a log gate is told, never ignored); the bounded raw gate (FLA's KDA
+/// lower_bound) only with a raw gate and a finite lower_bound. A_log may be
+/// null only for the bounded gate (a factor 1, as FLA); dt_bias may always
+/// be null (0). `nullLogGate` (decode): a log gate's g may be null, read as
+/// 0 (FLA's g=None: no decay; the kernels' zero array).
 inline std::string checkGateInputs(GateKind gate, const void *g,
-                                   const void *aLog, int32_t boundedGate,
-                                   float lowerBound, bool nullLogGate = false) {
+                                   const void *aLog, const void *dtBias,
+                                   int32_t boundedGate, float lowerBound,
+                                   bool nullLogGate = false) {
   if (gate != GateKind::None && !g && !(nullLogGate && gate == GateKind::Log))
     return nullLogGate ? "g must not be null (the spec's gate is not log; a "
                          "null log g means no decay)"
@@ -181,6 +183,10 @@ inline std::string checkGateInputs(GateKind gate, const void *g,
     return "g must be null (the spec's rule has no gate)";
   if (boundedGate && !rawGate(gate))
     return "bounded_gate needs a spec with a raw gate (raw or channel_raw)";
+  if ((aLog || dtBias) && !rawGate(gate))
+    return std::string(aLog ? "A_log" : "dt_bias") +
+           " must be null: the gate that runs is not raw (A_log and dt_bias are "
+           "read only with a raw gate: a raw spec, or raw_gate with a gate by call)";
   if (boundedGate && !std::isfinite(lowerBound))
     return "lower_bound must be finite (bounded_gate)";
   if (rawGate(gate) && !aLog && !boundedGate)

@@ -193,7 +193,7 @@ deltac::Status checkAndLaunch(const DecodeVariant *variants, int count,
   const GateKind gate = form.gate;
   const int64_t gBytes = form.gateBytes;
   // dt_bias may be null (0: FLA's dt_bias=None); a null log g reads 0.
-  if (std::string e = checkGateInputs(gate, a.g, a.A_log, a.bounded_gate,
+  if (std::string e = checkGateInputs(gate, a.g, a.A_log, a.dt_bias, a.bounded_gate,
                                       a.lower_bound, /*nullLogGate=*/true);
       !e.empty())
     return invalid(e);

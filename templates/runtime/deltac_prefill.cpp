@@ -583,7 +583,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       return invalid(e);
   // dt_bias may be null (0: FLA's dt_bias=None).
   // A gate by call's kernels read a null log g as 0 (no decay).
-  if (std::string e = checkGateInputs(gate, a.g, a.A_log, a.bounded_gate,
+  if (std::string e = checkGateInputs(gate, a.g, a.A_log, a.dt_bias, a.bounded_gate,
                                       a.lower_bound, /*nullLogGate=*/v.gate == GateKind::Call);
       !e.empty())
     return invalid(e);

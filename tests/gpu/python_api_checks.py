@@ -512,6 +512,19 @@ def dry_runs(dt, check):
         check("dry: chunk_gated_delta_rule -> prefill, int64 cu_seqlens kept, final state zeroed",
               name == "dry_fla_kv_prefill" and a.cu_seqlens_i64 == 1 and bool((ht == 0).all())
               and a.final_state == ht.data_ptr() and a.error_flag == flag.data_ptr(), name)
+        # FLA reads A_log and dt_bias only with use_gate_in_kernel: a log-gate
+        # call that passes them hands the C API null pointers (which refuses
+        # them with a log gate, never ignoring them).
+        calls.clear()
+        lib.chunk_gated_delta_rule(flat(q), flat(k), flat(v), flat(g), flat(beta),
+                                   A_log=torch.zeros(HV), dt_bias=torch.zeros(HV))
+        lib.chunk_kda(flat(q), flat(k), flat(v), flat(g)[..., None].expand(-1, -1, -1, K),
+                      flat(beta), chunk_size=32, A_log=torch.zeros(HV),
+                      dt_bias=torch.zeros(HV * K))
+        check("dry: log-gate prefill with A_log and dt_bias (no use_gate_in_kernel) -> null "
+              "pointers, as FLA ignores them",
+              len(calls) == 2 and all(not a.A_log and not a.dt_bias for _, a in calls),
+              str([(n, a.A_log, a.dt_bias) for n, a in calls]))
         pool = torch.randn(5, HV, K, K)
         i32 = torch.tensor([4, 1], dtype=torch.int32)
         i64 = torch.tensor([2 ** 32 + 1, 0], dtype=torch.int64)

@@ -180,15 +180,37 @@ TEST(DecodeHost, BoundedGate) {
   // spec with log decays (per head and per channel).
   using deltac_rt::GateKind;
   int dummy = 0;
-  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, &dummy, nullptr, 1, -5.0f),
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, &dummy, nullptr, nullptr, 1, -5.0f),
             "bounded_gate needs a spec with a raw gate (raw or channel_raw)");
-  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::ChannelLog, &dummy, nullptr, 1,
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::ChannelLog, &dummy, nullptr, nullptr, 1,
                                        -5.0f),
             "bounded_gate needs a spec with a raw gate (raw or channel_raw)");
-  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::ChannelRaw, &dummy, nullptr, 1,
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::ChannelRaw, &dummy, nullptr, nullptr, 1,
                                        -5.0f),
             "");
   EXPECT_TRUE(std::isnan(deltac_rt::kernelLowerBound(0, -5.0f)));
+}
+
+// A_log and dt_bias are read only by raw gates: passed to a gate that is
+// not raw they are refused by name, never ignored (the check for each
+// form; LogGateRefusesRawParams below through a library's entry).
+TEST(DecodeHost, RawParamsOnlyWithRawGates) {
+  using deltac_rt::GateKind;
+  alignas(16) float x = 0.0f; // per-channel g is read 16 bytes at a time
+  const char *tail = " must be null: the gate that runs is not raw (A_log and dt_bias "
+                     "are read only with a raw gate: a raw spec, or raw_gate with a gate "
+                     "by call)";
+  for (GateKind gate : {GateKind::None, GateKind::Log, GateKind::Linear, GateKind::ChannelLog}) {
+    const void *g = gate == GateKind::None ? nullptr : &x;
+    EXPECT_EQ(deltac_rt::checkGateInputs(gate, g, &x, nullptr, 0, 0.0f), std::string("A_log") + tail)
+        << int(gate);
+    EXPECT_EQ(deltac_rt::checkGateInputs(gate, g, nullptr, &x, 0, 0.0f),
+              std::string("dt_bias") + tail)
+        << int(gate);
+    EXPECT_EQ(deltac_rt::checkGateInputs(gate, g, nullptr, nullptr, 0, 0.0f), "") << int(gate);
+  }
+  for (GateKind gate : {GateKind::Raw, GateKind::ChannelRaw})
+    EXPECT_EQ(deltac_rt::checkGateInputs(gate, &x, &x, &x, 0, 0.0f), "") << int(gate);
   EXPECT_EQ(deltac_rt::kernelLowerBound(1, -5.0f), -5.0f);
 }
 
@@ -200,16 +222,16 @@ TEST(DecodeHost, NullLogGate) {
   using deltac_rt::GateKind;
   const char *decodeMessage = "g must not be null (the spec's gate is not log; "
                               "a null log g means no decay)";
-  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, nullptr, nullptr, 0, 0.0f,
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, nullptr, nullptr, nullptr, 0, 0.0f,
                                        /*nullLogGate=*/true),
             "");
   for (GateKind gate : {GateKind::Linear, GateKind::Raw, GateKind::ChannelLog,
                         GateKind::ChannelRaw})
-    EXPECT_EQ(deltac_rt::checkGateInputs(gate, nullptr, nullptr, 0, 0.0f,
+    EXPECT_EQ(deltac_rt::checkGateInputs(gate, nullptr, nullptr, nullptr, 0, 0.0f,
                                          /*nullLogGate=*/true),
               decodeMessage)
         << int(gate);
-  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, nullptr, nullptr, 0, 0.0f),
+  EXPECT_EQ(deltac_rt::checkGateInputs(GateKind::Log, nullptr, nullptr, nullptr, 0, 0.0f),
             "g must not be null (the spec has a gate)");
   ValidCall raw;
   raw.args.g = nullptr;
@@ -608,6 +630,22 @@ TEST(DecodeHost, GateByCall) {
   status = deltac_rt::runDecode(&byCall, 1, noALog.args, nullptr);
   EXPECT_EQ(status.code, DELTAC_INVALID_ARGUMENT);
   EXPECT_EQ(status.message.rfind("A_log must not be null", 0), 0u) << status.message;
+  // The log form chosen (raw_gate = 0): the raw form's A_log and dt_bias
+  // are refused by name, not ignored; without them the call passes the
+  // host's checks (no driver here).
+  ValidCall log;
+  status = deltac_rt::runDecode(&byCall, 1, log.args, nullptr);
+  EXPECT_EQ(status.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(status.message.rfind("A_log must be null: the gate that runs is not raw", 0), 0u)
+      << status.message;
+  log.args.A_log = nullptr;
+  status = deltac_rt::runDecode(&byCall, 1, log.args, nullptr);
+  EXPECT_EQ(status.message.rfind("dt_bias must be null: the gate that runs is not raw", 0), 0u)
+      << status.message;
+  log.args.dt_bias = nullptr;
+  status = deltac_rt::runDecode(&byCall, 1, log.args, nullptr);
+  EXPECT_NE(status.code, DELTAC_INVALID_ARGUMENT) << status.message;
   EXPECT_TRUE(io.untouched());
   EXPECT_TRUE(noALog.untouched());
+  EXPECT_TRUE(log.untouched());
 }

@@ -564,6 +564,32 @@ TEST(PrefillHost, GridBeyond2To31BlocksRejected) {
   EXPECT_NE(s.message.find("too large"), std::string::npos) << s.message;
 }
 
+// A log gate's prefill refuses A_log and dt_bias by name (read only with a
+// raw gate), never ignores them; without them the same call passes the gate
+// checks. Nothing is dereferenced before the refusal.
+TEST(PrefillHost, LogGateRefusesRawParams) {
+  const deltac_rt::PrefillVariant table[] = {variant(128, 128, 4, 2),
+                                             variant(128, 128, 8, 0)};
+  alignas(16) static unsigned char dummy[64];
+  deltac_prefill_args a = args(1, 64, 2);
+  a.q = a.k = a.v = a.g = a.beta = dummy;
+  a.o = a.workspace = dummy;
+  a.error_flag = reinterpret_cast<int32_t *>(dummy);
+  a.A_log = reinterpret_cast<const float *>(dummy);
+  deltac::Status s = deltac_rt::runPrefill(table, 2, a, nullptr);
+  EXPECT_EQ(s.code, DELTAC_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message.rfind("A_log must be null: the gate that runs is not raw", 0), 0u)
+      << s.message;
+  a.A_log = nullptr;
+  a.dt_bias = reinterpret_cast<const float *>(dummy);
+  s = deltac_rt::runPrefill(table, 2, a, nullptr);
+  EXPECT_EQ(s.message.rfind("dt_bias must be null: the gate that runs is not raw", 0), 0u)
+      << s.message;
+  a.dt_bias = nullptr;
+  s = deltac_rt::runPrefill(table, 2, a, nullptr);
+  EXPECT_EQ(s.message.find("must be null"), std::string::npos) << s.message;
+}
+
 // Per rule: kda keeps G_last per channel (K floats per chunk and head).
 class PrefillWorkspace : public ::testing::TestWithParam<bool> {};
 
