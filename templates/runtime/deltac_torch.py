@@ -69,11 +69,19 @@ def _by_call(key, has, wants):
 def _gate_dtype(spec, g, q_dtype, raw):
     """The dtype the kernels read g in: f32 log decays; a raw a in q's
     dtype for a spec with a raw gate, and for a gate by call f32 or q's
-    dtype as given (gate_io_dtype), anything else as f32."""
+    dtype as given (gate_io_dtype), anything else as f32 (exact). A spec
+    whose gate is fixed raw reads a only in q's dtype: an a of another
+    dtype raises ValueError rather than being rounded on the side (FLA
+    reads it as given)."""
     if not raw:
         return torch.float32
     if spec["gate"] in ("call", "channel_call"):
         return g.dtype if g.dtype in (torch.float32, q_dtype) else torch.float32
+    if g.dtype != q_dtype:
+        raise ValueError(
+            f"g (the raw a) is {str(g.dtype).replace('torch.', '')}: spec @{spec['name']} fixes a "
+            f"raw gate read in the io dtype {str(q_dtype).replace('torch.', '')}; pass a in q's "
+            f"dtype (a.to(q.dtype) rounds it), or use a spec with gate = call, which reads f32")
     return q_dtype
 
 

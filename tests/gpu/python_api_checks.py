@@ -452,6 +452,19 @@ def dry_runs(dt, check):
         check("dry: fused_recurrent use_gate_in_kernel -> the raw-gate spec, dt_bias None -> "
               "a null pointer (the kernel reads 0; nothing allocated)",
               name == "dry_serving_decode" and not a.dt_bias, name)
+        # That spec fixes a raw gate read in bf16: an f32 a is refused by name,
+        # not rounded on the side (nothing handed to the C API).
+        calls.clear()
+        name = "dry: fixed raw gate, f32 a -> ValueError naming g, the spec and its dtype"
+        try:
+            lib.fused_recurrent_gated_delta_rule(
+                q, k, v, g, beta=beta, initial_state=h0, use_gate_in_kernel=True,
+                A_log=torch.zeros(HV), use_beta_sigmoid_in_kernel=True, state_v_first=True,
+                use_qk_l2norm_in_kernel=True)
+            check(name, False, "no error")
+        except ValueError as e:
+            check(name, all(t in str(e) for t in ("g (the raw a) is float32", "@serving",
+                                                  "bfloat16")) and not calls, str(e)[:100])
         # Options left to the call: the spec's kernels get them in the
         # args (qk_l2norm, beta_form), for decode and prefill alike; the
         # fixed specs' calls pass zeros.
