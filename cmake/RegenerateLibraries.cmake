@@ -30,7 +30,7 @@ foreach(line IN LISTS lines)
     continue()
   endif()
   execute_process(
-    COMMAND diff -r ${SOURCE}/generated/${name} ${DEST}/${name}
+    COMMAND diff -r -x __pycache__ ${SOURCE}/generated/${name} ${DEST}/${name}
     RESULT_VARIABLE rc OUTPUT_VARIABLE diff)
   if(NOT rc EQUAL 0)
     file(STRINGS ${SOURCE}/generated/${name}/${name}.h old REGEX "LLVM/MLIR")
@@ -45,7 +45,7 @@ foreach(line IN LISTS lines)
 endforeach()
 if(CHECK)
   execute_process(
-    COMMAND diff -r ${SOURCE}/generated/runtime ${DEST}/runtime
+    COMMAND diff -r -x __pycache__ ${SOURCE}/generated/runtime ${DEST}/runtime
     RESULT_VARIABLE rc OUTPUT_VARIABLE diff)
   if(NOT rc EQUAL 0)
     string(SUBSTRING "${diff}" 0 4000 diff)

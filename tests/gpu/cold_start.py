@@ -9,11 +9,13 @@ library's dlopen, its kernels' module loads and the launch, synchronised),
 `first` (import + call, the quantity test_python.py bounds) and `total`
 (from process start, torch and the CUDA context included).
 
-The module's bytecode is compiled first (cache_bytecode), as pip does when
-it installs a wheel and as any earlier import does unless bytecode writing
-is off. Without it the import compiles deltac_torch.py from source: 38 ms
-against 12 ms with the bytecode on this project's build machine (session
-44), an installation's cost, not a process start's. `--no-bytecode` measures without it.
+The module's bytecode is compiled first (cache_bytecode, into the
+git-ignored __pycache__ folders, which generated_up_to_date's diff skips),
+as pip does when it installs a wheel and as any earlier import does unless
+bytecode writing is off. Without it the import compiles deltac_torch.py
+from source: 38 ms against 12 ms with the bytecode on this project's build
+machine (session 44), an installation's cost, not a process start's.
+`--no-bytecode` measures that first.
 
 Run alone (tests/gpu/run.sh cold-start) it prints each phase for a few
 processes of each kind, so a regression shows where it went:
