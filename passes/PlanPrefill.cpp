@@ -37,6 +37,35 @@ namespace mlir::delta {
 #include "passes/Passes.h.inc"
 
 namespace {
+/// A threshold option: its value, and the target model's (replaced by the
+/// option's where the option is not -1).
+struct ThresholdOption {
+  StringRef name;
+  int64_t option;
+  int64_t &value;
+};
+
+/// Applies `options` (each -1 by default: the target model's value); a
+/// value below -1 is an error naming them all.
+LogicalResult applyOptions(func::FuncOp func, ArrayRef<ThresholdOption> options) {
+  if (llvm::all_of(options, [](const ThresholdOption &o) { return o.option >= -1; })) {
+    for (const ThresholdOption &o : options)
+      if (o.option >= 0)
+        o.value = o.option;
+    return success();
+  }
+  // "a and b", "a, b and c".
+  auto list = [&](auto item) {
+    std::string text;
+    for (size_t i = 0; i < options.size(); ++i)
+      text += (i == 0 ? "" : i + 1 == options.size() ? " and " : ", ") + item(options[i]);
+    return text;
+  };
+  return func.emitError() << list([](const ThresholdOption &o) { return o.name.str(); })
+                          << " must be non-negative (or -1: the target model's), got "
+                          << list([](const ThresholdOption &o) { return std::to_string(o.option); });
+}
+
 struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
   using Base::Base;
 
@@ -107,33 +136,20 @@ struct PlanPrefill : impl::DeltaPlanPrefillBase<PlanPrefill> {
     }
     func->setAttr(DeltaDialect::kRecurVariantsAttrName, b.getArrayAttr(variants));
     // Context parallelism's thresholds: the options, else the target's.
-    if (segmentMinTokens < -1 || segmentEighthsPerSm < -1) {
-      func.emitError() << "segment-min-tokens and segment-eighths-per-sm must be "
-                          "non-negative (or -1: the target model's), got "
-                       << int64_t(segmentMinTokens) << " and " << int64_t(segmentEighthsPerSm);
+    int64_t minTokens = target->segmentMinTokens(query),
+            eighths = target->segmentEighthsPerSm(query);
+    if (failed(applyOptions(func, {{"segment-min-tokens", segmentMinTokens, minTokens},
+                                   {"segment-eighths-per-sm", segmentEighthsPerSm, eighths}})))
       return signalPassFailure();
-    }
-    int64_t minTokens = segmentMinTokens >= 0 ? int64_t(segmentMinTokens)
-                                              : target->segmentMinTokens(query);
-    int64_t eighths = segmentEighthsPerSm >= 0 ? int64_t(segmentEighthsPerSm)
-                                               : target->segmentEighthsPerSm(query);
     func->setAttr(DeltaDialect::kContextParallelAttrName,
                   ContextParallelAttr::get(b.getContext(), minTokens, eighths));
     // The shared overlapped launch's range: the options, else the target's.
-    if (sharedMinTokens < -1 || sharedMaxTokens < -1 || sharedQuartersPerSm < -1) {
-      func.emitError() << "shared-min-tokens, shared-max-tokens and shared-quarters-per-sm "
-                          "must be non-negative (or -1: the target model's), got "
-                       << int64_t(sharedMinTokens) << ", " << int64_t(sharedMaxTokens)
-                       << " and " << int64_t(sharedQuartersPerSm);
-      return signalPassFailure();
-    }
     PlanTarget::SharedOverlapBounds shared = target->sharedOverlap(query);
-    if (sharedMinTokens >= 0)
-      shared.minTokens = sharedMinTokens;
-    if (sharedMaxTokens >= 0)
-      shared.maxTokens = sharedMaxTokens;
-    if (sharedQuartersPerSm >= 0)
-      shared.quartersPerSm = sharedQuartersPerSm;
+    if (failed(applyOptions(func, {{"shared-min-tokens", sharedMinTokens, shared.minTokens},
+                                   {"shared-max-tokens", sharedMaxTokens, shared.maxTokens},
+                                   {"shared-quarters-per-sm", sharedQuartersPerSm,
+                                    shared.quartersPerSm}})))
+      return signalPassFailure();
     if (shared.maxTokens < shared.minTokens) {
       func.emitError() << "the shared overlapped launch's range is empty: " << shared.minTokens
                        << " to " << shared.maxTokens << " tokens per sequence";

@@ -7,6 +7,7 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{segment-eighths-per-sm=-3}))' 2>&1 | FileCheck %s --check-prefix=CPBAD
 // RUN: deltac-opt %s --delta-spec-to-chunk | deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{shared-min-tokens=512 shared-quarters-per-sm=0}))' | FileCheck %s --check-prefix=SHARED
 // RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{shared-max-tokens=100}))' 2>&1 | FileCheck %s --check-prefix=SHAREDBAD
+// RUN: deltac-opt %s --delta-spec-to-chunk | not deltac-opt --pass-pipeline='builtin.module(func.func(delta-plan-prefill{shared-quarters-per-sm=-2}))' 2>&1 | FileCheck %s --check-prefix=SHAREDNEG
 
 // The dispatch table: the widest V tile whose recur grid covers half the
 // SMs (min_blocks_per_sm counts quarters of a block per SM: 2), tile 64 of
@@ -70,3 +71,4 @@ delta.spec @wide rule = gated dims = [256x256] io = bf16 state = f32
 // SHARED-LABEL: func.func @gdn_k128_v128_prefill
 // SHARED-SAME: delta.shared_overlap = #delta.shared_overlap<min_tokens = 512, max_tokens = 16384, quarters_per_sm = 0>
 // SHAREDBAD: the shared overlapped launch's range is empty: 1024 to 100 tokens per sequence
+// SHAREDNEG: shared-min-tokens, shared-max-tokens and shared-quarters-per-sm must be non-negative (or -1: the target model's), got -1, -1 and -2
