@@ -460,6 +460,7 @@ std::string deltac::writeLibrary(StringRef dir, StringRef libName,
         if (overlaps) {
           row.set("overlapBlocksPerSM", recur.overlapBlocksPerSM);
           row.kernel("queue", queue->name);
+          row.set("smemQueue", queue->smem);
         }
         // recur reads raw q and k where the host asks (qk_raw), after
         // chunks' form that writes the factors instead of Qg and Kd.

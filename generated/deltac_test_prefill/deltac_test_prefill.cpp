@@ -128,9 +128,10 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &gkv_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &gkv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &gkv_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -141,7 +142,7 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.segmentCorrection = &gkv_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -172,7 +173,7 @@ const deltac_rt::PrefillVariant *gkv_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();
@@ -383,9 +384,10 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.smemRecurAlt = 106496;
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
       v.overlapBlocksPerSM = 1;
       v.queue = &d64_k64_v64_prefill_queue_kernel;
+      v.smemQueue = 54800;
       v.chunksRaw = &d64_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &d64_k64_v64_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -396,7 +398,7 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.segmentCorrection = &d64_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
-      v.smemSegmentCorrection = 18432;
+      v.smemSegmentCorrection = 27648;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -427,7 +429,7 @@ const deltac_rt::PrefillVariant *d64_prefill_variants() {
       v.smemRecurAlt = 81920;
       v.smemRecurAltStage = 35840;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
     }
     return t;
   }();

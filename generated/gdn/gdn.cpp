@@ -1955,9 +1955,10 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.smemRecurAlt = 106496;
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_kv_k64_v64_prefill_queue_kernel;
+      v.smemQueue = 54800;
       v.chunksRaw = &fla_kv_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_k64_v64_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -1968,7 +1969,7 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.segmentCorrection = &fla_kv_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
-      v.smemSegmentCorrection = 18432;
+      v.smemSegmentCorrection = 27648;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -1999,7 +2000,7 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.smemRecurAlt = 81920;
       v.smemRecurAltStage = 35840;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
     }
     {
       deltac_rt::PrefillVariant &v = t[2];
@@ -2028,9 +2029,10 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_kv_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &fla_kv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2041,7 +2043,7 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.segmentCorrection = &fla_kv_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2072,7 +2074,7 @@ const deltac_rt::PrefillVariant *fla_kv_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();
@@ -2131,9 +2133,10 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.smemRecurAlt = 106496;
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_kv_f16_k64_v64_prefill_queue_kernel;
+      v.smemQueue = 54800;
       v.chunksRaw = &fla_kv_f16_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_k64_v64_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2144,7 +2147,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.segmentCorrection = &fla_kv_f16_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
-      v.smemSegmentCorrection = 18432;
+      v.smemSegmentCorrection = 27648;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2175,7 +2178,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.smemRecurAlt = 81920;
       v.smemRecurAltStage = 35840;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
     }
     {
       deltac_rt::PrefillVariant &v = t[2];
@@ -2204,9 +2207,10 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_kv_f16_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &fla_kv_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_kv_f16_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2217,7 +2221,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.segmentCorrection = &fla_kv_f16_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2248,7 +2252,7 @@ const deltac_rt::PrefillVariant *fla_kv_f16_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();
@@ -2383,9 +2387,10 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.smemRecurAlt = 106496;
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_vk_k64_v64_prefill_queue_kernel;
+      v.smemQueue = 54800;
       v.chunksRaw = &fla_vk_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_k64_v64_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2396,7 +2401,7 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.segmentCorrection = &fla_vk_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
-      v.smemSegmentCorrection = 18432;
+      v.smemSegmentCorrection = 27648;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2427,7 +2432,7 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.smemRecurAlt = 81920;
       v.smemRecurAltStage = 35840;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
     }
     {
       deltac_rt::PrefillVariant &v = t[2];
@@ -2456,9 +2461,10 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_vk_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &fla_vk_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2469,7 +2475,7 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.segmentCorrection = &fla_vk_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2500,7 +2506,7 @@ const deltac_rt::PrefillVariant *fla_vk_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();
@@ -2559,9 +2565,10 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.smemRecurAlt = 106496;
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_vk_f16_k64_v64_prefill_queue_kernel;
+      v.smemQueue = 54800;
       v.chunksRaw = &fla_vk_f16_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_f16_k64_v64_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2572,7 +2579,7 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.segmentCorrection = &fla_vk_f16_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
-      v.smemSegmentCorrection = 18432;
+      v.smemSegmentCorrection = 27648;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2603,7 +2610,7 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.smemRecurAlt = 81920;
       v.smemRecurAltStage = 35840;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
     }
     {
       deltac_rt::PrefillVariant &v = t[2];
@@ -2632,9 +2639,10 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &fla_vk_f16_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &fla_vk_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &fla_vk_f16_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2645,7 +2653,7 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.segmentCorrection = &fla_vk_f16_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2676,7 +2684,7 @@ const deltac_rt::PrefillVariant *fla_vk_f16_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();
@@ -2811,9 +2819,10 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.smemRecurAlt = 106496;
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
       v.overlapBlocksPerSM = 1;
       v.queue = &deltanet_kv_k64_v64_prefill_queue_kernel;
+      v.smemQueue = 54800;
       v.chunksRaw = &deltanet_kv_k64_v64_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_k64_v64_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2824,7 +2833,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.segmentCorrection = &deltanet_kv_k64_v64_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 1024;
-      v.smemSegmentCorrection = 18432;
+      v.smemSegmentCorrection = 27648;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2855,7 +2864,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.smemRecurAlt = 81920;
       v.smemRecurAltStage = 35840;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 54800;
+      v.smemChunksAlt = 46608;
     }
     {
       deltac_rt::PrefillVariant &v = t[2];
@@ -2884,9 +2893,10 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &deltanet_kv_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &deltanet_kv_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &deltanet_kv_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -2897,7 +2907,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.segmentCorrection = &deltanet_kv_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -2928,7 +2938,7 @@ const deltac_rt::PrefillVariant *deltanet_kv_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();
@@ -2987,9 +2997,10 @@ const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &serving_bf16_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &serving_bf16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &serving_bf16_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -3000,7 +3011,7 @@ const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
       v.segmentCorrection = &serving_bf16_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -3031,7 +3042,7 @@ const deltac_rt::PrefillVariant *serving_bf16_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();
@@ -3090,9 +3101,10 @@ const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &serving_f16_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &serving_f16_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &serving_f16_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -3103,7 +3115,7 @@ const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
       v.segmentCorrection = &serving_f16_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -3134,7 +3146,7 @@ const deltac_rt::PrefillVariant *serving_f16_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();

@@ -141,9 +141,10 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.smemRecurAlt = 155648;
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
       v.overlapBlocksPerSM = 1;
       v.queue = &qwen3_next_k128_v128_prefill_queue_kernel;
+      v.smemQueue = 71184;
       v.chunksRaw = &qwen3_next_k128_v128_prefill_chunks_raw_kernel;
       v.recurShared = &qwen3_next_k128_v128_prefill_recur_shared_kernel;
       v.sharedMinTokens = 1024;
@@ -154,7 +155,7 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.segmentCorrection = &qwen3_next_k128_v128_prefill_cp_correct_kernel;
       v.segmentThreads = 128;
       v.smemSegmentChain = 2048;
-      v.smemSegmentCorrection = 52224;
+      v.smemSegmentCorrection = 69632;
       v.segmentMinTokens = 8192;
       v.segmentEighthsPerSM = 1;
     }
@@ -185,7 +186,7 @@ const deltac_rt::PrefillVariant *qwen3_next_prefill_variants() {
       v.smemRecurAlt = 135168;
       v.smemRecurAltStage = 60416;
       v.chunksAltThreads = 256;
-      v.smemChunksAlt = 71184;
+      v.smemChunksAlt = 54800;
     }
     return t;
   }();

@@ -982,7 +982,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
       return {DELTAC_CUDA_ERROR, error};
     // Each block also takes 1 KiB of shared memory the system reserves.
     int64_t perSMBlocks = std::clamp<int64_t>(
-        perSM / (int64_t(launched.smemChunks) + 1024), 1, 2048 / launched.chunksThreads);
+        perSM / (int64_t(chosen->smemQueue) + 1024), 1, 2048 / launched.chunksThreads);
     // Shared: every SM's blocks, however few the items, so that each
     // shared SM keeps its one and the others their full count (the extra
     // blocks find the queue empty and leave).
@@ -1026,9 +1026,9 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
   if ((a.N > kPrefillInlineSequences &&
        !chosen->prep->launch(1, 1, 1, chosen->threads, stream, params, &error,
                              chosen->smemPrep)) ||
-      !chunksKernel->launch(chunksGrid, 1, 1, launched.chunksThreads,
-                             stream, params, &error, launched.smemChunks, false,
-                             sharedRecur) ||
+      !chunksKernel->launch(chunksGrid, 1, 1, launched.chunksThreads, stream, params, &error,
+                            overlapSMs > 0 ? chosen->smemQueue : launched.smemChunks, false,
+                            sharedRecur) ||
       !(sharedRecur ? chosen->recurShared : chosen->recur)
            ->launch((unsigned)recurGrid(*chosen), 1, 1,
                             launched.recurThreads, stream, params, &error,

@@ -51,6 +51,9 @@ struct PrefillVariant {
   /// chunks' form for the overlapped launch: the same items, taken from a
   /// queue by a grid of every block the SMs hold at once.
   Kernel *queue = nullptr;
+  /// The queue's shared memory: more than chunks' (it copies v with q and
+  /// k, where chunks copies it late into a region it frees).
+  unsigned smemQueue = 0;
   /// altTarget's recur can read the raw q and k rows itself (the compiler's
   /// RecurForm::TransposedRawQK) after this form of chunks (altTarget's code
   /// only), which writes each row's factor instead of Qg and Kd (null:

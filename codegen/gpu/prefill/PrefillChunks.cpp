@@ -628,12 +628,21 @@ void ChunksBuilder::solveTril(Value lf, Value af, bool zeroAbove) {
       a.push_back(sel(cmp(arith::CmpIPredicate::eq, jl, cI32(m)), cF32(1.0), cF32(0.0)));
     for (int64_t i = 1; i < 16; ++i) {
       Value row = add(mul(add(base, cI32(i)), cI32(ldL)), base);
-      SmallVector<Value> terms;
+      // Pairs of products as one multiply and one fma, then a tree: the
+      // same depth as a tree of products, fewer instructions (not in the
+      // queue form, whose 80 registers it made spill).
+      SmallVector<Value> l;
       for (int64_t q = 0; q * 4 < i; ++q) {
         Value l4 = loadF32x4(lf, add(row, cI32(4 * q)));
         for (int64_t m = 4 * q; m < std::min<int64_t>(i, 4 * q + 4); ++m)
-          terms.push_back(fmul(elt(l4, m - 4 * q), a[m]));
+          l.push_back(elt(l4, m - 4 * q));
       }
+      SmallVector<Value> terms;
+      for (int64_t m = 0; m < i; m += 2)
+        terms.push_back(m + 1 < i && !queued ? fma(l[m + 1], a[m + 1], fmul(l[m], a[m]))
+                                             : fmul(l[m], a[m]));
+      for (int64_t m = 1; m < i && queued; m += 2)
+        terms.push_back(fmul(l[m], a[m]));
       a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), treeSum(terms)), a[i]);
     }
     for (int64_t i = 0; i < 16; ++i)
@@ -669,7 +678,10 @@ void ChunksBuilder::solveTril(Value lf, Value af, bool zeroAbove) {
       });
     };
     // sum_{k = kBegin}^{kEnd - 1} left[leftRow][left0 + k] right[right0 + k]
-    // [col .. col + 3], four columns.
+    // [col .. col + 3], four columns, by fma: the doubling's phases issue a
+    // multiply and an add per term otherwise, and they were a third of
+    // chunks_raw's warp samples at varlen (ncu, session 45). The queue form
+    // keeps the multiply and add: with fma its 80 registers spilled.
     auto rowTimes = [&](Value left, Value leftRow, Value left0, Value right, Value right0,
                         Value col, int64_t kBegin, int64_t kEnd) {
       Value acc[4] = {cF32(0.0), cF32(0.0), cF32(0.0), cF32(0.0)};
@@ -680,7 +692,7 @@ void ChunksBuilder::solveTril(Value lf, Value af, bool zeroAbove) {
           Value a4 = loadF32x4(right, add(mul(k, cI32(ldL)), col));
           Value l = elt(l4, kk);
           for (int64_t x = 0; x < 4; ++x)
-            acc[x] = fadd(acc[x], fmul(l, elt(a4, x)));
+            acc[x] = queued ? fadd(acc[x], fmul(l, elt(a4, x))) : fma(l, elt(a4, x), acc[x]);
         }
       }
       return f32x4(acc);

@@ -54,7 +54,16 @@ void mlir::delta::prefill::buildChunksWarpgroup(const PrefillEmitter &e, const C
 void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
   int64_t C = s.chunk, K = s.k, V = s.v;
   assert(C == kWarpgroupChunk && "prefillWarpgroupFits holds this form to its chunk");
-  ChunksWarpgroupSmem L(s);
+  // v is copied late, into a region the block frees (ChunksWarpgroupSmem's
+  // lateV): in `_chunks_raw` with qk_raw = 2 (W is recur's) where k was,
+  // once K K^T has read it, so that the solve hides the copy; otherwise
+  // where A was, once the WY factors have read it (W = A_w K still needs
+  // k). 53.5 KiB: four blocks an SM instead of three, whose items are
+  // chains of barrier phases (ncu: 30 % of the warp samples waited at
+  // barriers, session 45). The queue form keeps v's own region: its loop
+  // takes three blocks an SM at 80 registers anyway.
+  bool raw = plan.chunksRawQK(), lateV = !queued, vInK = raw && V <= K;
+  ChunksWarpgroupSmem L(s, lateV);
   bool gated = s.rule == Rule::gated;
   Type i8 = b.getI8Type();
   Value base, aligned;
@@ -87,13 +96,17 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
   auto copyImage = [&](int64_t to, Value src, Value stride, Value headOffset, int64_t width) {
     copySwizzledRows(ptrAt(to), src, stride, headOffset, width, t0, rows);
   };
+  auto copyV = [&](int64_t to) {
+    copyImage(to, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
+    commitCopies();
+  };
   auto copyRows = [&] {
     Value qkOffset = mul(toI64(site.h), cI64(K));
     copyImage(L.qs, param(pQ), param(pQStride), qkOffset, K);
     copyImage(L.ks, param(pK), param(pKStride), qkOffset, K);
     commitCopies();
-    copyImage(L.vs, param(pV), param(pVStride), mul(toI64(hv), cI64(V)), V);
-    commitCopies();
+    if (!lateV)
+      copyV(L.vs);
   };
   // Or, where the host passed tensor maps (`tma`; not in the queue form,
   // whose items would need an mbarrier phase each), one thread moves them
@@ -120,8 +133,10 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
       mbarArriveExpect(qkBar, 2 * C * K * 2);
       tensorCopyImage(ptrAt(L.qs), pQMap, site.h, t0, K, qkBar);
       tensorCopyImage(ptrAt(L.ks), pKMap, site.h, t0, K, qkBar);
-      mbarArriveExpect(vBar, C * V * 2);
-      tensorCopyImage(ptrAt(L.vs), pVMap, hv, t0, V, vBar);
+      if (!lateV) {
+        mbarArriveExpect(vBar, C * V * 2);
+        tensorCopyImage(ptrAt(L.vs), pVMap, hv, t0, V, vBar);
+      }
     });
     b.setInsertionPointToStart(op.elseBlock());
     copyRows();
@@ -129,7 +144,7 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
   loadRowGates(site, f);
   barrier();
   scalarGateCumsum(f);
-  waitCopyGroups(1); // q and k (v is waited for before the WY products)
+  waitCopyGroups(lateV ? 0 : 1); // q and k (v is waited for before the WY products)
   if (tma)
     ifThen(tma, [&] { mbarWait(qkBar, cI32(0)); });
   fenceProxyAsync();
@@ -143,7 +158,6 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
   // Kd = fk k, or, in the `_chunks_raw` form (ChunksForm::WarpgroupRawQK:
   // recur scales raw q and k itself), straight to the workspace after P and
   // G_last in region 6.
-  bool raw = plan.chunksRawQK();
   Value kDesc = smemDesc(addrAt(L.ks), wgmmaKMajor);
   Value aDesc = sel(first, smemDesc(addrAt(L.qs), wgmmaKMajor), kDesc);
   SmallVector<Value> acc(C / 2, cF32(0.0)); // m64n64: 32 per thread
@@ -269,6 +283,30 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
   wgWait(0, acc);
   barrier(); // the inverses are stored; q's image is free
 
+  // lateV: v's copy into region `to`, whose earlier readers have passed a
+  // barrier. An async-proxy write (TMA) after generic-proxy accesses of the
+  // same bytes needs the proxy fence first.
+  auto copyVLate = [&](int64_t to) {
+    if (!tma) {
+      copyV(to);
+      return;
+    }
+    auto op = scf::IfOp::create(b, tma, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+      fenceProxyAsync();
+      mbarArriveExpect(vBar, C * V * 2);
+      tensorCopyImage(ptrAt(to), pVMap, hv, toI32(site.t0), V, vBar);
+    });
+    b.setInsertionPointToStart(op.elseBlock());
+    copyV(to);
+  };
+  // qk_raw = 2: k's image is free now (every product that reads it is
+  // done), and the solve hides the copy.
+  if (lateV && vInK)
+    ifThen(recurComputesW(), [&] { copyVLate(L.ks); });
+
   // Row `row`, 8-column group j of the swizzled image at offset `img`
   // (accumulator blocks go there by stmatrixBlock).
   auto imageRow = [&](int64_t img, Value row, Value j) { return swizzledRow(addrAt(img), row, j); };
@@ -375,6 +413,12 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
     storeVec(w, ptrAt(L.ab1), opType, to, 8);
     storeVec(u, ptrAt(L.ab2), opType, to, 8);
   });
+  // Otherwise A's region, free once every thread has read it.
+  if (lateV)
+    ifThen(vInK ? notI(recurComputesW()) : cTrue(), [&] {
+      barrier();
+      copyVLate(L.af);
+    });
   waitCopies(); // v
   if (tma)
     ifThen(tma, [&] { mbarWait(vBar, cI32(0)); });
@@ -447,7 +491,7 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
     b.setInsertionPointToStart(which.thenBlock());
     wy(L.ab1, L.ks, K, 2);
     b.setInsertionPointToStart(which.elseBlock());
-    wy(L.ab2, L.vs, V, 3);
+    wy(L.ab2, lateV ? L.af : L.vs, V, 3);
   };
   if (raw) {
     // qk_raw = 2 (recurComputesW): recur computes W = A_w K itself from the
@@ -460,7 +504,7 @@ void ChunksWarpgroupBuilder::build(const ChunkSite &site) {
     b.setInsertionPointToStart(form.thenBlock());
     ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
            [&] { storeTile(tileOf(2), L.ab1, C * C * 2); });
-    wy(L.ab2, L.vs, V, 3, /*split=*/true);
+    wy(L.ab2, vInK ? L.ks : L.af, V, 3, /*split=*/true); // v where it landed
     b.setInsertionPointToStart(form.elseBlock());
     wAndU();
   } else {

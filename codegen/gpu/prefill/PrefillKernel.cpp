@@ -29,8 +29,8 @@ StringRef mlir::delta::prefillPartName(PrefillPart part) {
 int64_t mlir::delta::prefillPartSharedBytes(PrefillPart part, const PrefillPlan &plan) {
   switch (part) {
   case PrefillPart::prep: return plan.prepSmem;
-  case PrefillPart::chunks:
-  case PrefillPart::queue: return plan.chunksSmem;
+  case PrefillPart::chunks: return plan.chunksSmem;
+  case PrefillPart::queue: return plan.queueSmem;
   case PrefillPart::recur:
   case PrefillPart::recurCp: return plan.recurSmem;
   case PrefillPart::segmentChain: return plan.segmentChainSmem;
@@ -97,6 +97,10 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // three blocks per SM, which it fits without spilling.
   if (part == PrefillPart::queue)
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
+  // chunks_raw's shared memory (v copied late) lets an SM hold four blocks;
+  // the registers must too (64 a thread).
+  if (part == PrefillPart::chunks && plan.warpgroupChunks())
+    func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(4));
   // setmaxnreg needs the launch's registers per thread fixed (.maxnreg).
   if (recur && plan.sharedOverlap())
     func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(kSharedRecurRegisters));

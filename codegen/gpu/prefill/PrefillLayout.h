@@ -200,11 +200,17 @@ struct RecurWarpgroupSmem {
 /// solve's intermediate products above its diagonal). Per row: the scalar
 /// gate's factors, the norms' inverse 1 / |q|, 1 / |k|, and the rows'
 /// scales fq, fk (Qg = fq q, Kd = fk k). With K = V = 128, C = 64:
-/// 69.5 KiB, 3 blocks per SM.
+/// 69.5 KiB (the queue form), 3 blocks per SM.
+///
+/// `lateV` (every form but the queue's): v has no region of its own. It
+/// lands where k was once K K^T has read it (`_chunks_raw` with qk_raw =
+/// 2, where W is recur's and nothing else reads k; V <= K), or where A was
+/// once the WY factors have read it, so that the block needs 53.5 KiB and
+/// an SM holds 4 (ChunksWarpgroupBuilder).
 struct ChunksWarpgroupSmem {
   int64_t qs, ks, vs, af, lf, ab1, ab2, gam, gr, beta, eg, egl, beg, rq, rk, fq, fk, xq, xl, xk,
       queue, total;
-  ChunksWarpgroupSmem(const PrefillSpec &s) {
+  explicit ChunksWarpgroupSmem(const PrefillSpec &s, bool lateV = false) {
     int64_t C = s.chunk, K = s.k, V = s.v, off = 0;
     auto take = [&](int64_t bytes) {
       int64_t at = off;
@@ -215,8 +221,8 @@ struct ChunksWarpgroupSmem {
     qs = lf = ab1 = take(std::max({C * K * 2, lBytes, 2 * C * C * 2}));
     ab2 = ab1 + C * C * 2;
     ks = take(C * K * 2);
-    vs = take(C * V * 2);
-    af = take(std::max(lBytes, pGLastBytes(C)));
+    vs = lateV ? -1 : take(C * V * 2);
+    af = take(std::max({lBytes, pGLastBytes(C), lateV ? C * V * 2 : 0}));
     int64_t row = off;
     gam = row, gr = row + C * 4, beta = row + 2 * C * 4, eg = row + 3 * C * 4,
     egl = row + 4 * C * 4, beg = row + 5 * C * 4, rq = row + 6 * C * 4, rk = row + 7 * C * 4;

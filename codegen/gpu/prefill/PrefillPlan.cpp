@@ -97,9 +97,12 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   p.recurSmemStage = recur.stage;
   p.prepSmem = 2 * p.threads * 4 + 16; // the scan's two buffers, the verdict
   // Context parallelism (PrefillSegments.cpp): the chain's [K][4] f32
-  // state columns; the correction's Q^ [C][K] and S_start [K][V] operands.
+  // state columns; the correction's Q^ [C][K] and S_start [K][V] operands
+  // and o's rows [C][V].
   p.segmentChainSmem = spec.k * kSegmentChainColumns * 4;
-  p.segmentCorrectionSmem = (spec.chunk * (spec.k + kRowPad) + spec.k * (spec.v + kRowPad)) * 2;
+  p.segmentCorrectionSmem = (spec.chunk * (spec.k + kRowPad) + spec.k * (spec.v + kRowPad) +
+                             spec.chunk * (spec.v + kRowPad)) *
+                            2;
   return p;
 }
 
@@ -127,7 +130,8 @@ void mlir::delta::useWarpgroupRecur(PrefillPlan &plan, const PrefillSpec &spec) 
   if (spec.rule != Rule::kda && wide(spec.k) && wide(spec.v)) {
     plan.chunks = ChunksForm::Warpgroup;
     plan.chunksThreads = 256; // the Q K^T / W warpgroup, the K K^T / U warpgroup
-    plan.chunksSmem = ChunksWarpgroupSmem(spec).total;
+    plan.chunksSmem = ChunksWarpgroupSmem(spec, /*lateV=*/true).total;
+    plan.queueSmem = ChunksWarpgroupSmem(spec).total;
   }
   // Beside the warpgroup chunks the transposed recur has the raw q/k form.
   plan.recur = !transposed                   ? RecurForm::Warpgroup

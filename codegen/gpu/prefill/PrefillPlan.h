@@ -112,6 +112,9 @@ struct PrefillPlan {
   int64_t threads = 128;
   int64_t valueTile = 32;
   int64_t chunksSmem = 0, recurSmem = 0, prepSmem = 0;
+  /// The overlapped launch's queue form of the warpgroup chunks, which
+  /// copies v with q and k (ChunksWarpgroupSmem without lateV).
+  int64_t queueSmem = 0;
   /// Bytes of one more recur pipeline stage (see RecurSmem).
   int64_t recurSmemStage = 0;
   /// The context-parallel chain's and correction's dynamic shared memory

@@ -7,6 +7,8 @@
 // RUN: grep -c ex2.approx.ftz %t/kernels/qwen_k128_v128_prefill_chunks_raw.sm_90a.ptx | FileCheck %s --check-prefix=RAWEXP2
 // RUN: grep -c ex2.approx.ftz %t/kernels/qwen_k128_v128_prefill_chunks.sm_90a.ptx | FileCheck %s --check-prefix=EXP2
 // RUN: grep -c ex2.approx.ftz %t/kernels/qwen_k128_v128_prefill_queue.sm_90a.ptx | FileCheck %s --check-prefix=EXP2
+// RUN: grep -c fma.rn.f32 %t/kernels/qwen_k128_v128_prefill_chunks.sm_90a.ptx | FileCheck %s --check-prefix=SOLVEFMA
+// RUN: grep -c fma.rn.f32 %t/kernels/qwen_k128_v128_prefill_chunks.sm_80.ptx | FileCheck %s --check-prefix=SOLVEFMA
 
 // On sm_90a recur is two warpgroups of wgmma (PrefillRecurWarpgroup.cpp):
 // the state warpgroup runs V' = U - W S and S = e^G_last S + Kd^T V' with
@@ -25,17 +27,20 @@ module attributes {delta.targets = ["sm_90a"]} {
       layout = vk gate = raw beta = sigmoid l2norm chunk = 64 entries = [prefill]
 }
 
-// chunks: 256 threads, ChunksWarpgroupSmem's 69.5 KiB (three blocks per SM).
+// chunks: 256 threads, ChunksWarpgroupSmem's 53.5 KiB with v copied late
+// into a region it frees, held to 64 registers: four blocks per SM.
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks(
-// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 71184>
-// chunks' form for the overlapped launch (PrefillOverlap.cpp): the same
-// block, held to three blocks per SM.
+// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 54800>
+// CHECK-SAME: nvvm.minctasm = 4
+// chunks' form for the overlapped launch (PrefillOverlap.cpp): v copied
+// with q and k (69.5 KiB), held to three blocks per SM.
 // CHECK: gpu.func @qwen_k128_v128_prefill_queue(
 // CHECK-SAME: delta.kernel = #delta.kernel<role = queue, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 71184>
 // CHECK-SAME: nvvm.minctasm = 3
-// chunks' form beside the recur that reads raw q and k: the same block.
+// chunks' form beside the recur that reads raw q and k: chunks' block.
 // CHECK: gpu.func @qwen_k128_v128_prefill_chunks_raw(
-// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks_raw, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 71184>
+// CHECK-SAME: delta.kernel = #delta.kernel<role = chunks_raw, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = 54800>
+// CHECK-SAME: nvvm.minctasm = 4
 
 // Two warpgroups at every V tile; the shared memory of RecurWarpgroupSmem
 // (two stages, one more where the device has room; at V tile 64 without
@@ -155,9 +160,10 @@ module attributes {delta.targets = ["sm_90a"]} {
 // TABLE-NEXT: v.smemRecurAlt = {{[0-9]+}};
 // TABLE-NEXT: v.smemRecurAltStage = {{[0-9]+}};
 // TABLE-NEXT: v.chunksAltThreads = 256;
-// TABLE-NEXT: v.smemChunksAlt = 71184;
+// TABLE-NEXT: v.smemChunksAlt = 54800;
 // TABLE-NEXT: v.overlapBlocksPerSM = 1;
 // TABLE-NEXT: v.queue = &qwen_k128_v128_prefill_queue_kernel;
+// TABLE-NEXT: v.smemQueue = 71184;
 // TABLE-NEXT: v.chunksRaw = &qwen_k128_v128_prefill_chunks_raw_kernel;
 // TABLE-NEXT: v.recurShared = &qwen_k128_v128_prefill_recur_shared_kernel;
 // TABLE-NEXT: v.sharedMinTokens = 1024;
@@ -168,7 +174,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // TABLE-NEXT: v.segmentCorrection = &qwen_k128_v128_prefill_cp_correct_kernel;
 // TABLE-NEXT: v.segmentThreads = 128;
 // TABLE-NEXT: v.smemSegmentChain = 2048;
-// TABLE-NEXT: v.smemSegmentCorrection = 52224;
+// TABLE-NEXT: v.smemSegmentCorrection = 69632;
 // TABLE-NEXT: v.segmentMinTokens = 8192;
 // TABLE-NEXT: v.segmentEighthsPerSM = 1;
 // TABLE-NEXT: }
@@ -182,7 +188,7 @@ module attributes {delta.targets = ["sm_90a"]} {
 // TABLE-NEXT: v.smemRecurAlt = 135168;
 // TABLE-NEXT: v.smemRecurAltStage = 60416;
 // TABLE-NEXT: v.chunksAltThreads = 256;
-// TABLE-NEXT: v.smemChunksAlt = 71184;
+// TABLE-NEXT: v.smemChunksAlt = 54800;
 // TABLE-NEXT: }
 
 // The transposed recur has a second form, taken per call by qk_raw
@@ -203,10 +209,13 @@ module attributes {delta.targets = ["sm_90a"]} {
 // RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
 // RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
 // RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
+// RAW-SAME: st.global.v4.b32
+// v late, into A's region once the WY factors have read it (after the
+// proxy fence: generic reads before the async-proxy write).
+// RAW-SAME: fence.proxy.async.shared::cta
 // RAW-SAME: mbarrier.arrive.expect_tx.shared.b64 %rd{{[0-9]+}}, [%rd{{[0-9]+}}], %r{{[0-9]+}};
 // RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
 // RAW-SAME: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {{[^;]*}};
-// RAW-SAME: st.global.v4.b32
 // RAW: gpu.binary @qwen_k128_v128_prefill_queue_gpu
 // RAW-NOT: cp.async.bulk.tensor
 // RAW: gpu.binary @qwen_k128_v128_prefill_chunks_raw_gpu
@@ -239,3 +248,6 @@ module attributes {delta.targets = ["sm_90a"]} {
 // (ex2.approx.f32 after a multiply by log2 e) does not use.
 // RAWEXP2: {{^[1-9][0-9]*$}}
 // EXP2: {{^[1-9][0-9]*$}}
+// The solve's sums (solveTril) by fma, one instruction a term where a
+// multiply and an add were (chunks 2-3 % faster, session 45): hundreds.
+// SOLVEFMA: {{^[1-9][0-9][0-9]+$}}

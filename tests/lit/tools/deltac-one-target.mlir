@@ -16,5 +16,6 @@
 // CHECK-NEXT: v.smemChunksAlt = {{[0-9]+}};
 // CHECK-NEXT: v.overlapBlocksPerSM = 1;
 // CHECK-NEXT: v.queue = &qwen3_next_k128_v128_prefill_queue_kernel;
+// CHECK-NEXT: v.smemQueue = {{[0-9]+}};
 // CHECK-NEXT: v.chunksRaw = &qwen3_next_k128_v128_prefill_chunks_raw_kernel;
 // CHECK-NEXT: v.recurShared = &qwen3_next_k128_v128_prefill_recur_shared_kernel;
