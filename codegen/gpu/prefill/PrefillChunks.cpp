@@ -638,11 +638,9 @@ void ChunksBuilder::solveTril(Value lf, Value af, bool zeroAbove) {
           l.push_back(elt(l4, m - 4 * q));
       }
       SmallVector<Value> terms;
-      for (int64_t m = 0; m < i; m += 2)
+      for (int64_t m = 0; m < i; m += queued ? 1 : 2)
         terms.push_back(m + 1 < i && !queued ? fma(l[m + 1], a[m + 1], fmul(l[m], a[m]))
                                              : fmul(l[m], a[m]));
-      for (int64_t m = 1; m < i && queued; m += 2)
-        terms.push_back(fmul(l[m], a[m]));
       a[i] = sel(cmp(arith::CmpIPredicate::ugt, cI32(i), jl), fsub(cF32(0.0), treeSum(terms)), a[i]);
     }
     for (int64_t i = 0; i < 16; ++i)

@@ -97,8 +97,8 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // three blocks per SM, which it fits without spilling.
   if (part == PrefillPart::queue)
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(3));
-  // chunks_raw's shared memory (v copied late) lets an SM hold four blocks;
-  // the registers must too (64 a thread).
+  // The warpgroup chunks' shared memory (v copied late) lets an SM hold
+  // four blocks; the registers must too (64 a thread).
   if (part == PrefillPart::chunks && plan.warpgroupChunks())
     func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(4));
   // setmaxnreg needs the launch's registers per thread fixed (.maxnreg).
