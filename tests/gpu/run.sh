@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh build|test|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|cold-start|prefill-variants - GPU tests
+# tests/gpu/run.sh build|test|test-sanitize|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|cold-start|prefill-variants - GPU tests
 # and benchmarks (prefill / bench-prefill: only the prefill test or benchmark;
 # extra arguments go to it, e.g. `bench-prefill --shapes t32k_h16`).
 #
@@ -26,16 +26,36 @@ environment() {
   echo "$runtime" > "$OUT/runtime.txt"
 }
 
+# build [TARGET...]: those targets, or everything. A part names what it
+# runs: generated/gdn alone is about 2000 objects (most of a full build's
+# minutes on the device), prefill_test's library builds in about 15 s.
 build() {
   cmake -S tests/gpu -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 ||
     { cat "$OUT/configure.log"; return 1; }
-  cmake --build "$BUILD" -j 16 > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; return 1; }
-  echo "build: ok"
+  local targets=() t
+  for t in "$@"; do targets+=(--target "$t"); done
+  local start=$SECONDS
+  cmake --build "$BUILD" -j 16 "${targets[@]}" > "$OUT/build.log" 2>&1 ||
+    { tail -50 "$OUT/build.log"; return 1; }
+  echo "build: ok (${*:-everything}, $((SECONDS - start)) s)"
 }
 
 # Forced forms: DELTAC_PREFILL_FORCE=<form>[,key=value...] (docs/host-api.md).
 # force FORM TEST ARGS...: TEST under that request.
 force() { DELTAC_PREFILL_FORCE="$1" "${@:2}"; }
+
+# sanitize TOOL TEST LOG [NAME=VALUE...]: one compute-sanitizer run of
+# TEST --quick in that environment, its summary line; sets status=1 on an
+# error or any hazard (status is the caller's local).
+sanitize() {
+  env "${@:4}" compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/$2" --quick \
+    > "$OUT/$3.log" 2>&1 || status=1
+  local summary
+  summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$3.log" | tail -1)
+  echo "$3: $summary"
+  # racecheck exits 0 when it reports hazards: any but 0 fails the run.
+  echo "$summary" | grep -qE 'SUMMARY: 0 (errors|hazards)' || status=1
+}
 
 run_tests() {
   local status=0
@@ -47,23 +67,8 @@ run_tests() {
   # A test that stops before its summary (a CUDA error) shows its last lines.
   grep -E "^(FAIL|==)" "$OUT/capture_test.log" || tail -3 "$OUT/capture_test.log"
   if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
-    # sanitize TOOL TEST LOG [NAME=VALUE...]: one compute-sanitizer run in
-    # that environment, its summary line.
-    sanitize() {
-      env "${@:4}" compute-sanitizer --tool "$1" --error-exitcode 3 "$BUILD/$2" --quick \
-        > "$OUT/$3.log" 2>&1 || status=1
-      local summary
-      summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$3.log" | tail -1)
-      echo "$3: $summary"
-      # racecheck exits 0 when it reports hazards: any but 0 fails the run.
-      echo "$summary" | grep -qE 'SUMMARY: 0 (errors|hazards)' || status=1
-    }
     sanitize memcheck decode_test memcheck
     sanitize memcheck prefill_test memcheck_prefill
-    # The recur kernel's warp roles hand shared memory over through named
-    # barriers: racecheck finds a missing hand-over, synccheck a misused one.
-    sanitize racecheck prefill_test racecheck_prefill
-    sanitize synccheck prefill_test synccheck_prefill
     # The overlapped launch's flags and queue (the tool may serialise the
     # two kernels: the launch must then still finish, in order).
     sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_FORCE=overlap
@@ -72,10 +77,27 @@ run_tests() {
     # And its recur in the ordinary launch (racecheck: its warp roles at
     # 168 registers hand over shared memory as the other recur's do).
     sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
-    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
     # Context parallelism forced onto every case that has it (varlen
     # batches split 8 ways, pools, short sequences with empty segments).
     sanitize memcheck prefill_test memcheck_prefill_cp DELTAC_PREFILL_FORCE=cp,segments=8
+  else
+    echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
+  fi
+  return $status
+}
+
+# racecheck and synccheck (test-sanitize; about a minute each, so apart
+# from test's memchecks: together they passed the device's 10 minutes).
+run_sanitize_tests() {
+  local status=0
+  if [ "$(cat "$OUT/runtime.txt")" != "gVisor" ] && command -v compute-sanitizer > /dev/null; then
+    # The recur kernel's warp roles hand shared memory over through named
+    # barriers: racecheck finds a missing hand-over, synccheck a misused one.
+    sanitize racecheck prefill_test racecheck_prefill
+    sanitize synccheck prefill_test synccheck_prefill
+    # The shared launch's recur in the ordinary launch: its warp roles at
+    # 168 registers hand over shared memory as the other recur's do.
+    sanitize racecheck prefill_test racecheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
     sanitize racecheck prefill_test racecheck_prefill_cp DELTAC_PREFILL_FORCE=cp,segments=8
     # The raw q/k form (never overlapped) as dispatched: its TMA copies and
     # the W form (W's stores over A_w; the chain's wait for it).
@@ -88,7 +110,7 @@ run_tests() {
     sanitize racecheck prefill_test racecheck_prefill_raw_cp_async \
       DELTAC_PREFILL_FORCE=raw_qk_w,tile=64,tma=0
   else
-    echo "memcheck: skipped (compute-sanitizer does not run on this runtime)"
+    echo "racecheck, synccheck: skipped (compute-sanitizer does not run on this runtime)"
   fi
   return $status
 }
@@ -474,24 +496,30 @@ case "${1:-all}" in
   build) build ;;
   # Each part stays under the device's 10 minutes a command (test and
   # test-forced split on 2026-11-26: together they took 599 s on an H100;
-  # test-python about 6 to 7.5 minutes with a fresh build).
-  test) build && run_tests ;;
-  test-forced) build && run_forced_tests ;;
+  # test-python about 6 to 7.5 minutes with a fresh build). On 2026-11-29
+  # test-forced alone, with the full build, passed 600 s on an H200: the
+  # test parts now build only their own targets, and racecheck and
+  # synccheck moved from test to test-sanitize.
+  test) build decode_test prefill_test capture_test && run_tests ;;
+  test-sanitize) build prefill_test && run_sanitize_tests ;;
+  test-forced) build decode_test prefill_test && run_forced_tests ;;
   test-python) build && run_python_tests ;;
   test-compile) build && run_compile_tests ;;
   test-wheel) build && run_wheel_tests ;;
   test-fla-backend) build && run_fla_backend_tests ;;
   test-fla-peer) build && run_fla_peer_tests "${@:2}" ;;
-  test-all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1
+  test-all) build && { run_tests; s=$?; run_sanitize_tests || s=1; run_forced_tests || s=1
+    run_python_tests || s=1
     run_compile_tests || s=1; exit $s; } ;;
-  bench-prefill) build && environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
+  bench-prefill) build deltac_test_prefill_shared $([[ " $* " == *" --gdn-lib"* ]] && echo gdn_shared) &&
+      environment && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
       python3 tests/bench/bench_prefill.py --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --out "$OUT" "${@:2}" ;;
-  prefill) build && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
+  prefill) build prefill_test && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   profile-decode) build && run_profile_decode ;;
   cold-start) build && python3 tests/gpu/cold_start.py "$BUILD" "${@:2}" | tee "$OUT/cold_start.log" ;;
   profile-prefill) build && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
-  all) build && { run_tests; s=$?; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
-  *) echo "usage: $0 build|test|test-forced|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants"; exit 2 ;;
+  all) build && { run_tests; s=$?; run_sanitize_tests || s=1; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;
+  *) echo "usage: $0 build|test|test-sanitize|test-forced|test-python|test-compile|test-wheel|test-fla-backend|test-fla-peer|test-cp|test-all|bench|bench-cp|bench-decode|all|variants|prefill|bench-prefill|profile-prefill|profile-decode|prefill-variants"; exit 2 ;;
 esac
