@@ -4,8 +4,9 @@
 // activations and {256} with bf16, plain DeltaNet (chunk_delta_rule,
 // fused_recurrent_delta_rule), Kimi Delta Attention (chunk_kda,
 // fused_recurrent_kda) at K = V in {64, 128} with bf16 and f16 in both
-// layouts, FLA's per-value terms in decode (gv and a beta per value column,
-// and with KDA's per-key decays), and the serving pools of Qwen3-Next /
+// layouts (and chunk_kda's chunk_size=32 at 64 in the kv layout), FLA's
+// per-value terms in decode (gv and a beta per value column, and with
+// KDA's per-key decays), and the serving pools of Qwen3-Next /
 // Qwen3.5 in bf16 and f16 (the f32 pool is fla_vk's). Decode advances up
 // to 8 tokens per call (speculative decoding, multi-token prediction).
 // K = V = 256 prefill uses chunks of 32 tokens: a chunk of 64 needs more
@@ -89,6 +90,17 @@ delta.spec @kda_vk rule = kda dims = [64x64, 128x128] io = bf16 state = f32
 delta.spec @kda_vk_f16 rule = kda dims = [64x64, 128x128] io = f16 state = f32
     layout = vk gate = channel_call beta = call l2norm = call chunk = 64
     entries = [prefill, decode] max_t = 8
+
+// FLA's chunk_kda(chunk_size=32) at K = V = 64 (its test_chunk cases, the
+// safe gate's shorter chunks): prefill by chunks of 32. Listed after the
+// chunk-64 specs, which a call that leaves the chunk to the library takes.
+delta.spec @kda_kv_c32 rule = kda dims = [64x64] io = bf16 state = f32
+    layout = kv gate = channel_call beta = call l2norm = call chunk = 32
+    entries = [prefill]
+
+delta.spec @kda_kv_f16_c32 rule = kda dims = [64x64] io = f16 state = f32
+    layout = kv gate = channel_call beta = call l2norm = call chunk = 32
+    entries = [prefill]
 
 // FLA's per-value terms: fused_recurrent_gated_delta_rule's gv (log decays
 // per value column) and a beta [B, T, HV, V]; fused_recurrent_delta_rule's

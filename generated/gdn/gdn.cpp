@@ -230,6 +230,16 @@ extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_recur_v32_
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_decode_small_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_c32_k64_v64_prefill_prep_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_c32_k64_v64_prefill_chunks_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_c32_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_c32_k64_v64_prefill_recur_v32_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_c32_k64_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_c32_k64_v64_prefill_prep_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_c32_k64_v64_prefill_chunks_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_c32_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_c32_k64_v64_prefill_recur_v32_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_c32_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_pv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_pv_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_fla_kv_pv_k128_v128_decode_images;
@@ -466,6 +476,16 @@ deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_recur_v32_kernel(gdn_kda_vk_f16_k
 deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_recur_v16_kernel(gdn_kda_vk_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel kda_vk_f16_k128_v128_decode_kernel(gdn_kda_vk_f16_k128_v128_decode_images);
 deltac_rt::Kernel kda_vk_f16_k128_v128_decode_small_kernel(gdn_kda_vk_f16_k128_v128_decode_small_images);
+deltac_rt::Kernel kda_kv_c32_k64_v64_prefill_prep_kernel(gdn_kda_kv_c32_k64_v64_prefill_prep_images);
+deltac_rt::Kernel kda_kv_c32_k64_v64_prefill_chunks_kernel(gdn_kda_kv_c32_k64_v64_prefill_chunks_images);
+deltac_rt::Kernel kda_kv_c32_k64_v64_prefill_recur_kernel(gdn_kda_kv_c32_k64_v64_prefill_recur_images);
+deltac_rt::Kernel kda_kv_c32_k64_v64_prefill_recur_v32_kernel(gdn_kda_kv_c32_k64_v64_prefill_recur_v32_images);
+deltac_rt::Kernel kda_kv_c32_k64_v64_prefill_recur_v16_kernel(gdn_kda_kv_c32_k64_v64_prefill_recur_v16_images);
+deltac_rt::Kernel kda_kv_f16_c32_k64_v64_prefill_prep_kernel(gdn_kda_kv_f16_c32_k64_v64_prefill_prep_images);
+deltac_rt::Kernel kda_kv_f16_c32_k64_v64_prefill_chunks_kernel(gdn_kda_kv_f16_c32_k64_v64_prefill_chunks_images);
+deltac_rt::Kernel kda_kv_f16_c32_k64_v64_prefill_recur_kernel(gdn_kda_kv_f16_c32_k64_v64_prefill_recur_images);
+deltac_rt::Kernel kda_kv_f16_c32_k64_v64_prefill_recur_v32_kernel(gdn_kda_kv_f16_c32_k64_v64_prefill_recur_v32_images);
+deltac_rt::Kernel kda_kv_f16_c32_k64_v64_prefill_recur_v16_kernel(gdn_kda_kv_f16_c32_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel fla_kv_pv_k64_v64_decode_kernel(gdn_fla_kv_pv_k64_v64_decode_images);
 deltac_rt::Kernel fla_kv_pv_k64_v64_decode_small_kernel(gdn_fla_kv_pv_k64_v64_decode_small_images);
 deltac_rt::Kernel fla_kv_pv_k128_v128_decode_kernel(gdn_fla_kv_pv_k128_v128_decode_images);
@@ -3988,6 +4008,204 @@ extern "C" int gdn_kda_vk_f16_prefill(const deltac_prefill_args *args, void *str
 
 extern "C" int64_t gdn_kda_vk_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   return gdn::kda_vk_f16::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant *kda_kv_c32_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
+    std::array<deltac_rt::PrefillVariant, 3> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelCall;
+      v.stateVFirst = false;
+      v.callOptions = deltac_abi::kCallL2Norm | deltac_abi::kCallBetaSigmoid | deltac_abi::kCallBetaTwice | deltac_abi::kCallGateRaw | deltac_abi::kCallGate16;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 71424;
+      v.smemRecurStage = 21248;
+      v.prep = &kda_kv_c32_k64_v64_prefill_prep_kernel;
+      v.chunks = &kda_kv_c32_k64_v64_prefill_chunks_kernel;
+      v.recur = &kda_kv_c32_k64_v64_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelCall;
+      v.stateVFirst = false;
+      v.callOptions = deltac_abi::kCallL2Norm | deltac_abi::kCallBetaSigmoid | deltac_abi::kCallBetaTwice | deltac_abi::kCallGateRaw | deltac_abi::kCallGate16;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 52992;
+      v.smemRecurStage = 19200;
+      v.prep = &kda_kv_c32_k64_v64_prefill_prep_kernel;
+      v.chunks = &kda_kv_c32_k64_v64_prefill_chunks_kernel;
+      v.recur = &kda_kv_c32_k64_v64_prefill_recur_v32_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_BF16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelCall;
+      v.stateVFirst = false;
+      v.callOptions = deltac_abi::kCallL2Norm | deltac_abi::kCallBetaSigmoid | deltac_abi::kCallBetaTwice | deltac_abi::kCallGateRaw | deltac_abi::kCallGate16;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 43776;
+      v.smemRecurStage = 18176;
+      v.prep = &kda_kv_c32_k64_v64_prefill_prep_kernel;
+      v.chunks = &kda_kv_c32_k64_v64_prefill_chunks_kernel;
+      v.recur = &kda_kv_c32_k64_v64_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::kda_kv_c32::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(kda_kv_c32_prefill_variants(), 3, args, stream);
+}
+
+int64_t gdn::kda_kv_c32::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kda_kv_c32_prefill_variants(), 3, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int gdn_kda_kv_c32_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::kda_kv_c32::prefill(*args, stream));
+}
+
+extern "C" int64_t gdn_kda_kv_c32_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return gdn::kda_kv_c32::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant *kda_kv_f16_c32_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
+    std::array<deltac_rt::PrefillVariant, 3> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelCall;
+      v.stateVFirst = false;
+      v.callOptions = deltac_abi::kCallL2Norm | deltac_abi::kCallBetaSigmoid | deltac_abi::kCallBetaTwice | deltac_abi::kCallGateRaw | deltac_abi::kCallGate16;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 71424;
+      v.smemRecurStage = 21248;
+      v.prep = &kda_kv_f16_c32_k64_v64_prefill_prep_kernel;
+      v.chunks = &kda_kv_f16_c32_k64_v64_prefill_chunks_kernel;
+      v.recur = &kda_kv_f16_c32_k64_v64_prefill_recur_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelCall;
+      v.stateVFirst = false;
+      v.callOptions = deltac_abi::kCallL2Norm | deltac_abi::kCallBetaSigmoid | deltac_abi::kCallBetaTwice | deltac_abi::kCallGateRaw | deltac_abi::kCallGate16;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 128;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 52992;
+      v.smemRecurStage = 19200;
+      v.prep = &kda_kv_f16_c32_k64_v64_prefill_prep_kernel;
+      v.chunks = &kda_kv_f16_c32_k64_v64_prefill_chunks_kernel;
+      v.recur = &kda_kv_f16_c32_k64_v64_prefill_recur_v32_kernel;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 32;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelCall;
+      v.stateVFirst = false;
+      v.callOptions = deltac_abi::kCallL2Norm | deltac_abi::kCallBetaSigmoid | deltac_abi::kCallBetaTwice | deltac_abi::kCallGateRaw | deltac_abi::kCallGate16;
+      v.threads = 128;
+      v.chunksThreads = 128;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 1040;
+      v.smemChunks = 46080;
+      v.smemRecur = 43776;
+      v.smemRecurStage = 18176;
+      v.prep = &kda_kv_f16_c32_k64_v64_prefill_prep_kernel;
+      v.chunks = &kda_kv_f16_c32_k64_v64_prefill_chunks_kernel;
+      v.recur = &kda_kv_f16_c32_k64_v64_prefill_recur_v16_kernel;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status gdn::kda_kv_f16_c32::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(kda_kv_f16_c32_prefill_variants(), 3, args, stream);
+}
+
+int64_t gdn::kda_kv_f16_c32::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(kda_kv_f16_c32_prefill_variants(), 3, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int gdn_kda_kv_f16_c32_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(gdn::kda_kv_f16_c32::prefill(*args, stream));
+}
+
+extern "C" int64_t gdn_kda_kv_f16_c32_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return gdn::kda_kv_f16_c32::prefill_workspace_bytes(K, V, T, N, HV);
 }
 
 

@@ -174,6 +174,20 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace kda_vk_f16
+namespace kda_kv_c32 {
+/// Chunked prefill for spec @kda_kv_c32; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace kda_kv_c32
+namespace kda_kv_f16_c32 {
+/// Chunked prefill for spec @kda_kv_f16_c32; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace kda_kv_f16_c32
 
 /// The kernels the calling thread's last call (of this library) launched,
 /// in launch order, names joined by ','; "" after a rejected call.
@@ -256,6 +270,12 @@ int64_t gdn_kda_vk_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int6
 /* spec @kda_vk_f16: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
 int gdn_kda_vk_f16_prefill(const deltac_prefill_args *args, void *stream);
 int64_t gdn_kda_vk_f16_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kda_kv_c32: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_kv_c32_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_kda_kv_c32_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @kda_kv_f16_c32: chunked prefill; returns DELTAC_OK or a code; see gdn_last_error(). */
+int gdn_kda_kv_f16_c32_prefill(const deltac_prefill_args *args, void *stream);
+int64_t gdn_kda_kv_f16_c32_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *gdn_last_error(void);

@@ -38,6 +38,8 @@ SPECS = [
     dict(name="kda_kv_f16", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="kda_vk", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
     dict(name="kda_vk_f16", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="f16", state="f32", layout="vk", dims=[(64, 64), (128, 128)], entries=["decode", "prefill"], max_t=8, chunk=64),
+    dict(name="kda_kv_c32", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="bf16", state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="kda_kv_f16_c32", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=False, io="f16", state="f32", layout="kv", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
     dict(name="fla_kv_pv", rule="gated", gate="call", beta="call", l2norm="call", per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
     dict(name="deltanet_kv_pv", rule="delta", gate="none", beta="call", l2norm="call", per_value=True, io="bf16", state="f32", layout="kv", dims=[(64, 64), (128, 128)], entries=["decode"], max_t=8, chunk=0),
     dict(name="kda_kv_pv", rule="kda", gate="channel_call", beta="call", l2norm="call", per_value=True, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["decode"], max_t=8, chunk=0),

@@ -38,7 +38,7 @@ under test (FLA's gate kernels, its naive functions, other backends) are
 listed as not ported, with the reason.
 
 Usage: fla_peer.py --fla-tests FLA/tests/ops --lib libgdn.so [--out DIR]
-       [--only test_gdn.py::test_chunk]
+       [--only test_gdn.py::test_chunk] [--case chunk_size32]
 Needs the pinned FLA on PYTHONPATH (its fla package) and einops.
 """
 import argparse
@@ -201,6 +201,8 @@ def main():
     ap.add_argument("--lib", required=True, help="libgdn.so of generated/gdn")
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", default=None, help="FILE.py or FILE.py::test_name")
+    ap.add_argument("--case", default=None,
+                    help="only the cases whose id contains this text (e.g. chunk_size32)")
     args = ap.parse_args()
 
     sys.path.insert(0, os.path.join(ROOT, "generated", "gdn"))
@@ -232,6 +234,8 @@ def main():
                 rows.append((fname, test, "-", "skipped", reason))
                 continue
             for cid, kwargs, skip in cases or [("-", {}, None)]:
+                if args.case and args.case not in cid:
+                    continue
                 if skip:
                     rows.append((fname, test, cid, "skipped", f"FLA's case mark: {skip}"))
                     continue

@@ -298,6 +298,11 @@ run_fla_peer_tests() {
     --fla-tests "$fla/tests/ops" --lib "$BUILD/gdn/libgdn.so" --out "$OUT" "$@" \
     > "$OUT/fla_peer.log" 2>&1 || status=1
   grep -E "^(FAIL|== )" "$OUT/fla_peer.log" || tail -20 "$OUT/fla_peer.log"
+  # The chunk-32 KDA specs against fp64 on their own (FLA's o ratio squares
+  # f16 values, which underflow: its f16 case reads 0).
+  python3 tests/gpu/kda_chunk32_check.py "$BUILD/gdn/libgdn.so" > "$OUT/kda_chunk32.log" 2>&1 ||
+    status=1
+  grep -E "^(FAIL|== )" "$OUT/kda_chunk32.log" || tail -5 "$OUT/kda_chunk32.log"
   return $status
 }
 
@@ -507,7 +512,7 @@ case "${1:-all}" in
   test-compile) build && run_compile_tests ;;
   test-wheel) build && run_wheel_tests ;;
   test-fla-backend) build && run_fla_backend_tests ;;
-  test-fla-peer) build && run_fla_peer_tests "${@:2}" ;;
+  test-fla-peer) build gdn_shared && run_fla_peer_tests "${@:2}" ;;
   test-all) build && { run_tests; s=$?; run_sanitize_tests || s=1; run_forced_tests || s=1
     run_python_tests || s=1
     run_compile_tests || s=1; exit $s; } ;;

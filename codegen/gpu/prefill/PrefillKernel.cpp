@@ -108,10 +108,12 @@ gpu::GPUFuncOp mlir::delta::buildPrefillKernel(OpBuilder &builder, Location loc,
   // registers and spills (f16 KDA, K = V = 64, tile 32: 8 B); the
   // hardware's 255 lets it take the 173 it needs. Only a module of such
   // chips alone: on sm_90a the limit moves ptxas's own choice (K = 256
-  // tile 16: 167 -> 216 registers), which is not measured.
-  else if (recur && llvm::all_of(module.getTargetsAttr(), [](Attribute t) {
-             return targetIsBlackwellOrLater(cast<NVVM::NVVMTargetAttr>(t).getChip());
-           }))
+  // tile 16: 167 -> 216 registers), which is not measured. The plan names
+  // the recur kernels that need it on every target (recurTakesAllRegisters).
+  else if (recur && (recurTakesAllRegisters(plan, spec) ||
+                     llvm::all_of(module.getTargetsAttr(), [](Attribute t) {
+                       return targetIsBlackwellOrLater(cast<NVVM::NVVMTargetAttr>(t).getChip());
+                     })))
     func->setAttr("nvvm.maxnreg", builder.getI32IntegerAttr(255));
   ImplicitLocOpBuilder b(loc, builder);
   b.setInsertionPointToStart(&func.getBody().front());

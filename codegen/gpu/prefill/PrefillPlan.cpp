@@ -110,6 +110,10 @@ bool mlir::delta::recurStateInRegisters(const PrefillSpec &spec, int64_t valueTi
   return spec.k <= 128 && valueTile % 16 == 0;
 }
 
+bool mlir::delta::recurTakesAllRegisters(const PrefillPlan &plan, const PrefillSpec &spec) {
+  return plan.registerState() && spec.rule == Rule::kda && spec.chunk == 32;
+}
+
 bool mlir::delta::prefillWarpgroupFits(const PrefillSpec &spec, ArrayRef<int64_t> tiles) {
   // wgmma's M is 64 rows: the chunk's rows in V' = U - W S and the output,
   // 64 K rows per product in the state step.

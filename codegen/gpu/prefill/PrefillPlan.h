@@ -192,6 +192,14 @@ constexpr int64_t kWarpgroupChunk = 64;
 /// registers (RecurForm::RegisterState): K <= 128, V tiles of 16s.
 bool recurStateInRegisters(const PrefillSpec &spec, int64_t valueTile);
 
+/// Whether recur is compiled with the hardware's 255 registers a thread as
+/// its limit (`nvvm.maxnreg`) instead of ptxas's own choice: KDA's
+/// register-state recur at chunk 32, which ptxas held to 128 registers and
+/// spilled (K = V = 64 with the gate by call: 4-12 B on sm_80 and sm_90a;
+/// with the limit it takes 136-145). Elsewhere the count stays ptxas's,
+/// as measured.
+bool recurTakesAllRegisters(const PrefillPlan &plan, const PrefillSpec &spec);
+
 /// Whether the spec's recur can be the wgmma warpgroup form (C =
 /// kWarpgroupChunk, K of 64 or 128, V tiles of 16s) for every V tile in
 /// `tiles`.
