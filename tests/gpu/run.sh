@@ -74,8 +74,7 @@ run_tests() {
     sanitize memcheck prefill_test memcheck_prefill_overlap DELTAC_PREFILL_FORCE=overlap
     # The same with the shared launch (recur beside a queue block per SM).
     sanitize memcheck prefill_test memcheck_prefill_shared DELTAC_PREFILL_FORCE=overlap_shared
-    # And its recur in the ordinary launch (racecheck: its warp roles at
-    # 168 registers hand over shared memory as the other recur's do).
+    # And its recur in the ordinary launch (test-sanitize racechecks it).
     sanitize memcheck prefill_test memcheck_prefill_shared_recur DELTAC_PREFILL_FORCE=shared_recur
     # Context parallelism forced onto every case that has it (varlen
     # batches split 8 ways, pools, short sequences with empty segments).
