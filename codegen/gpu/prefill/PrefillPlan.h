@@ -196,7 +196,7 @@ bool recurStateInRegisters(const PrefillSpec &spec, int64_t valueTile);
 /// its limit (`nvvm.maxnreg`) instead of ptxas's own choice: KDA's
 /// register-state recur at chunk 32, which ptxas held to 128 registers and
 /// spilled (K = V = 64 with the gate by call: 4-12 B on sm_80 and sm_90a;
-/// with the limit it takes 136-145). Elsewhere the count stays ptxas's,
+/// with the limit it takes 139-145). Elsewhere the count stays ptxas's,
 /// as measured.
 bool recurTakesAllRegisters(const PrefillPlan &plan, const PrefillSpec &spec);
 
