@@ -19,9 +19,11 @@ warpgroup chunks, docs/architecture.md):
 
 Inputs are bench_prefill's (timing.prefill_inputs: bf16 randn q, k, v,
 logsigmoid(randn) g, sigmoid(rand) beta, h0 randn * 0.1), l2-normalised q
-and k, K = V = 128, chunks of 64. With every point bf16 the model gives o
-2.93e-3 and state 2.39e-3 at T = 1024, where the H200 measures 2.91e-3 and
-2.45e-3 at the harness's shapes (docs/PERFORMANCE.md).
+and k, K = V = 128, chunks of 64. With every point bf16 (the ordinary
+forms) the model gives o 2.93e-3 and state 2.39e-3 at T = 1024, where the
+H200 measures 2.91e-3 and 2.45e-3 (docs/PERFORMANCE.md). Without `kop`
+(the raw q/k form) it gives 2.92e-3 / 1.71e-3 against the H200's raw form
+2.91e-3 / 2.31e-3: that form's state has a rounding the model misses.
 
 Usage: rounding_model.py [T] (default 1024; T a multiple of 64)
 """
@@ -106,6 +108,8 @@ def chunked(q, k, v, g, beta, h0, bf=(), half=(), C=64):
 
 def main():
     T = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+    if T <= 0 or T % 64:
+        sys.exit(f"Error: T must be a positive multiple of 64 (the chunk), got {T}")
     x = inputs(T)
     ro, rs = reference(*x)
 
