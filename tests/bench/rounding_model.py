@@ -16,6 +16,11 @@ warpgroup chunks, docs/architecture.md):
   Vp   V' = U - W S as the state update's operand (V'^T K)
   Vo   V' as the output's operand (P V')
   o    the output (io dtype)
+  qk   (not a kernel point) the normalised q and k rounded to bf16 before
+       every use, as FLA's separate l2norm kernel leaves them: with every
+       point and this one, a model of FLA's chunk_gated_delta_rule, whose
+       output the model also compares with deltac's (FLA's layer test
+       asks the two to agree within 0.005)
 
 Inputs are bench_prefill's (timing.prefill_inputs: bf16 randn q, k, v,
 logsigmoid(randn) g, sigmoid(rand) beta, h0 randn * 0.1), l2-normalised q
@@ -85,6 +90,8 @@ def chunked(q, k, v, g, beta, h0, bf=(), half=(), C=64):
     S = h0.copy()
     qn = (q / np.linalg.norm(q, axis=-1, keepdims=True)).astype(np.float32)
     kn = (k / np.linalg.norm(k, axis=-1, keepdims=True)).astype(np.float32)
+    if "qk" in bf:
+        qn, kn = bf16(qn), bf16(kn)
     strict = np.tril(np.ones((C, C), bool), -1)
     lower = np.tril(np.ones((C, C), bool))
     for c0 in range(0, T, C):
@@ -132,6 +139,12 @@ def main():
     # update; U and P are workspace storage.
     for half in (["U"], ["P", "Vo"], ["U", "P", "Vo"], ["U", "P", "Vo", "Vp", "kop"]):
         row(f"f16 for {', '.join(half)}, the rest bf16", bf=POINTS, half=half)
+    fla, _ = chunked(*x, bf=POINTS + ["qk"])
+    print(f"\nFLA's model: o {err(fla, ro):.2e} from fp64 (the H200: 4.05e-3)")
+    print("| deltac | o vs fp64 | o vs FLA's model |\n|---|---|---|")
+    for label, half in (("as built", []), ("f16 U, P, Vo", ["U", "P", "Vo"])):
+        o, _ = chunked(*x, bf=POINTS, half=half)
+        print(f"| {label} | {err(o, ro):.2e} | {err(o, fla):.2e} |")
 
 
 if __name__ == "__main__":
