@@ -296,11 +296,19 @@ void PrefillEmitter::emitSegmentCorrection() {
       auto oRow = [&](Value r) {
         return add(mul(add(t0, toI64(r)), param(pOStride)), oHead);
       };
+      // Element (row, col) of o's rows in shared memory, and the (row,
+      // column) where 8-element vector i of them starts.
+      auto otAt = [&](Value row, Value col) {
+        return gep(ot, opType, toI64(add(mul(row, cI32(ldO)), col)));
+      };
+      auto rowCol = [&](Value i) {
+        Value r = divu(i, cI32(V / 8));
+        return std::pair<Value, Value>{r, mul(remu(i, cI32(V / 8)), cI32(8))};
+      };
       threadLoop(C * (V / 8), [&](Value i) {
-        Value r = divu(i, cI32(V / 8)), col = mul(remu(i, cI32(V / 8)), cI32(8));
+        auto [r, col] = rowCol(i);
         Value from = add(oRow(minS(r, sub(rows, cI32(1)))), toI64(col));
-        cpAsync16(gep(ot, opType, toI64(add(mul(r, cI32(ldO)), col))),
-                  gep(param(pO), s.ioType, from));
+        cpAsync16(otAt(r, col), gep(param(pO), s.ioType, from));
       }, /*unroll=*/true);
       SmallVector<Frag> acc = zeroFrags(C, V);
       waitCopies();
@@ -308,7 +316,7 @@ void PrefillEmitter::emitSegmentCorrection() {
       mma(Operand{qh, K + kRowPad}, Operand{st, V + kRowPad, /*kRows=*/true}, C, V, K, acc);
       auto pairTy = VectorType::get({2}, s.ioType);
       forEachPair(C, V, acc, [&](Value row, Value col, Value x0, Value x1) {
-        Value at = gep(ot, opType, toI64(add(mul(row, cI32(ldO)), col)));
+        Value at = otAt(row, col);
         Value o2 = LLVM::LoadOp::create(b, pairTy, at, 4);
         LLVM::StoreOp::create(
             b, pack2(fadd(toF32(elt(o2, 0)), x0), fadd(toF32(elt(o2, 1)), x1), s.ioType), at, 4);
@@ -316,10 +324,10 @@ void PrefillEmitter::emitSegmentCorrection() {
       barrier();
       auto vec = VectorType::get({8}, s.ioType);
       threadLoop(C * (V / 8), [&](Value i) {
-        Value r = divu(i, cI32(V / 8)), col = mul(remu(i, cI32(V / 8)), cI32(8));
+        Value r, col;
+        std::tie(r, col) = rowCol(i);
         ifThen(cmp(arith::CmpIPredicate::slt, r, rows), [&] {
-          Value at = gep(ot, opType, toI64(add(mul(r, cI32(ldO)), col)));
-          storeVec(LLVM::LoadOp::create(b, vec, at, 16), param(pO), s.ioType,
+          storeVec(LLVM::LoadOp::create(b, vec, otAt(r, col), 16), param(pO), s.ioType,
                    add(oRow(r), toI64(col)), 16);
         });
       }, /*unroll=*/true);
