@@ -326,11 +326,13 @@ run_profile_prefill() {
   if [ "$(cat "$OUT/runtime.txt")" = "gVisor" ] || ! command -v ncu > /dev/null; then
     echo "ncu: skipped (does not run on this runtime)"; return 0
   fi
-  local shape
+  # KERNELS: a regex of the kernels to profile; LIB: the library (a
+  # variant's, e.g. .variants/build/<name>/libdeltac_test_prefill.so).
+  local shape kernels=${KERNELS:-prefill_(chunks|recur)}
   for shape in ${SHAPES:-t32k_h16 varlen16k_h16_hv32}; do
-    ncu --target-processes all -k 'regex:prefill_(chunks|recur)' -c 2 --set full -f \
+    ncu --target-processes all -k "regex:$kernels" -c 2 --set full -f \
       -o "$OUT/ncu_$shape" python3 tests/bench/bench_prefill.py \
-      --lib "$BUILD/deltac_test_prefill/libdeltac_test_prefill.so" --no-fla --shapes "$shape" \
+      --lib "${LIB:-$BUILD/deltac_test_prefill/libdeltac_test_prefill.so}" --no-fla --shapes "$shape" \
       > "$OUT/ncu_$shape.log" 2>&1 || { tail -20 "$OUT/ncu_$shape.log"; return 1; }
     ncu --import "$OUT/ncu_$shape.ncu-rep" --page details > "$OUT/ncu_$shape.txt" 2>&1
     ncu --import "$OUT/ncu_$shape.ncu-rep" --page source --csv --print-source sass \
@@ -338,7 +340,7 @@ run_profile_prefill() {
     python3 tests/bench/ncu_stalls.py "$OUT/ncu_${shape}_sass.csv" --top 12 \
       > "$OUT/ncu_${shape}_stalls.txt" 2>&1
     echo "== $shape"
-    grep -E "^  [a-z_0-9]+prefill_(chunks|recur)|^    (Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|No Eligible)  " \
+    grep -E "^  [a-z_0-9]+prefill_|^    (Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L1/TEX Hit Rate|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|No Eligible)  " \
       "$OUT/ncu_$shape.txt"
     grep -A1 "^== " "$OUT/ncu_${shape}_stalls.txt" # each kernel's stall reasons
   done
@@ -493,7 +495,7 @@ run_cp_bench() {
 
 environment
 case "${1:-all}" in
-  test-cp) build && run_cp_tests ;;
+  test-cp) build rank_phase_test gdn_shared && run_cp_tests ;;
   bench-cp) build && run_cp_bench ;;
   variants) run_variants ;;
   prefill-variants) run_prefill_variants "${@:2}" ;;
@@ -521,7 +523,7 @@ case "${1:-all}" in
   prefill) build prefill_test && environment && "$BUILD/prefill_test" "${@:2}" | tee "$OUT/prefill_test.log" | tail -25 ;;
   profile-decode) build && run_profile_decode ;;
   cold-start) build && python3 tests/gpu/cold_start.py "$BUILD" "${@:2}" | tee "$OUT/cold_start.log" ;;
-  profile-prefill) build && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
+  profile-prefill) { [ -n "${LIB:-}" ] || build deltac_test_prefill_shared; } && PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" run_profile_prefill ;;
   bench) build && run_bench ;;
   bench-decode) build && run_bench_decode ;;
   all) build && { run_tests; s=$?; run_sanitize_tests || s=1; run_forced_tests || s=1; run_python_tests || s=1; run_bench; exit $s; } ;;

@@ -94,7 +94,10 @@ void PrefillEmitter::emitRecurSegments() {
            [&] { zeroSequence(sbos, seos, hv, v0, BV); });
     Value sc1Run = sel(slots.skipped, sc0, sc1);
     Value readOk = andI(slots.readOk, andI(known, notI(transfer)));
-    // Region 8: per (sequence, head, segment) b_seg [K][V], then M_seg [K][K].
+    // Region 8: per (sequence, head, segment) b_seg [K][V], then M_seg
+    // transposed, [K][K] with M_seg[d][c] at c * K + d: the chain reads
+    // M's column k across its threads (one per row d), so a warp's load
+    // is one 128-byte line where row-major M made it 32 lines.
     Value at = mul(toI64(add(mul(add(mul(n, param(pHV)), hv), segments), segment)),
                    cI64(K * (V + K)));
     Value transfers = gep(workRegion(kTransfers), f32, at);
@@ -104,7 +107,7 @@ void PrefillEmitter::emitRecurSegments() {
     };
     auto storeFinal = [&](Value x, Value d, Value col) {
       Value dl = toI64(d);
-      Value inM = add(cI64(K * V), add(mul(dl, cI64(K)), toI64(add(m0, col))));
+      Value inM = add(cI64(K * V), add(mul(toI64(add(m0, col)), cI64(K)), dl));
       Value inB = add(mul(dl, cI64(V)), toI64(add(v0, col)));
       store(x, transfers, sel(transfer, inM, inB), 4);
     };
@@ -127,11 +130,12 @@ void PrefillEmitter::emitRecurSegments() {
 }
 
 // The chain is short (segments - 1 steps of K x K by K x 4) and f32: one
-// thread per row of kSegmentChainColumns state columns, M's row read as
-// 16-byte vectors, the state's columns from shared memory (the same
-// address across the warp). Narrow column blocks make more blocks, each
-// step shorter: the chain is latency, not work (16 columns: 73 us for 7
-// steps at T = 32K H2 on an H100).
+// thread per row of kSegmentChainColumns state columns, M's row read from
+// its transposed image (a column across the warp) a step ahead, the
+// state's columns from shared memory (the same address across the warp).
+// Narrow column blocks make more blocks, each step shorter: the chain is
+// latency, not work (16 columns: 73 us for 7 steps at T = 32K H2 on an
+// H100; 4 columns with the operands a step ahead: 15.6 us, H200).
 //
 // Across ranks (issue 36) the same kernel also composes a rank's transfer
 // (phase 1: the columns of b_rank and, in (V + K) / 4 blocks, of M_rank =
@@ -161,12 +165,16 @@ void PrefillEmitter::emitSegmentChain() {
   Value transfers = gep(workRegion(kTransfers), f32, cI64(0));
   Value starts = gep(workRegion(kEntering), opType, cI64(0));
   Value S = region(0); // [K][W] f32
-  // Element (d, col0 + j) of transfer tr: b [K][V], then M [K][K].
-  auto colAt = [&](Value tr, int64_t j) {
-    Value inB = add(mul(d, cI64(V)), toI64(add(col0, cI32(j))));
-    Value inM = add(cI64(K * V), add(mul(d, cI64(K)), toI64(sub(add(col0, cI32(j)), cI32(V)))));
+  // Element (d, col0 + j) of transfer tr: b [K][V], then M [K][K], in
+  // region 8 (M transposed) and in cp_transfer (M row-major, the C API's).
+  auto transferAt = [&](Value tr, int64_t j, bool mTransposed) {
+    Value col = toI64(add(col0, cI32(j)));
+    Value inB = add(mul(d, cI64(V)), col);
+    Value c = sub(col, cI64(V));
+    Value inM = add(cI64(K * V), mTransposed ? add(mul(c, cI64(K)), d) : add(mul(d, cI64(K)), c));
     return add(mul(tr, cI64(K * (V + K))), sel(ofM, inM, inB));
   };
+  auto colAt = [&](Value tr, int64_t j) { return transferAt(tr, j, /*mTransposed=*/true); };
   // Phase 2 starts from the entering state (zeros where the slot is not
   // read: a negative index), the others from the first segment's transfer.
   SmallVector<Value> x = initialStateOrZero(
@@ -183,12 +191,37 @@ void PrefillEmitter::emitSegmentChain() {
         for (int64_t j = 0; j < W; ++j)
           vals.push_back(load(f32, transfers, colAt(first, j), 4));
       });
-  auto steps = scf::ForOp::create(b, sel(entering, cI32(0), cI32(1)), segments, cI32(1), x);
+  // Step seg's operands, b_seg's columns and M_seg's column of this thread
+  // (the transposed image, element k at k * K: a warp's load is one
+  // 128-byte line), are loaded a step ahead and carried into the step that
+  // uses them, so that only S waits on the step before. Loaded in the
+  // step, they were one L2 round trip after another (ptxas keeps few loads
+  // in flight: 8 of 128) and a step took about 5 us (T = 32K H4, H200,
+  // 2026-11-29: 84 % of the chain's stalls on those loads, ncu).
+  // Loading past the last step reads the last step's again, in bounds.
+  Value start = sel(entering, cI32(0), cI32(1));
+  Value lastTr = add(first, toI64(sub(segments, cI32(1))));
+  auto operandsOf = [&](Value tr, SmallVectorImpl<Value> &out) {
+    tr = minS(tr, lastTr);
+    SmallVector<Value> bCols = initialStateOrZero(notI(ofM), W, [&](SmallVectorImpl<Value> &v) {
+      for (int64_t j = 0; j < W; ++j)
+        v.push_back(load(f32, transfers, colAt(tr, j), 4));
+    });
+    out.append(bCols.begin(), bCols.end());
+    Value mColumn = add(add(mul(tr, cI64(K * (V + K))), cI64(K * V)), d);
+    for (int64_t k = 0; k < K; ++k)
+      out.push_back(load(f32, transfers, add(mColumn, cI64(k * K)), 4));
+  };
+  SmallVector<Value> carried(x);
+  operandsOf(add(first, toI64(start)), carried);
+  auto steps = scf::ForOp::create(b, start, segments, cI32(1), carried);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(steps.getBody());
     Value seg = steps.getInductionVar();
-    SmallVector<Value> cur(steps.getRegionIterArgs());
+    ValueRange args = steps.getRegionIterArgs();
+    SmallVector<Value> cur(args.take_front(W));
+    SmallVector<Value> y(args.slice(W, W)), m(args.drop_front(2 * W));
     Value tr = add(first, toI64(seg));
     ifThen(active, [&] {
       for (int64_t j = 0; j < W; j += 4) {
@@ -207,48 +240,33 @@ void PrefillEmitter::emitSegmentChain() {
       });
     });
     barrier();
-    SmallVector<Value> y = initialStateOrZero(notI(ofM), W, [&](SmallVectorImpl<Value> &vals) {
-      for (int64_t j = 0; j < W; ++j)
-        vals.push_back(load(f32, transfers, colAt(tr, j), 4));
-    });
-    // y += M_seg[d][:] S: M's row from region 8 after b_seg, 32 of its
-    // elements a step, their eight 16-byte loads issued before the FMAs
-    // that use them (one load a step, each waiting out its latency, made
-    // a chain step 5 us).
-    Value mRow = add(add(mul(tr, cI64(K * (V + K))), cI64(K * V)), mul(d, cI64(K)));
-    int64_t span = std::min<int64_t>(K, 32);
-    auto ks = scf::ForOp::create(b, cI32(0), cI32(K), cI32(span), y);
-    {
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(ks.getBody());
-      Value k0 = ks.getInductionVar();
-      SmallVector<Value> acc(ks.getRegionIterArgs());
-      auto v4 = VectorType::get({4}, f32);
-      SmallVector<Value> m4;
-      for (int64_t q = 0; q < span; q += 4)
-        m4.push_back(LLVM::LoadOp::create(
-            b, v4, gep(transfers, f32, add(mRow, toI64(add(k0, cI32(q))))), 16));
-      for (int64_t e = 0; e < span; ++e) {
-        Value m = elt(m4[e / 4], e % 4);
-        Value row = add(k0, cI32(e));
-        for (int64_t j = 0; j < W; j += 4) {
-          Value s4 = LLVM::LoadOp::create(
-              b, v4, gep(S, f32, add(mul(row, cI32(W)), cI32(j))), 16);
-          for (int64_t i = 0; i < 4; ++i)
-            acc[j + i] = fma(m, elt(s4, i), acc[j + i]);
-        }
+    // y = b_seg + M_seg[d][:] S, the products over two partial sums per
+    // column (half the dependent FMAs).
+    SmallVector<Value> odd(W, cF32(0.0));
+    auto v4 = VectorType::get({4}, f32);
+    for (int64_t k = 0; k < K; ++k) {
+      SmallVector<Value> &acc = k % 2 ? odd : y;
+      for (int64_t j = 0; j < W; j += 4) {
+        Value s4 = LLVM::LoadOp::create(b, v4, gep(S, f32, cI32(k * W + j)), 16);
+        for (int64_t i = 0; i < 4; ++i)
+          acc[j + i] = fma(m[k], elt(s4, i), acc[j + i]);
       }
-      scf::YieldOp::create(b, acc);
     }
+    for (int64_t j = 0; j < W; ++j)
+      y[j] = fadd(y[j], odd[j]);
+    // The next step's operands, after this step's FMAs: issued before
+    // them, both steps' M columns would be live at once (255 registers and
+    // spills).
+    operandsOf(add(tr, cI64(1)), y);
     barrier(); // every thread has read S before the next step writes it
-    scf::YieldOp::create(b, ks.getResults());
+    scf::YieldOp::create(b, y);
   }
-  SmallVector<Value> last(steps.getResults());
+  SmallVector<Value> last(steps.getResults().take_front(W));
   // Phase 1: the rank's transfer [b | M] of (n, hv), f32, to cp_transfer.
   ifThen(andI(active, compose), [&] {
     Value at = toI64(add(mul(n, param(pHV)), hv));
     for (int64_t j = 0; j < W; ++j)
-      store(last[j], param(pCpTransfer), colAt(at, j), 4);
+      store(last[j], param(pCpTransfer), transferAt(at, j, /*mTransposed=*/false), 4);
   });
   ifThen(andI(active, andI(slots.writeOk, notI(compose))), [&] {
     for (int64_t j = 0; j < W; ++j)

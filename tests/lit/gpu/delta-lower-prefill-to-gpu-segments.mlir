@@ -29,6 +29,9 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_chain_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_cp_chain(
 // CHECK-SAME: role = cp_chain, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 2048>
+// The chain's steps carry the next step's operands with the state's 4
+// columns: b's 4 columns and the thread's column of M_seg (128).
+// CHECK: %{{.*}}:136 = scf.for
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_correct_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_cp_correct(
 // CHECK-SAME: role = cp_correct, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 69632>
@@ -41,17 +44,18 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // NONE-NOT: @kkv_k128_v128_prefill_cp_
 
 // The segmented recur is the transposed recur (wgmma with S^T as register
-// A) without the overlapped launch's flags or the raw q/k form; the chain reads M's rows as
-// 16-byte vectors into f32 FMAs, after writing S_start in bf16; the correction
-// is mma.sync on operands brought by cp.async.
+// A) without the overlapped launch's flags or the raw q/k form; the chain
+// writes S_start in bf16, then runs its f32 FMAs and loads the next step's
+// operands after them; the correction is mma.sync on operands brought by
+// cp.async.
 // PTX: gpu.binary @gkv_k128_v128_prefill_recur_cp_wgmma_gpu
 // PTX-NOT: ld.acquire.gpu
 // PTX-SAME: griddepcontrol.wait
 // PTX-SAME: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // PTX: gpu.binary @gkv_k128_v128_prefill_cp_chain_wgmma_gpu
 // PTX-SAME: cvt.rn.bf16x2.f32
-// PTX-SAME: ld.global.v4.b32
 // PTX-SAME: fma.rn.f32
+// PTX-SAME: ld.global.b32
 // PTX: gpu.binary @gkv_k128_v128_prefill_cp_correct_wgmma_gpu
 // PTX-SAME: cp.async.cg.shared.global
 // PTX-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
