@@ -14,6 +14,22 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 BUILD=${BUILD:-build-gpu}
 
+# The device copies the tree and what `carry` names, 64 MiB in all, and the
+# tracked tree takes most of it: FLA's source and the A/B variants travel
+# compressed (.fla.tar.xz holds .fla/'s contents, .variants.tar.xz the
+# folder .variants/) and are unpacked here, again whenever the archive
+# changed (a warm machine keeps the last call's folder).
+unpack_carried() { # unpack_carried ARCHIVE FOLDER STRIP (leading path parts)
+  [ -f "$1" ] || return 0
+  local sum
+  sum=$(md5sum < "$1")
+  [ -d "$2" ] && [ "$(cat "$2/.unpacked" 2>/dev/null)" = "$sum" ] && return 0
+  rm -rf "$2" && mkdir -p "$2" && tar -xJf "$1" -C "$2" --strip-components="$3" &&
+    echo "$sum" > "$2/.unpacked"
+}
+unpack_carried .fla.tar.xz .fla 0
+unpack_carried .variants.tar.xz .variants 1
+
 environment() {
   local runtime="unknown"
   if grep -qi gvisor /proc/version 2>/dev/null || dmesg 2>/dev/null | grep -qi gvisor; then
