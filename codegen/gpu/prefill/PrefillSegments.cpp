@@ -195,9 +195,10 @@ void PrefillEmitter::emitSegmentChain() {
   // (the transposed image, element k at k * K: a warp's load is one
   // 128-byte line), are loaded a step ahead and carried into the step that
   // uses them, so that only S waits on the step before. Loaded in the
-  // step, they were one L2 round trip after another (ptxas keeps few loads
-  // in flight: 8 of 128) and a step took about 5 us (T = 32K H4, H200,
-  // 2026-11-29: 84 % of the chain's stalls on those loads, ncu).
+  // step, they waited out one L2 round trip after another (ptxas keeps few
+  // loads in flight: 8 of 128 scalar ones, or 4 batches of vectors) and a
+  // step took about 5 us (T = 32K H4, H200, 2026-11-29: 67 % of the
+  // chain's stall samples long-scoreboard waits on them, ncu).
   // Loading past the last step reads the last step's again, in bounds.
   Value start = sel(entering, cI32(0), cI32(1));
   Value lastTr = add(first, toI64(sub(segments, cI32(1))));
