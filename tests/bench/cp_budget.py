@@ -6,6 +6,12 @@ No GPU: a model, its inputs stated below; docs/context-parallelism.md
 quotes its output and says what it leaves out.
 
     python3 tests/bench/cp_budget.py [--t-step 1.2] [--sms 132]
+        [--measured T:H:n:ms ...]
+
+--measured: a call the dispatch ran as the built schedule (correct, n
+segments, the ordinary chunks' 72 KiB workspace) and its time; prints its
+floor (the largest of FLOP floor, byte floor and latency) and the time as a
+multiple of it, the fraction issue 35 asks for.
 
 Per chunk c (C tokens, per value head; GDN, kv layout):
     S_{c+1} = M_c S_c + b_c,  M_c = Diag(e^G_last) - Kd^T W (K x K),
@@ -80,7 +86,23 @@ def main():
     ap.add_argument("--t-step", type=float, default=1.2,
                     help="recur's time per chunk and block, us (measured ~1.2 at 32K H16)")
     ap.add_argument("--sms", type=int, default=132)
+    ap.add_argument("--measured", nargs="*", default=[], metavar="T:H:n:ms",
+                    help="built calls (H = HV) and their times, ms")
     a = ap.parse_args()
+    if a.measured:
+        print("| shape | n | FLOP floor us | byte floor us | latency us | floor us | measured us "
+              "| measured / floor |")
+        print("|---|---|---|---|---|---|---|---|")
+        for m in a.measured:
+            T, H, n, ms = m.split(":")
+            T, H, n, us = int(T), int(H), int(n), float(ms) * 1e3
+            r = budget(T, H, n=n, form="correct" if n > 1 else "serial", t_step=a.t_step,
+                       sms=a.sms)
+            floor = max(r["flop_floor_us"], r["byte_floor_us"], r["latency_us"])
+            print(f"| T = {T // 1024}K H{H} | {n} | {r['flop_floor_us']:.0f} | "
+                  f"{r['byte_floor_us']:.0f} | {r['latency_us']:.0f} | {floor:.0f} | {us:.0f} | "
+                  f"{us / floor:.2f} |")
+        return
     print("| shape | schedule | n | workspace KiB | GFLOP | GB | recur blocks | waves | "
           "FLOP floor us | byte floor us | chain us | combine + GEMM us | latency us |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
