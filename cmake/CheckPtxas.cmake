@@ -1,8 +1,9 @@
 #===- CheckPtxas.cmake - ptxas -v on every generated kernel --------------===#
 #
-#   cmake -DPTXAS=<ptxas> -DDIR=<generated> -P CheckPtxas.cmake
+#   cmake -DPTXAS=<ptxas> -DDIR=<generated> [-DUNPACK=<dir>] -P CheckPtxas.cmake
 #
-# Assembles every kernels/<kernel>.<target>.ptx under DIR for its target and
+# Assembles every kernels/<kernel>.<target>.ptx under DIR (also those packed
+# in a library's kernels.tar.xz, unpacked into UNPACK) for its target and
 # fails unless ptxas reports a 0-byte stack frame and no spills, or where it
 # had to inject a warpgroup.arrive / warpgroup.wait around wgmma (C7517,
 # C7519: registers touched between a wgmma and its fence or wait, which
@@ -10,6 +11,17 @@
 # the registers of each kernel.
 #===--------------------------------------------------------------------===#
 file(GLOB_RECURSE files ${DIR}/*.ptx)
+file(GLOB_RECURSE archives RELATIVE ${DIR} ${DIR}/kernels.tar.xz)
+foreach(archive IN LISTS archives)
+  if(NOT UNPACK)
+    message(FATAL_ERROR "${DIR}/${archive}: packed kernels need -DUNPACK=<dir>")
+  endif()
+  get_filename_component(lib ${archive} DIRECTORY)
+  file(REMOVE_RECURSE ${UNPACK}/${lib})
+  file(ARCHIVE_EXTRACT INPUT ${DIR}/${archive} DESTINATION ${UNPACK}/${lib})
+  file(GLOB unpacked ${UNPACK}/${lib}/kernels/*.ptx)
+  list(APPEND files ${unpacked})
+endforeach()
 set(failed "")
 list(LENGTH files count)
 if(count EQUAL 0)

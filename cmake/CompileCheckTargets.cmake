@@ -3,8 +3,8 @@
 #   cmake -DDELTAC=<deltac> -DPTXAS=<ptxas> -DSOURCE=<repo> -DDEST=<dir> -P ...
 #
 # A library of generated/LIBRARIES.txt may name, in a fourth column, targets
-# that are compile-checked but not checked in (gdn's sm_100a PTX alone is
-# 11 MB, and every GPU run has to carry the repository). This generates each
+# that are compile-checked but not checked in (no GPU lent here runs them:
+# gdn's sm_100a). This generates each
 # such library for those targets into DEST/<name> and runs CheckPtxas.cmake
 # over it: the same no-stack, no-spill, no-serialized-wgmma rule as the
 # checked-in kernels.

@@ -104,11 +104,13 @@ constexpr std::array<int64_t, 6> prefillChunkRegionBytes(int64_t C, int64_t K,
 }
 
 /// 32-bit words of workspace region 0, written by prep for N sequences:
-/// the chunk offsets [N + 1], prep's verdict on cu_seqlens, then the
-/// sequences longest first [N] (recur's order where prep's block can rank
-/// them: N at most its threads). Linear in N: the kernels take its two
-/// coefficients from here.
-constexpr int64_t prefillSequenceRegionWords(int64_t N) { return 2 * N + 2; }
+/// the chunk offsets [N + 1], prep's verdict on cu_seqlens, the sequences
+/// longest first [N] (recur's order where prep's block can rank them: N
+/// at most its threads), then the longest sequence's chunk count (word
+/// prefillLongestWord(N): context parallelism's segment length). Linear
+/// in N: the kernels take its coefficients from here.
+constexpr int64_t prefillLongestWord(int64_t N) { return 2 * N + 2; }
+constexpr int64_t prefillSequenceRegionWords(int64_t N) { return prefillLongestWord(N) + 1; }
 
 /// Byte offset of workspace region 7 for a call of N sequences and
 /// `chunks` (chunk, value head) items: region 0

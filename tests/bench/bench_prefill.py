@@ -33,6 +33,7 @@ os.environ.setdefault("FLA_FLASH_QLA", "0")
 import torch
 
 import timing as H
+from references import kda_ref
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "generated", "runtime"))  # the one deltac_torch.py
@@ -152,6 +153,9 @@ EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
                 # Few heads per GPU (tensor parallelism's shards): recur's
                 # grid leaves most SMs idle, where context parallelism pays.
                 ("t32k_h2", [32768], 2, 2), ("t128k_h4", [131072], 4, 4),
+                # ... and a varlen batch there, split on the device by its
+                # longest sequence (the short ones run whole).
+                ("mixed48k_h4", [32768, 8192, 4096, 2048, 1024, 512, 256, 128], 4, 4),
                 # FlashInfer's many-sequence shapes (issue 35's targets).
                 ("n4_t8k_h16_hv32", [8192] * 4, 16, 32),
                 ("n8_t1k_h16_hv32", [1024] * 8, 16, 32)]
@@ -192,27 +196,6 @@ def kda_inputs(lens, Hh, HV, seed=0):
     g = torch.nn.functional.logsigmoid(
         torch.randn(*g.shape, q.shape[-1], dtype=torch.float32, device=q.device, generator=gen))
     return q, k, v, g, beta, cu, h0
-
-
-def kda_ref_fp64(q, k, v, g, beta, h0, scale, cu):
-    """Token-by-token KDA in float64 (S [K, V] per value head: S = Diag(e^g) S,
-    u = beta (v - S^T k), S += k u^T, o = scale S^T q), q/k L2-normalised."""
-    q, k, v, g, beta = (x.double() for x in (q, k, v, g, beta))
-    q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
-    k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
-    rep = v.shape[2] // q.shape[2]
-    q, k = q.repeat_interleave(rep, 2), k.repeat_interleave(rep, 2)
-    o = torch.zeros_like(v)
-    hs = []
-    for n in range(len(cu) - 1):
-        S = h0[n].double().clone()  # [HV, K, V]
-        for t in range(cu[n], cu[n + 1]):
-            S = S * g[0, t].exp()[..., None]
-            u = beta[0, t][:, None] * (v[0, t] - torch.einsum("hkv,hk->hv", S, k[0, t]))
-            S = S + k[0, t][..., None] * u[:, None, :]
-            o[0, t] = scale * torch.einsum("hkv,hk->hv", S, q[0, t])
-        hs.append(S)
-    return o, torch.stack(hs)
 
 
 def main():
@@ -340,7 +323,7 @@ def main():
     lens, Hh, HV = [5, 100, 64, 300], 4, 8
     q, k, v, g, beta, cu, h0 = inputs(lens, Hh, HV, seed=1)
     scale = 128 ** -0.5
-    ro, rh = (kda_ref_fp64 if kda else H.ref_fp64)(q, k, v, g, beta, h0, scale, cu.tolist())
+    ro, rh = (kda_ref if kda else H.ref_fp64)(q, k, v, g, beta, h0, scale, cu.tolist())
     ours, o, ht, flag, keep = lib.prepare(q, k, v, g, beta, cu, h0, scale)
     ours()
     torch.cuda.synchronize()

@@ -121,6 +121,9 @@ struct Case {
   // PrefillSegments.cpp) for this call where the code run has it: asserted
   // from the launches when no form is forced.
   bool wantSegments = false;
+  // Pass the longest sequence as max_seqlen (FLA's hint), by which the
+  // dispatch counts the busy sequences of a varlen batch.
+  bool hintMaxSeqlen = false;
 };
 
 struct Run {
@@ -350,6 +353,8 @@ Run runCase(const Case &c, const std::vector<int64_t> *badCu = nullptr) {
   a.output_state_indices = c.pool ? static_cast<int32_t *>(dOut.ptr) : nullptr;
   a.cu_seqlens = cu.ptr;
   a.cu_seqlens_i64 = c.cu64;
+  if (c.hintMaxSeqlen)
+    a.max_seqlen = *std::max_element(c.lengths.begin(), c.lengths.end());
   a.workspace = ws.ptr;
   a.workspace_bytes = wsBytes;
   a.error_flag = static_cast<int32_t *>(flag.ptr);
@@ -682,6 +687,21 @@ int main(int argc, char **argv) {
   cases.back().wantSegments = true;
   cases.push_back({"d64 T=12000 H1/HV2 (cp)", d64, {12000}, 1, 2, true, false, false});
   cases.back().wantSegments = true;
+  // Varlen: the device splits by the longest sequence (9000 tokens, 141
+  // chunks: segments of 18 at n = 8), so 2600 tokens take 3 segments,
+  // 1300 take 2 and the rest run whole; with prep's map (41 sequences, n
+  // = 2: segments of 71 chunks) the longest count comes from prep. A
+  // count too small would leave chunks past the last segment unrun.
+  cases.push_back({"gkv varlen by the longest (cp)", gkv, {700, 9000, 1, 2600, 64, 1300}, 1, 2,
+                   true, false, false});
+  cases.back().wantSegments = cases.back().hintMaxSeqlen = true;
+  {
+    std::vector<int64_t> many{9000};
+    for (int64_t i = 1; i < 41; ++i)
+      many.push_back(i == 20 ? 4600 : 1 + (i * 37) % 600);
+    cases.push_back({"gkv 41 seqs by the longest (prep, cp)", gkv, many, 1, 2, true, true, false});
+    cases.back().wantSegments = cases.back().hintMaxSeqlen = true;
+  }
   // Padding past cu_seqlens[N] (a serving engine's): o = 0 there, the
   // sequences as usual, no flag; inline map and prep.
   cases.push_back({"qwen3_next pad tail (inline)", qwen, {64, 37, 50}, 2, 4, true, true, false});

@@ -13,7 +13,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "generated", "gdn"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 import gdn  # noqa: E402
+from references import pv_ref  # noqa: E402
 
 gdn.load(sys.argv[1])
 fails = 0
@@ -40,16 +42,10 @@ for dtype, T, shift in cases:
     # fp64 reference: gate lb * sigmoid(exp(A_log) (g + dt_bias)) per key channel.
     gl = lb * torch.sigmoid(A_log.double().exp()[None, None, :, None] *
                             (g.double() + dt_bias.double().view(HV, D)))
-    S = h0.double().clone()  # [B, HV, K, V]
-    ref = torch.empty(B, T, HV, D, dtype=torch.float64, device=dev)
-    kk = k.double().repeat_interleave(HV // H, dim=2)
-    qq = q.double().repeat_interleave(HV // H, dim=2)
-    for t in range(T):
-        S = S * gl[:, t].exp()[..., None]
-        kt, vt, bt = kk[:, t], v.double()[:, t], beta.double()[:, t]
-        u = vt - torch.einsum("bhk,bhkv->bhv", kt, S)
-        S = S + bt[..., None, None] * kt[..., None] * u[..., None, :]
-        ref[:, t] = scale * torch.einsum("bhk,bhkv->bhv", qq[:, t], S)
+    flat = lambda x: x.reshape(1, B * T, *x.shape[2:])  # noqa: E731
+    ref, S = pv_ref(flat(q), flat(k), flat(v), None, None, flat(beta), h0, scale,
+                    [0, T, 2 * T], False, gk=flat(gl))
+    ref = ref.view(B, T, HV, D)
     eo = ((o.double() - ref).norm() / ref.norm()).item()
     es = ((ht.double() - S).norm() / S.norm()).item()
     tol = 6e-3 if dtype == torch.bfloat16 else 2e-3

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import timing as H  # noqa: E402
 import installed  # noqa: E402
 from checks import Checks, kernels_launched  # noqa: E402
+from references import kda_ref, pv_ref  # noqa: E402
 # The example library: generated/gdn with BUILD's libgdn.so, or with
 # DELTAC_GDN_PACKAGE=deltac_gdn its installed wheel (tests/gpu/installed.py).
 gdn, dt, GDN_MODULE = installed.gdn_module(ROOT, BUILD)
@@ -540,46 +541,8 @@ if PART == "all":
 # 4e. KDA decode (fused_recurrent_kda, FLA's parameter order): per key
 # channel decays, log and raw (A_log [HV], dt_bias [HV, K]) gates, both
 # layouts, varlen, one kernel; against FLA's fused_recurrent_kda and an
-# fp64 token-by-token reference (pv_ref, which the per-value section below
-# uses with its other terms).
-def pv_ref(q, k, v, g, gv, beta, h0, scale, cu, l2norm, gk=None):
-    """fp64 gated delta rule with FLA's per-value terms, state [K, V] per
-    head: S = exp(g) S (g [1, T, HV] or None), S[i, :] *= exp(gk_i) (gk
-    [1, T, HV, K] or None), S[:, j] *= exp(gv_j) (gv
-    [1, T, HV, V] or None), u_j = beta_j (v_j - (S^T k)_j) (beta [1, T, HV]
-    or [1, T, HV, V]), S += k u^T, o = scale S^T q."""
-    q, k, v, beta = (x.double() for x in (q, k, v, beta))
-    if l2norm:
-        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
-        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
-    Hq, HV = q.shape[2], v.shape[2]
-    q, k = q.repeat_interleave(HV // Hq, dim=2), k.repeat_interleave(HV // Hq, dim=2)
-    if beta.dim() == 3:
-        beta = beta[..., None].expand(*v.shape)
-    o, finals = torch.zeros_like(v), []
-    for n in range(len(cu) - 1):
-        S = h0[n].double().clone()
-        for t in range(int(cu[n]), int(cu[n + 1])):
-            if g is not None:
-                S = S * torch.exp(g[0, t].double())[:, None, None]
-            if gk is not None:
-                S = S * torch.exp(gk[0, t].double())[:, :, None]
-            if gv is not None:
-                S = S * torch.exp(gv[0, t].double())[:, None, :]
-            u = beta[0, t] * (v[0, t] - torch.einsum("hkv,hk->hv", S, k[0, t]))
-            S = S + torch.einsum("hk,hv->hkv", k[0, t], u)
-            o[0, t] = scale * torch.einsum("hkv,hk->hv", S, q[0, t])
-        finals.append(S)
-    return o, torch.stack(finals)
-
-
-def kda_ref(q, k, v, g, beta, h0, scale, cu):
-    """fp64 KDA: S [K, V] per head, S = Diag(exp(g_t)) S, u = beta (v -
-    S^T k), S += k u^T, o = scale S^T q; q, k L2-normalised; q [1, T, H,
-    K], g [1, T, HV, K] (pv_ref with per-key decays alone)."""
-    return pv_ref(q, k, v, None, None, beta, h0, scale, cu, True, gk=g)
-
-
+# fp64 token-by-token reference (references.kda_ref: pv_ref with per-key
+# decays; the per-value section below uses pv_ref's other terms).
 def kda_decode():
     if FLA is not None:
         from fla.ops.kda import fused_recurrent_kda as fla_kda_recurrent
@@ -747,12 +710,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 os.environ["DELTAC_DELTAC_TEST_PREFILL_LIB"] = os.path.join(
     BUILD, "deltac_test_prefill", "libdeltac_test_prefill.so")
 import deltac_test_prefill as tp  # noqa: E402
-from bench_prefill import kda_inputs, kda_ref_fp64  # noqa: E402
+from bench_prefill import kda_inputs  # noqa: E402
 
 lens, Hq, HV = [5, 100, 64, 300], 4, 8
 q, k, v, g, beta, cu, h0 = kda_inputs(lens, Hq, HV, seed=1)
 scale = 128 ** -0.5
-ro, rh = kda_ref_fp64(q, k, v, g, beta, h0, scale, cu.tolist())
+ro, rh = kda_ref(q, k, v, g, beta, h0, scale, cu.tolist())
 cu_cpu = cu.cpu()
 
 
@@ -793,7 +756,7 @@ dt_bias = rnd(HV * K) * 0.5
 h0 = rnd(len(lens), HV, K, K)  # [N, HV, K, V]
 cu = torch.tensor([0, 31, 32, 102], device="cuda", dtype=torch.int32)
 gf = -A_log.exp()[:, None] * F.softplus(a.float() + dt_bias.view(HV, K))
-ro, rh = kda_ref_fp64(q, k, v, gf, torch.sigmoid(b.float()), h0, K ** -0.5, cu.tolist())
+ro, rh = kda_ref(q, k, v, gf, torch.sigmoid(b.float()), h0, K ** -0.5, cu.tolist())
 po, ph = tp.chunk_kda(q, k, v, a, b, initial_state=h0.transpose(-1, -2).contiguous(),
                       output_final_state=True, use_gate_in_kernel=True, A_log=A_log,
                       dt_bias=dt_bias.view(HV, K), use_beta_sigmoid_in_kernel=True,
@@ -808,7 +771,7 @@ for what, a_log, bias, bound in (("safe_gate, lower_bound -5", A_log, dt_bias, -
                                  ("A_log and dt_bias None, lower_bound -1", None, None, -1.0)):
     x = a.double() + (bias.view(HV, K).double() if bias is not None else 0.0)
     gb = bound * torch.sigmoid((a_log.double().exp()[:, None] if a_log is not None else 1.0) * x)
-    ro, rh = kda_ref_fp64(q, k, v, gb, torch.sigmoid(b.float()), h0, K ** -0.5, cu.tolist())
+    ro, rh = kda_ref(q, k, v, gb, torch.sigmoid(b.float()), h0, K ** -0.5, cu.tolist())
     po, ph = tp.chunk_kda(q, k, v, a, b, initial_state=h0.transpose(-1, -2).contiguous(),
                           output_final_state=True, use_gate_in_kernel=True, A_log=a_log,
                           dt_bias=bias, use_beta_sigmoid_in_kernel=True, state_v_first=True,
@@ -842,7 +805,7 @@ def kda_layer_form():
     for what, bound in (("softplus gate", None), ("bounded gate, lower_bound -5", -5.0)):
         gf = (-A_log.double().exp()[:, None] * F.softplus(x) if bound is None else
               bound * torch.sigmoid(A_log.double().exp()[:, None] * x))
-        ro, rh = kda_ref_fp64(q, k, v, gf, torch.sigmoid(b.double()), h0, K ** -0.5,
+        ro, rh = kda_ref(q, k, v, gf, torch.sigmoid(b.double()), h0, K ** -0.5,
                               cu.tolist())
         call = lambda: gdn.chunk_kda(  # noqa: E731
             q, k, v, a, b, A_log=A_log, dt_bias=dt_bias, initial_state=h0_vk,
@@ -865,7 +828,7 @@ def kda_layer_form():
     bd = rnd(Bd, Td, HV).to(torch.bfloat16)
     hd = rnd(Bd, HV, K, K) * 0.1
     gd = -A_log.double().exp()[:, None] * F.softplus(ad.double() + dt_bias.view(HV, K).double())
-    ro, rh = kda_ref_fp64(flat(qd), flat(kd), flat(vd), flat(gd), flat(torch.sigmoid(bd.double())),
+    ro, rh = kda_ref(flat(qd), flat(kd), flat(vd), flat(gd), flat(torch.sigmoid(bd.double())),
                           hd, K ** -0.5, [i * Td for i in range(Bd + 1)])
     hd_vk = hd.transpose(-1, -2).contiguous()  # outside the call: the call is one kernel
     call = lambda: gdn.fused_recurrent_kda(  # noqa: E731

@@ -27,6 +27,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -61,6 +62,17 @@ def fatbins(blob):
             off += entry_header + payload
         found.append(entries)
         start = at + 4
+
+
+def ptx_names(src):
+    """The kernel files of a library: the kernels/ folder packed in
+    kernels.tar.xz (as generated/ keeps them; it wins where both exist, as
+    in the library's CMakeLists), else deltac's kernels/ folder."""
+    archive = os.path.join(src, "kernels.tar.xz")
+    if os.path.exists(archive):
+        with tarfile.open(archive) as t:
+            return {os.path.basename(n) for n in t.getnames() if n.endswith(".ptx")}
+    return set(os.listdir(os.path.join(src, "kernels")))
 
 
 def main():
@@ -128,8 +140,9 @@ def main():
           all(re.fullmatch(r"(libc|libdl|libm|libpthread|ld-linux-x86-64)\.so\.\d+", n)
               for n in libs), str(libs))
     # A kernel's targets: those it has PTX for (prefill's queue: sm_90a).
-    want = sorted(sorted({int(t[3:].rstrip("a")) for t in targets if os.path.exists(
-        os.path.join(src, "kernels", f"{k}.{t}.ptx"))}) for k in kernels)
+    have = ptx_names(src)
+    want = sorted(sorted({int(t[3:].rstrip("a")) for t in targets
+                          if f"{k}.{t}.ptx" in have}) for k in kernels)
     images = fatbins(open(so_path, "rb").read())
     sass = sorted(sorted({a for k, a in e if k == 2}) for e in images)
     ptx = sorted(sorted({a for k, a in e if k == 1}) for e in images)

@@ -305,19 +305,23 @@ void PrefillEmitter::emitPrep() {
   // One word past the scan's two buffers: set by any thread that finds
   // cu_seqlens invalid.
   Value badWord = gep(smem, i32, cI64(2 * n));
+  // The next: the longest sequence's chunks (an atomic maximum).
+  Value longestWord = gep(smem, i32, cI64(2 * n + 1));
   Value offsets = gep(workRegion(0), i32, cI64(0));
   Value N = param(pN);
   ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
     store(cI32(0), offsets, cI32(0), 4);
     store(cI32(0), badWord, cI32(0), 4);
+    store(cI32(0), longestWord, cI32(0), 4);
   });
   barrier();
   Value numTiles = divu(add(N, cI32(n - 1)), cI32(n));
-  auto loop = scf::ForOp::create(b, cI32(0), numTiles, cI32(1), ValueRange{cI32(0)});
+  auto loop = scf::ForOp::create(b, cI32(0), numTiles, cI32(1), ValueRange{cI32(0), cI32(0)});
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
     Value tile = loop.getInductionVar(), carry = loop.getRegionIterArg(0);
+    Value longest = loop.getRegionIterArg(1);
     Value seq = add(mul(tile, cI32(n)), tid);
     Value inside = cmp(arith::CmpIPredicate::slt, seq, N);
     auto count = scf::IfOp::create(b, TypeRange{i32}, inside, true);
@@ -351,8 +355,10 @@ void PrefillEmitter::emitPrep() {
     ifThen(inside, [&] { store(add(carry, incl), offsets, add(seq, cI32(1)), 4); });
     Value total = load(i32, scan, cI32(buf * n + n - 1), 4);
     barrier();
-    scf::YieldOp::create(b, add(carry, total));
+    scf::YieldOp::create(b, ValueRange{add(carry, total), arith::MaxUIOp::create(b, longest, x)});
   }
+  LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::umax, longestWord, loop.getResult(1),
+                            LLVM::AtomicOrdering::monotonic);
   // An invalid cu_seqlens anywhere empties every sequence (all offsets 0)
   // and says so in the word after the offsets, which chunks and recur read
   // before they use a bound (chunkMap).
@@ -364,8 +370,11 @@ void PrefillEmitter::emitPrep() {
     b.setInsertionPointToStart(zero.getBody());
     store(cI32(0), offsets, zero.getInductionVar(), 4);
   });
-  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)),
-         [&] { store(sel(bad, cI32(1), cI32(0)), offsets, add(N, cI32(1)), 4); });
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, cI32(0)), [&] {
+    store(sel(bad, cI32(1), cI32(0)), offsets, add(N, cI32(1)), 4);
+    Value longest = sel(bad, cI32(0), load(i32, longestWord, cI32(0), 4));
+    store(longest, offsets, longestWordIndex(), 4);
+  });
   // The sequences longest first (by chunk count, ties in cu_seqlens order)
   // after the verdict, where the block can rank them (N <= its threads,
   // the counts in shared memory): recur takes them in this order, so the

@@ -224,6 +224,12 @@ public:
   void emitSegmentCorrection();
 
 protected:
+  /// Element (d, col) of a segment transfer [b | M] (f32, K (V + K)
+  /// elements; `tr` counts transfers): b [K][V] row-major (col a value
+  /// column), then M [K][K] (col a key column), stored transposed in
+  /// region 8 (M[d][col] at col K + d: the chain's warp reads a column as
+  /// one line) and row-major in cp_transfer (the C API's). d and col i64.
+  Value transferIndex(Value tr, Value d, Value col, Value ofM, bool mTransposed);
   /// One (chunk, value head) item of chunks: flat = chunk * HV + head;
   /// its body is the plan's form (PrefillChunksForms.h).
   void chunkItem(Value flat);
@@ -333,11 +339,20 @@ protected:
                                               cmp(arith::CmpIPredicate::sle, map.scan, c))),
                   1, 16);
   }
-  /// Chunks per segment of a sequence of `chunks` chunks in a
-  /// context-parallel call: ceil(chunks / segments).
-  Value segmentChunks(Value chunks) {
-    Value n = param(pSegments);
-    return divu(add(chunks, sub(n, cI32(1))), n);
+  /// Chunks per segment in a context-parallel call, one length for every
+  /// sequence: ceil(longest / segments), at least 1, the longest
+  /// sequence's chunks from the inline map's lanes or from the word prep
+  /// writes after its order. The longest sequence splits into `segments`
+  /// pieces, a shorter one into fewer (its last segments are empty: b =
+  /// 0, M = I), and one no longer than a segment runs whole: the split is
+  /// made on the device from cu_seqlens, and the chain is as long as the
+  /// longest sequence's segment either way (PrefillSegments.cpp).
+  Value segmentLength(const ChunkMap &map);
+  /// Where prep leaves the longest sequence's chunk count in region 0
+  /// (deltac_abi::prefillLongestWord(N), linear in N).
+  Value longestWordIndex() {
+    constexpr int64_t perSequence = deltac_abi::prefillLongestWord(1) - deltac_abi::prefillLongestWord(0);
+    return add(mul(param(pN), cI32(perSequence)), cI32(deltac_abi::prefillLongestWord(0)));
   }
   /// Whether the call is phase `phase` of context parallelism across
   /// ranks (cp_phase; PrefillSegments.cpp).

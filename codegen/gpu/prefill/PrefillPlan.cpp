@@ -95,7 +95,7 @@ PrefillPlan mlir::delta::planPrefill(const PrefillSpec &spec, int64_t valueTile,
   RecurSmem recur(spec, p.valueTile, p.registerState());
   p.recurSmem = recur.total;
   p.recurSmemStage = recur.stage;
-  p.prepSmem = 2 * p.threads * 4 + 16; // the scan's two buffers, the verdict
+  p.prepSmem = 2 * p.threads * 4 + 16; // the scan's two buffers, the verdict, the longest
   // Context parallelism (PrefillSegments.cpp): the chain's [K][4] f32
   // state columns; the correction's Q^ [C][K] and S_start [K][V] operands
   // and o's rows [C][V].

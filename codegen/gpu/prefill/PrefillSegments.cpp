@@ -84,7 +84,7 @@ void PrefillEmitter::emitRecurSegments() {
           c1 = chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1)));
     Value bos, eos;
     std::tie(bos, eos) = sequenceBounds(map, n);
-    Value length = segmentChunks(sub(c1, c0));
+    Value length = segmentLength(map);
     Value sc0 = minS(add(c0, mul(segment, length)), c1);
     Value sc1 = minS(add(sc0, length), c1);
     auto tokenOf = [&](Value c) { return minS(add(bos, mul(toI64(sub(c, c0)), cI64(C))), eos); };
@@ -94,22 +94,19 @@ void PrefillEmitter::emitRecurSegments() {
            [&] { zeroSequence(sbos, seos, hv, v0, BV); });
     Value sc1Run = sel(slots.skipped, sc0, sc1);
     Value readOk = andI(slots.readOk, andI(known, notI(transfer)));
-    // Region 8: per (sequence, head, segment) b_seg [K][V], then M_seg
-    // transposed, [K][K] with M_seg[d][c] at c * K + d: the chain reads
-    // M's column k across its threads (one per row d), so a warp's load
-    // is one 128-byte line where row-major M made it 32 lines.
-    Value at = mul(toI64(add(mul(add(mul(n, param(pHV)), hv), segments), segment)),
-                   cI64(K * (V + K)));
-    Value transfers = gep(workRegion(kTransfers), f32, at);
+    // Region 8: per (sequence, head, segment) b_seg, then M_seg
+    // transposed (transferIndex): the chain reads M's column k across its
+    // threads (one per row d), so a warp's load is one 128-byte line where
+    // row-major M made it 32 lines.
+    Value at = toI64(add(mul(add(mul(n, param(pHV)), hv), segments), segment));
+    Value transfers = gep(workRegion(kTransfers), f32, cI64(0));
     Value correction = workRegion(kCorrection);
     auto stateIndex = [&](Value slot, Value d, Value col) {
       return poolStateIndex(slot, hv, v0, d, col);
     };
     auto storeFinal = [&](Value x, Value d, Value col) {
-      Value dl = toI64(d);
-      Value inM = add(cI64(K * V), add(mul(toI64(add(m0, col)), cI64(K)), dl));
-      Value inB = add(mul(dl, cI64(V)), toI64(add(v0, col)));
-      store(x, transfers, sel(transfer, inM, inB), 4);
+      Value c = toI64(add(sel(transfer, m0, v0), col));
+      store(x, transfers, transferIndex(at, toI64(d), c, transfer, /*mTransposed=*/true), 4);
     };
     // o, or for a transfer tile Q^ [chunk, head][C][K] in region 10.
     auto outTile = [&](Value c, Value t0) -> std::tuple<Value, Value, Value> {
@@ -127,6 +124,31 @@ void PrefillEmitter::emitRecurSegments() {
     seq.outTile = outTile;
     buildRecurTransposed(*this, seq);
   });
+}
+
+Value PrefillEmitter::segmentLength(const ChunkMap &map) {
+  auto longest = scf::IfOp::create(b, TypeRange{i32}, map.inlineMap, true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(longest.thenBlock());
+    Value x = chunksOf(map.len); // 0 on lanes past N
+    for (int64_t offset = 1; offset < 32; offset *= 2)
+      x = arith::MaxUIOp::create(
+          b, x, gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR).getShuffleResult());
+    scf::YieldOp::create(b, x);
+    b.setInsertionPointToStart(longest.elseBlock());
+    scf::YieldOp::create(b, load(i32, gep(workRegion(0), i32, cI64(0)), longestWordIndex(), 4));
+  }
+  Value n = param(pSegments);
+  Value length = divu(add(longest.getResult(0), sub(n, cI32(1))), n);
+  return arith::MaxUIOp::create(b, length, cI32(1));
+}
+
+Value PrefillEmitter::transferIndex(Value tr, Value d, Value col, Value ofM, bool mTransposed) {
+  int64_t K = s.k, V = s.v;
+  Value inB = add(mul(d, cI64(V)), col);
+  Value inM = add(cI64(K * V), mTransposed ? add(mul(col, cI64(K)), d) : add(mul(d, cI64(K)), col));
+  return add(mul(tr, cI64(K * (V + K))), sel(ofM, inM, inB));
 }
 
 // The chain is short (segments - 1 steps of K x K by K x 4) and f32: one
@@ -165,14 +187,11 @@ void PrefillEmitter::emitSegmentChain() {
   Value transfers = gep(workRegion(kTransfers), f32, cI64(0));
   Value starts = gep(workRegion(kEntering), opType, cI64(0));
   Value S = region(0); // [K][W] f32
-  // Element (d, col0 + j) of transfer tr: b [K][V], then M [K][K], in
-  // region 8 (M transposed) and in cp_transfer (M row-major, the C API's).
+  // Element (d, col0 + j) of transfer tr, the block's columns past V
+  // being M's.
   auto transferAt = [&](Value tr, int64_t j, bool mTransposed) {
     Value col = toI64(add(col0, cI32(j)));
-    Value inB = add(mul(d, cI64(V)), col);
-    Value c = sub(col, cI64(V));
-    Value inM = add(cI64(K * V), mTransposed ? add(mul(c, cI64(K)), d) : add(mul(d, cI64(K)), c));
-    return add(mul(tr, cI64(K * (V + K))), sel(ofM, inM, inB));
+    return transferIndex(tr, d, sel(ofM, sub(col, cI64(V)), col), ofM, mTransposed);
   };
   auto colAt = [&](Value tr, int64_t j) { return transferAt(tr, j, /*mTransposed=*/true); };
   // Phase 2 starts from the entering state (zeros where the slot is not
@@ -209,7 +228,7 @@ void PrefillEmitter::emitSegmentChain() {
         v.push_back(load(f32, transfers, colAt(tr, j), 4));
     });
     out.append(bCols.begin(), bCols.end());
-    Value mColumn = add(add(mul(tr, cI64(K * (V + K))), cI64(K * V)), d);
+    Value mColumn = transferIndex(tr, d, cI64(0), cTrue(), /*mTransposed=*/true);
     for (int64_t k = 0; k < K; ++k)
       out.push_back(load(f32, transfers, add(mColumn, cI64(k * K)), 4));
   };
@@ -287,9 +306,8 @@ void PrefillEmitter::emitSegmentCorrection() {
   Value ended = sequencesEndedBy(map, c);
   ifThen(cmp(arith::CmpIPredicate::slt, c, total), [&] {
     Value n = sequenceOfChunk(map, c, ended);
-    Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n),
-          c1 = chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1)));
-    Value segment = divu(sub(c, c0), segmentChunks(sub(c1, c0)));
+    Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n);
+    Value segment = divu(sub(c, c0), segmentLength(map));
     Value bos, eos;
     std::tie(bos, eos) = sequenceBounds(map, n);
     Value t0 = add(bos, mul(toI64(sub(c, c0)), cI64(C)));

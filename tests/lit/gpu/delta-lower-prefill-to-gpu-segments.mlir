@@ -1,6 +1,7 @@
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s --check-prefix=NONE
 // RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | deltac-opt --delta-gpu-to-ptx | FileCheck %s --check-prefix=PTX
+// RUN: deltac-opt %s --delta-spec-to-chunk --delta-plan-prefill --delta-lower-prefill-to-gpu | FileCheck %s --check-prefix=SPLIT
 // RUN: rm -rf %t && deltac %s --target=sm_80,sm_90a -o %t --name=lib > /dev/null
 // RUN: FileCheck %s --check-prefix=TABLE < %t/lib.cpp
 // RUN: rm -rf %t.off && deltac %s --target=sm_90a -o %t.off --name=lib --prefill-plan="segment-min-tokens=16384 segment-eighths-per-sm=0" > /dev/null
@@ -35,6 +36,27 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_correct_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_cp_correct(
 // CHECK-SAME: role = cp_correct, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 69632>
+
+// The split is made on the device: one segment length for the call, the
+// longest sequence's chunks over the segments (at least 1), so that a
+// sequence no longer than a segment runs whole. prep leaves the longest
+// count (an atomic maximum over its threads) after its order; recur_cp and
+// cp_correct take it from there, or with up to 32 sequences from the
+// inline map's lanes by a butterfly maximum.
+// SPLIT-LABEL: gpu.func @gkv_k128_v128_prefill_prep(
+// SPLIT: llvm.atomicrmw umax
+// SPLIT-LABEL: gpu.func @gkv_k128_v128_prefill_recur_cp(
+// SPLIT-COUNT-5: arith.maxui %{{.*}}, %shuffleResult
+// SPLIT: } else {
+// SPLIT: llvm.load
+// SPLIT: arith.divui %{{.*}}, %arg41
+// SPLIT: arith.maxui %{{.*}}, %c1_i32
+// SPLIT-LABEL: gpu.func @gkv_k128_v128_prefill_cp_correct(
+// SPLIT-COUNT-5: arith.maxui %{{.*}}, %shuffleResult
+// SPLIT: } else {
+// SPLIT: llvm.load
+// SPLIT: arith.divui %{{.*}}, %arg41
+// SPLIT: arith.maxui %{{.*}}, %c1_i32
 
 // None for sm_80's code, for the narrow tiles, or for kda (its recur is
 // the warpgroup form, not the transposed one).
