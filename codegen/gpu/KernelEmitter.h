@@ -100,16 +100,21 @@ protected:
   Value elt(Value v, int64_t i) {
     return LLVM::ExtractElementOp::create(b, v, cI32(i)).getResult();
   }
-  /// Butterfly sum (float or integer) over the lanes whose index differs
+  /// Butterfly reduction by `combine` over the lanes whose index differs
   /// in the bits of [first, last] (powers of two): every such lane gets the
-  /// total.
-  Value xorSum(Value x, int64_t first, int64_t last) {
-    for (int64_t offset = first; offset <= last; offset *= 2) {
-      Value other = gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      x = isa<FloatType>(x.getType()) ? fadd(x, other) : add(x, other);
-    }
+  /// result.
+  Value xorReduce(Value x, int64_t first, int64_t last,
+                  function_ref<Value(Value, Value)> combine) {
+    for (int64_t offset = first; offset <= last; offset *= 2)
+      x = combine(x, gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
+                         .getShuffleResult());
     return x;
+  }
+  /// The butterfly's sum (float or integer).
+  Value xorSum(Value x, int64_t first, int64_t last) {
+    return xorReduce(x, first, last, [&](Value a, Value o) {
+      return isa<FloatType>(a.getType()) ? fadd(a, o) : add(a, o);
+    });
   }
 
   /// &base[index] for `element`s (the index is sign-extended to i64).

@@ -22,6 +22,8 @@ import statistics
 import torch
 import torch.nn.functional as F
 
+from references import pv_ref
+
 DEV = "cuda"
 
 # name, sequence lengths (packed, B = 1), H (q/k heads), HV (v heads)
@@ -124,24 +126,9 @@ def decode_inputs(B, H=16, HV=32, K=128, V=128, T=1, seed=0):
 
 def ref_fp64(q, k, v, g, beta, h0, scale, cu):
     """Token-by-token gated delta rule in float64, state [K, V]; q, k
-    L2-normalised; GVA by repeating q/k heads."""
-    q, k, v, g, beta = (x.double() for x in (q, k, v, g, beta))
-    q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
-    k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
-    H, HV = q.shape[2], v.shape[2]
-    q = q.repeat_interleave(HV // H, dim=2)
-    k = k.repeat_interleave(HV // H, dim=2)
-    o = torch.zeros_like(v)
-    finals = []
-    for n in range(len(cu) - 1):
-        S = h0[n].double().clone()
-        for t in range(int(cu[n]), int(cu[n + 1])):
-            S = S * torch.exp(g[0, t])[:, None, None]
-            u = beta[0, t][:, None] * (v[0, t] - torch.einsum("hkv,hk->hv", S, k[0, t]))
-            S = S + torch.einsum("hk,hv->hkv", k[0, t], u)
-            o[0, t] = scale * torch.einsum("hkv,hk->hv", S, q[0, t])
-        finals.append(S)
-    return o, torch.stack(finals)
+    L2-normalised; GVA by repeating q/k heads (references.pv_ref with a
+    decay per head alone)."""
+    return pv_ref(q, k, v, g, None, beta, h0, scale, cu, True)
 
 
 def rel(a, b):

@@ -131,11 +131,10 @@ Value PrefillEmitter::segmentLength(const ChunkMap &map) {
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(longest.thenBlock());
-    Value x = chunksOf(map.len); // 0 on lanes past N
-    for (int64_t offset = 1; offset < 32; offset *= 2)
-      x = arith::MaxUIOp::create(
-          b, x, gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR).getShuffleResult());
-    scf::YieldOp::create(b, x);
+    // chunksOf is 0 on lanes past N.
+    scf::YieldOp::create(b, xorReduce(chunksOf(map.len), 1, 16, [&](Value x, Value o) {
+                           return arith::MaxUIOp::create(b, x, o).getResult();
+                         }));
     b.setInsertionPointToStart(longest.elseBlock());
     scf::YieldOp::create(b, load(i32, gep(workRegion(0), i32, cI64(0)), longestWordIndex(), 4));
   }
