@@ -348,6 +348,15 @@ protected:
   /// made on the device from cu_seqlens, and the chain is as long as the
   /// longest sequence's segment either way (PrefillSegments.cpp).
   Value segmentLength(const ChunkMap &map);
+  /// The segments sequence n of chunks [c0, c1) fills at `length` chunks
+  /// a segment: ceil((c1 - c0) / length), at least 1, at most `segments`.
+  /// Those past it are empty (b = 0, M = I): recur_cp skips their blocks
+  /// and the chain stops before them.
+  Value segmentsOf(Value c0, Value c1, Value length) {
+    Value own = divu(add(sub(c1, c0), sub(length, cI32(1))), length);
+    own = arith::MaxUIOp::create(b, own, cI32(1));
+    return arith::MinUIOp::create(b, own, param(pSegments));
+  }
   /// Where prep leaves the longest sequence's chunk count in region 0
   /// (deltac_abi::prefillLongestWord(N), linear in N).
   Value longestWordIndex() {

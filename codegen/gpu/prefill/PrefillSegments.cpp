@@ -56,7 +56,7 @@ constexpr int64_t kTransfers = 8, kEntering = 9, kCorrection = 10;
 } // namespace
 
 void PrefillEmitter::emitRecurSegments() {
-  assert(plan.transposedRecur() && "context parallelism is built on the transposed recur");
+  assert(plan.warpgroupRecur() && "context parallelism is built on a wgmma recur");
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
   int64_t valueTiles = V / BV, tiles = valueTiles + K / BV;
   Value segments = param(pSegments);
@@ -79,12 +79,15 @@ void PrefillEmitter::emitRecurSegments() {
   // The first segment starts from the known state: no transfer; in a
   // rank's phase 1 no state is known, and every segment has one.
   Value known = andI(firstSegment, notI(rankPhase(1)));
-  ifThen(notI(andI(transfer, known)), [&] {
-    Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n),
-          c1 = chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1)));
+  Value c0 = chunkOffsetOf(map.inlineMap, map.scan, n),
+        c1 = chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1)));
+  Value length = segmentLength(map);
+  // A segment past the sequence's own is empty: nothing to run, and the
+  // chain stops before its transfer.
+  Value occupied = cmp(arith::CmpIPredicate::ult, segment, segmentsOf(c0, c1, length));
+  ifThen(andI(occupied, notI(andI(transfer, known))), [&] {
     Value bos, eos;
     std::tie(bos, eos) = sequenceBounds(map, n);
-    Value length = segmentLength(map);
     Value sc0 = minS(add(c0, mul(segment, length)), c1);
     Value sc1 = minS(add(sc0, length), c1);
     auto tokenOf = [&](Value c) { return minS(add(bos, mul(toI64(sub(c, c0)), cI64(C))), eos); };
@@ -122,7 +125,13 @@ void PrefillEmitter::emitRecurSegments() {
     seq.m0 = m0;
     seq.storeFinal = storeFinal;
     seq.outTile = outTile;
-    buildRecurTransposed(*this, seq);
+    // The transposed recur (scalar gates), else the warpgroup form (kda's
+    // per-channel decays: each state row decays by its own factor, M's
+    // columns too).
+    if (plan.transposedRecur())
+      buildRecurTransposed(*this, seq);
+    else
+      buildRecurWarpgroup(*this, seq);
   });
 }
 
@@ -218,8 +227,12 @@ void PrefillEmitter::emitSegmentChain() {
   // step took about 5 us (T = 32K H4, H200, 2026-11-29: 67 % of the
   // chain's stall samples long-scoreboard waits on them, ncu).
   // Loading past the last step reads the last step's again, in bounds.
+  // The chain ends at the sequence's last occupied segment (segmentsOf):
+  // a short sequence of a varlen batch, whole in one segment, has no step.
+  Value own = segmentsOf(chunkOffsetOf(map.inlineMap, map.scan, n),
+                         chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1))), segmentLength(map));
   Value start = sel(entering, cI32(0), cI32(1));
-  Value lastTr = add(first, toI64(sub(segments, cI32(1))));
+  Value lastTr = add(first, toI64(sub(own, cI32(1))));
   auto operandsOf = [&](Value tr, SmallVectorImpl<Value> &out) {
     tr = minS(tr, lastTr);
     SmallVector<Value> bCols = initialStateOrZero(notI(ofM), W, [&](SmallVectorImpl<Value> &v) {
@@ -233,7 +246,7 @@ void PrefillEmitter::emitSegmentChain() {
   };
   SmallVector<Value> carried(x);
   operandsOf(add(first, toI64(start)), carried);
-  auto steps = scf::ForOp::create(b, start, segments, cI32(1), carried);
+  auto steps = scf::ForOp::create(b, start, own, cI32(1), carried);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(steps.getBody());

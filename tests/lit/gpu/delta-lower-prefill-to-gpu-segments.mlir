@@ -50,7 +50,18 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // SPLIT: } else {
 // SPLIT: llvm.load
 // SPLIT: arith.divui %{{.*}}, %arg41
-// SPLIT: arith.maxui %{{.*}}, %c1_i32
+// SPLIT: %[[LEN:.*]] = arith.maxui %{{.*}}, %c1_i32
+// A sequence fills ceil(chunks / L) of them (at least 1, at most n): a
+// block of a segment past its own runs nothing, and the chain stops at
+// its last occupied segment.
+// SPLIT: arith.divui %{{.*}}, %[[LEN]]
+// SPLIT: %[[OWN:.*]] = arith.minui %{{.*}}, %arg41
+// SPLIT: arith.cmpi ult, %{{.*}}, %[[OWN]]
+// SPLIT-LABEL: gpu.func @gkv_k128_v128_prefill_cp_chain(
+// SPLIT: %[[CLEN:.*]] = arith.maxui %{{.*}}, %c1_i32
+// SPLIT: arith.divui %{{.*}}, %[[CLEN]]
+// SPLIT: %[[COWN:.*]] = arith.minui %{{.*}}, %arg41
+// SPLIT: scf.for %{{.*}} = %{{.*}} to %[[COWN]]
 // SPLIT-LABEL: gpu.func @gkv_k128_v128_prefill_cp_correct(
 // SPLIT-COUNT-5: arith.maxui %{{.*}}, %shuffleResult
 // SPLIT: } else {
