@@ -326,15 +326,16 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                         sharedBounds ? sharedBounds.getQuartersPerSm() : 0)))
           return failure();
       }
-      // Context parallelism (PrefillSegments.cpp), on the first transposed
-      // recur (sm_90a, V tile 64, scalar gate) whose tile divides K: its
-      // segmented recur, the chain of transfers and the correction. The
-      // segmented recur reads the ordinary chunks' workspace (no raw q/k
-      // form: a third of the code).
-      if (plan.transposedRecur() && spec.k % r.tile == 0 && !segmented) {
+      // Context parallelism (PrefillSegments.cpp), on the wgmma recur of V
+      // tile 64 (sm_90a; the transposed form for a scalar gate, the
+      // warpgroup form for kda's per-channel decays) where 64 divides K:
+      // its segmented recur, the chain of transfers and the correction.
+      // The segmented recur reads the ordinary chunks' workspace (no raw
+      // q/k form: a third of the code).
+      if (plan.warpgroupRecur() && r.tile == 64 && spec.k % r.tile == 0 && !segmented) {
         segmented = true;
         PrefillPlan cp = plan;
-        cp.recur = RecurForm::Transposed;
+        cp.recur = plan.transposedRecur() ? RecurForm::Transposed : RecurForm::Warpgroup;
         for (PrefillPart part :
              {PrefillPart::recurCp, PrefillPart::segmentChain, PrefillPart::segmentCorrection})
           if (failed(emit(part, cp, suffix, 0, builder.getArrayAttr(group),

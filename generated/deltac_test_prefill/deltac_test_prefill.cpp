@@ -38,6 +38,9 @@ extern const deltac_rt::KernelImages deltac_test_prefill_d64_k64_v64_prefill_rec
 extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_kkv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_kraw_k64_v64_prefill_prep_images;
@@ -83,6 +86,9 @@ deltac_rt::Kernel d64_k64_v64_prefill_recur_v16_kernel(deltac_test_prefill_d64_k
 deltac_rt::Kernel kkv_k128_v128_prefill_prep_kernel(deltac_test_prefill_kkv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_chunks_kernel(deltac_test_prefill_kkv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_recur_kernel(deltac_test_prefill_kkv_k128_v128_prefill_recur_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_recur_cp_kernel(deltac_test_prefill_kkv_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_cp_chain_kernel(deltac_test_prefill_kkv_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel kkv_k128_v128_prefill_cp_correct_kernel(deltac_test_prefill_kkv_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_recur_v32_kernel(deltac_test_prefill_kkv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel kkv_k128_v128_prefill_recur_v16_kernel(deltac_test_prefill_kkv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel kraw_k64_v64_prefill_prep_kernel(deltac_test_prefill_kraw_k64_v64_prefill_prep_images);
@@ -489,6 +495,14 @@ const deltac_rt::PrefillVariant *kkv_prefill_variants() {
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 156160;
+      v.recurCp = &kkv_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &kkv_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kkv_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 2048;
+      v.smemSegmentCorrection = 69632;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];

@@ -177,6 +177,9 @@ extern const deltac_rt::KernelImages gdn_kda_kv_log_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_decode_staged_images;
@@ -184,6 +187,9 @@ extern const deltac_rt::KernelImages gdn_kda_kv_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_decode_staged_images;
@@ -191,6 +197,9 @@ extern const deltac_rt::KernelImages gdn_kda_kv_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_decode_staged_images;
@@ -198,6 +207,9 @@ extern const deltac_rt::KernelImages gdn_kda_kv_f16_k64_v64_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_decode_staged_images;
@@ -205,6 +217,9 @@ extern const deltac_rt::KernelImages gdn_kda_kv_f16_k128_v128_decode_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_decode_images;
@@ -212,6 +227,9 @@ extern const deltac_rt::KernelImages gdn_kda_vk_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_decode_images;
@@ -219,6 +237,9 @@ extern const deltac_rt::KernelImages gdn_kda_vk_k128_v128_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_decode_images;
@@ -226,6 +247,9 @@ extern const deltac_rt::KernelImages gdn_kda_vk_f16_k64_v64_decode_small_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_prep_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_chunks_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_recur_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_cp_correct_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_recur_v32_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_prefill_recur_v16_images;
 extern const deltac_rt::KernelImages gdn_kda_vk_f16_k128_v128_decode_images;
@@ -423,6 +447,9 @@ deltac_rt::Kernel kda_kv_log_k128_v128_decode_kernel(gdn_kda_kv_log_k128_v128_de
 deltac_rt::Kernel kda_kv_k64_v64_prefill_prep_kernel(gdn_kda_kv_k64_v64_prefill_prep_images);
 deltac_rt::Kernel kda_kv_k64_v64_prefill_chunks_kernel(gdn_kda_kv_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel kda_kv_k64_v64_prefill_recur_kernel(gdn_kda_kv_k64_v64_prefill_recur_images);
+deltac_rt::Kernel kda_kv_k64_v64_prefill_recur_cp_kernel(gdn_kda_kv_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel kda_kv_k64_v64_prefill_cp_chain_kernel(gdn_kda_kv_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel kda_kv_k64_v64_prefill_cp_correct_kernel(gdn_kda_kv_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel kda_kv_k64_v64_prefill_recur_v32_kernel(gdn_kda_kv_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel kda_kv_k64_v64_prefill_recur_v16_kernel(gdn_kda_kv_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kda_kv_k64_v64_decode_staged_kernel(gdn_kda_kv_k64_v64_decode_staged_images);
@@ -430,6 +457,9 @@ deltac_rt::Kernel kda_kv_k64_v64_decode_kernel(gdn_kda_kv_k64_v64_decode_images)
 deltac_rt::Kernel kda_kv_k128_v128_prefill_prep_kernel(gdn_kda_kv_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_chunks_kernel(gdn_kda_kv_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_kernel(gdn_kda_kv_k128_v128_prefill_recur_images);
+deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_cp_kernel(gdn_kda_kv_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel kda_kv_k128_v128_prefill_cp_chain_kernel(gdn_kda_kv_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel kda_kv_k128_v128_prefill_cp_correct_kernel(gdn_kda_kv_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_v32_kernel(gdn_kda_kv_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel kda_kv_k128_v128_prefill_recur_v16_kernel(gdn_kda_kv_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel kda_kv_k128_v128_decode_staged_kernel(gdn_kda_kv_k128_v128_decode_staged_images);
@@ -437,6 +467,9 @@ deltac_rt::Kernel kda_kv_k128_v128_decode_kernel(gdn_kda_kv_k128_v128_decode_ima
 deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_prep_kernel(gdn_kda_kv_f16_k64_v64_prefill_prep_images);
 deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_chunks_kernel(gdn_kda_kv_f16_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_recur_kernel(gdn_kda_kv_f16_k64_v64_prefill_recur_images);
+deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_recur_cp_kernel(gdn_kda_kv_f16_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_cp_chain_kernel(gdn_kda_kv_f16_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_cp_correct_kernel(gdn_kda_kv_f16_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_recur_v32_kernel(gdn_kda_kv_f16_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel kda_kv_f16_k64_v64_prefill_recur_v16_kernel(gdn_kda_kv_f16_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kda_kv_f16_k64_v64_decode_staged_kernel(gdn_kda_kv_f16_k64_v64_decode_staged_images);
@@ -444,6 +477,9 @@ deltac_rt::Kernel kda_kv_f16_k64_v64_decode_kernel(gdn_kda_kv_f16_k64_v64_decode
 deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_prep_kernel(gdn_kda_kv_f16_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_chunks_kernel(gdn_kda_kv_f16_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_recur_kernel(gdn_kda_kv_f16_k128_v128_prefill_recur_images);
+deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_recur_cp_kernel(gdn_kda_kv_f16_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_cp_chain_kernel(gdn_kda_kv_f16_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_cp_correct_kernel(gdn_kda_kv_f16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_recur_v32_kernel(gdn_kda_kv_f16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel kda_kv_f16_k128_v128_prefill_recur_v16_kernel(gdn_kda_kv_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel kda_kv_f16_k128_v128_decode_staged_kernel(gdn_kda_kv_f16_k128_v128_decode_staged_images);
@@ -451,6 +487,9 @@ deltac_rt::Kernel kda_kv_f16_k128_v128_decode_kernel(gdn_kda_kv_f16_k128_v128_de
 deltac_rt::Kernel kda_vk_k64_v64_prefill_prep_kernel(gdn_kda_vk_k64_v64_prefill_prep_images);
 deltac_rt::Kernel kda_vk_k64_v64_prefill_chunks_kernel(gdn_kda_vk_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel kda_vk_k64_v64_prefill_recur_kernel(gdn_kda_vk_k64_v64_prefill_recur_images);
+deltac_rt::Kernel kda_vk_k64_v64_prefill_recur_cp_kernel(gdn_kda_vk_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel kda_vk_k64_v64_prefill_cp_chain_kernel(gdn_kda_vk_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel kda_vk_k64_v64_prefill_cp_correct_kernel(gdn_kda_vk_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel kda_vk_k64_v64_prefill_recur_v32_kernel(gdn_kda_vk_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel kda_vk_k64_v64_prefill_recur_v16_kernel(gdn_kda_vk_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kda_vk_k64_v64_decode_kernel(gdn_kda_vk_k64_v64_decode_images);
@@ -458,6 +497,9 @@ deltac_rt::Kernel kda_vk_k64_v64_decode_small_kernel(gdn_kda_vk_k64_v64_decode_s
 deltac_rt::Kernel kda_vk_k128_v128_prefill_prep_kernel(gdn_kda_vk_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kda_vk_k128_v128_prefill_chunks_kernel(gdn_kda_vk_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel kda_vk_k128_v128_prefill_recur_kernel(gdn_kda_vk_k128_v128_prefill_recur_images);
+deltac_rt::Kernel kda_vk_k128_v128_prefill_recur_cp_kernel(gdn_kda_vk_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel kda_vk_k128_v128_prefill_cp_chain_kernel(gdn_kda_vk_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel kda_vk_k128_v128_prefill_cp_correct_kernel(gdn_kda_vk_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel kda_vk_k128_v128_prefill_recur_v32_kernel(gdn_kda_vk_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel kda_vk_k128_v128_prefill_recur_v16_kernel(gdn_kda_vk_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel kda_vk_k128_v128_decode_kernel(gdn_kda_vk_k128_v128_decode_images);
@@ -465,6 +507,9 @@ deltac_rt::Kernel kda_vk_k128_v128_decode_small_kernel(gdn_kda_vk_k128_v128_deco
 deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_prep_kernel(gdn_kda_vk_f16_k64_v64_prefill_prep_images);
 deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_chunks_kernel(gdn_kda_vk_f16_k64_v64_prefill_chunks_images);
 deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_recur_kernel(gdn_kda_vk_f16_k64_v64_prefill_recur_images);
+deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_recur_cp_kernel(gdn_kda_vk_f16_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_cp_chain_kernel(gdn_kda_vk_f16_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_cp_correct_kernel(gdn_kda_vk_f16_k64_v64_prefill_cp_correct_images);
 deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_recur_v32_kernel(gdn_kda_vk_f16_k64_v64_prefill_recur_v32_images);
 deltac_rt::Kernel kda_vk_f16_k64_v64_prefill_recur_v16_kernel(gdn_kda_vk_f16_k64_v64_prefill_recur_v16_images);
 deltac_rt::Kernel kda_vk_f16_k64_v64_decode_kernel(gdn_kda_vk_f16_k64_v64_decode_images);
@@ -472,6 +517,9 @@ deltac_rt::Kernel kda_vk_f16_k64_v64_decode_small_kernel(gdn_kda_vk_f16_k64_v64_
 deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_prep_kernel(gdn_kda_vk_f16_k128_v128_prefill_prep_images);
 deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_chunks_kernel(gdn_kda_vk_f16_k128_v128_prefill_chunks_images);
 deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_recur_kernel(gdn_kda_vk_f16_k128_v128_prefill_recur_images);
+deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_recur_cp_kernel(gdn_kda_vk_f16_k128_v128_prefill_recur_cp_images);
+deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_cp_chain_kernel(gdn_kda_vk_f16_k128_v128_prefill_cp_chain_images);
+deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_cp_correct_kernel(gdn_kda_vk_f16_k128_v128_prefill_cp_correct_images);
 deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_recur_v32_kernel(gdn_kda_vk_f16_k128_v128_prefill_recur_v32_images);
 deltac_rt::Kernel kda_vk_f16_k128_v128_prefill_recur_v16_kernel(gdn_kda_vk_f16_k128_v128_prefill_recur_v16_images);
 deltac_rt::Kernel kda_vk_f16_k128_v128_decode_kernel(gdn_kda_vk_f16_k128_v128_decode_images);
@@ -3226,6 +3274,14 @@ const deltac_rt::PrefillVariant *kda_kv_prefill_variants() {
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 98816;
+      v.recurCp = &kda_kv_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_kv_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_kv_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 1024;
+      v.smemSegmentCorrection = 27648;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -3313,6 +3369,14 @@ const deltac_rt::PrefillVariant *kda_kv_prefill_variants() {
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 156160;
+      v.recurCp = &kda_kv_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_kv_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_kv_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 2048;
+      v.smemSegmentCorrection = 69632;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[4];
@@ -3430,6 +3494,14 @@ const deltac_rt::PrefillVariant *kda_kv_f16_prefill_variants() {
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 98816;
+      v.recurCp = &kda_kv_f16_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_kv_f16_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_kv_f16_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 1024;
+      v.smemSegmentCorrection = 27648;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -3517,6 +3589,14 @@ const deltac_rt::PrefillVariant *kda_kv_f16_prefill_variants() {
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 156160;
+      v.recurCp = &kda_kv_f16_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_kv_f16_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_kv_f16_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 2048;
+      v.smemSegmentCorrection = 69632;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[4];
@@ -3634,6 +3714,14 @@ const deltac_rt::PrefillVariant *kda_vk_prefill_variants() {
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 98816;
+      v.recurCp = &kda_vk_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_vk_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_vk_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 1024;
+      v.smemSegmentCorrection = 27648;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -3721,6 +3809,14 @@ const deltac_rt::PrefillVariant *kda_vk_prefill_variants() {
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 156160;
+      v.recurCp = &kda_vk_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_vk_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_vk_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 2048;
+      v.smemSegmentCorrection = 69632;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[4];
@@ -3838,6 +3934,14 @@ const deltac_rt::PrefillVariant *kda_vk_f16_prefill_variants() {
       v.smemRecurAltStage = 43008;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 98816;
+      v.recurCp = &kda_vk_f16_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_vk_f16_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_vk_f16_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 1024;
+      v.smemSegmentCorrection = 27648;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[1];
@@ -3925,6 +4029,14 @@ const deltac_rt::PrefillVariant *kda_vk_f16_prefill_variants() {
       v.smemRecurAltStage = 67584;
       v.chunksAltThreads = 512;
       v.smemChunksAlt = 156160;
+      v.recurCp = &kda_vk_f16_k128_v128_prefill_recur_cp_kernel;
+      v.segmentChain = &kda_vk_f16_k128_v128_prefill_cp_chain_kernel;
+      v.segmentCorrection = &kda_vk_f16_k128_v128_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 2048;
+      v.smemSegmentCorrection = 69632;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
     }
     {
       deltac_rt::PrefillVariant &v = t[4];

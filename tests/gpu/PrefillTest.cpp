@@ -504,11 +504,15 @@ bool sm90FormsRun(const Spec &s) {
   return prop.major == 9 && !std::getenv("DELTAC_FORCE_TARGET") && s.sm90Forms;
 }
 
-/// Whether the spec's library has context parallelism (recur_cp,
-/// cp_chain, cp_correct): the lowering builds it on the transposed recur,
-/// a scalar gate at V tile 64 (not kda, not K = 256).
-bool cpForms(const Spec &s) {
-  return s.sm90Forms && s.rule != ref::Rule::Kda && s.K <= 128 && s.chunk == 64;
+/// Whether the call runs the spec's context-parallel kernels (recur_cp,
+/// cp_chain, cp_correct) where it takes them: the lowering builds them on
+/// sm_90a's wgmma recur of V tile 64 (the transposed form for a scalar
+/// gate, the warpgroup form for kda), so for chunk 64 and K up to 128
+/// (not K = 256), whatever the rule.
+bool cpFormsRun(const Spec &s) {
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, 0), "device properties");
+  return prop.major == 9 && !std::getenv("DELTAC_FORCE_TARGET") && s.chunk == 64 && s.K <= 128;
 }
 
 /// DELTAC_PREFILL_FORCE as this process has it: the form ("" unset) and
@@ -549,7 +553,7 @@ std::string forcedFormMissing(const Spec &s, const std::string &launches) {
   // forced forms never launch them.
   bool cp = f.form == "cp";
   for (const char *part : {"_recur_cp", "_cp_chain", "_cp_correct"})
-    want(!f.form.empty() && f.form != "dispatch", part, cp && has && cpForms(s));
+    want(!f.form.empty() && f.form != "dispatch", part, cp && cpFormsRun(s));
   want(cp, "_recur_shared", false);
   want(cp, "_queue", false);
   want(cp, "_chunks_raw", false);
@@ -687,6 +691,13 @@ int main(int argc, char **argv) {
   cases.back().wantSegments = true;
   cases.push_back({"d64 T=12000 H1/HV2 (cp)", d64, {12000}, 1, 2, true, false, false});
   cases.back().wantSegments = true;
+  // KDA: per-channel decays, each state row (and M's) by its own factor;
+  // a varlen pool with a sequence split in 3 and short ones whole.
+  cases.push_back({"kkv T=9000 H1/HV2 (cp)", kkv, {9000}, 1, 2, true, false, false, -0.3, 0.0});
+  cases.back().wantSegments = true;
+  cases.push_back({"kkv varlen pool by the longest (cp)", kkv, {3000, 8500, 77, 1500}, 1, 2, true,
+                   true, false, -1.0, 0.0});
+  cases.back().wantSegments = cases.back().hintMaxSeqlen = true;
   // Varlen: the device splits by the longest sequence (9000 tokens, 141
   // chunks: segments of 18 at n = 8), so 2600 tokens take 3 segments,
   // 1300 take 2 and the rest run whole; with prep's map (41 sequences, n
@@ -796,8 +807,8 @@ int main(int argc, char **argv) {
       // (sequence, head, segment) transfers.
       bool cp = forced().form == "cp";
       bool tooManySegments = cp && r.error.find("segments exceeds") != std::string::npos;
-      bool has = sm90FormsRun(*c.spec) && !lacksTile && !noCheckpoints &&
-                 (!cp || (cpForms(*c.spec) && !tooManySegments));
+      bool has = (cp ? cpFormsRun(*c.spec) && !tooManySegments : sm90FormsRun(*c.spec)) &&
+                 !lacksTile && !noCheckpoints;
       results.add(c.name, !has,
                   (has ? "REFUSED though the library has the form: " : "forced form refused: ") +
                       r.error);
@@ -805,7 +816,7 @@ int main(int argc, char **argv) {
     }
     std::string formMissing = r.status ? "" : forcedFormMissing(*c.spec, r.launches);
     // Unforced, the dispatch takes context parallelism where the case says.
-    if (!r.status && forced().form.empty() && sm90FormsRun(*c.spec) && cpForms(*c.spec) &&
+    if (!r.status && forced().form.empty() && cpFormsRun(*c.spec) &&
         launched(r.launches, "_recur_cp") != c.wantSegments)
       formMissing += c.wantSegments ? " no _recur_cp" : " unexpected _recur_cp";
     int32_t wantFlag = c.skipIndex >= 0 ? 1 : 0;

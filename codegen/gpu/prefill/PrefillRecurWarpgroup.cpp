@@ -201,12 +201,11 @@ void RecurWarpgroupBuilder::build(const RecurSequence &q) {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(roles.thenBlock());
     int64_t sRegs = mBlocks * nT * 4;
-    SmallVector<Value> S = initialStateOrZero(q.readOk, sRegs, [&](auto &vals) {
+    SmallVector<Value> S = initialStateOf(q, sRegs, [&](auto element) {
       for (int64_t mb = 0; mb < mBlocks; ++mb)
         for (int64_t j = 0; j < nT; ++j)
           for (int64_t e = 0; e < 4; ++e)
-            vals.push_back(loadInitialState(
-                q.stateIndex(q.inSlot, add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e))));
+            element(add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e));
     });
     // A programmatic dependent of chunks: its results are read from here on.
     if (plan.gridDependency())
@@ -256,6 +255,9 @@ void RecurWarpgroupBuilder::build(const RecurSequence &q) {
           }
       }
       Value decayLast = gated ? exp(load(f32, stagePtr(c, L.pb), cI32(C * C / 2), 4)) : Value();
+      if (q.transfer) // a transfer tile (recur_cp): U = 0, V' = -W S
+        for (Value &x : u)
+          x = sel(q.transfer, cF32(0.0), x);
       wgWait(0, vacc);
       for (int64_t i = 0; i < nT * 4; ++i)
         vacc[i] = fsub(u[i], vacc[i]);
@@ -306,9 +308,8 @@ void RecurWarpgroupBuilder::build(const RecurSequence &q) {
     for (int64_t mb = 0; mb < mBlocks; ++mb)
       for (int64_t j = 0; j < nT; ++j)
         for (int64_t e = 0; e < 4; ++e) {
-          storeFinalState(S[mb * nT * 4 + 4 * j + e], [&] {
-            return q.stateIndex(q.outSlot, add(cI32(64 * mb), wgRow(wl, e)), wgCol(j, e));
-          });
+          storeFinalOf(q, S[mb * nT * 4 + 4 * j + e], add(cI32(64 * mb), wgRow(wl, e)),
+                       wgCol(j, e));
         }
   }
 
@@ -344,11 +345,23 @@ void RecurWarpgroupBuilder::build(const RecurSequence &q) {
     namedArrive(barrierId(kWgDone, parity), both);
     Value t0, rows;
     std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
+    // recur_cp: o, or a transfer tile's rows in the workspace (outTile).
+    Value outPtr, at, outStride;
+    if (q.outTile)
+      std::tie(outPtr, at, outStride) = q.outTile(c, t0);
     for (int64_t j = 0; j < nT; ++j)
       for (int64_t h = 0; h < 2; ++h) {
         Value row = wgRow(wl, 2 * h), col = wgCol(j, 0);
-        storeOutputPair(t0, rows, q.hv, q.v0, row, col, oacc[4 * j + 2 * h],
-                        oacc[4 * j + 2 * h + 1]);
+        Value x0 = oacc[4 * j + 2 * h], x1 = oacc[4 * j + 2 * h + 1];
+        if (!q.outTile) {
+          storeOutputPair(t0, rows, q.hv, q.v0, row, col, x0, x1);
+          continue;
+        }
+        ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
+          Value el = add(at, add(mul(toI64(row), outStride), toI64(col)));
+          storeVec(pack2(x0, x1, s.ioType), outPtr, s.ioType, el,
+                   2 * s.ioType.getIntOrFloatBitWidth() / 8);
+        });
       }
     // Both warpgroups are done with chunk c's stage: refill it with chunk
     // c + stages.

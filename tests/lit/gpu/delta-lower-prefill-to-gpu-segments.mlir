@@ -10,7 +10,8 @@
 // RUN: grep -q cp.async.mbarrier.arrive %t/kernels/gkv_k128_v128_prefill_recur.sm_90a.ptx
 
 // Context parallelism (PrefillSegments.cpp): the kernels exist beside the
-// transposed recur (sm_90a's code, V tile 64, a scalar gate), in that
+// wgmma recur of V tile 64 (sm_90a's code: the transposed form for a
+// scalar gate, the warpgroup form for kda), in that
 // code's module only: the segmented recur with the tile-64 recur's block
 // and shared memory, the chain (128 threads, K x 4 f32 columns) and the
 // correction (128 threads, Q^ [64][136] and S_start [128][136] in 16 bits).
@@ -36,6 +37,19 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_correct_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_cp_correct(
 // CHECK-SAME: role = cp_correct, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 128, dynamic_smem = 69632>
+// kda's per-channel decays: the same three kernels on its tile-64
+// warpgroup recur (each state row, and so each row of M, decays by its
+// own factor), with that recur's block and shared memory.
+// CHECK: gpu.module @kkv_k128_v128_prefill_recur_wgmma_gpu
+// CHECK: gpu.func @kkv_k128_v128_prefill_recur(
+// CHECK-SAME: role = recur, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[KSMEM:[0-9]+]], dynamic_smem_stage = [[KSTAGE:[0-9]+]]
+// CHECK: gpu.module @kkv_k128_v128_prefill_recur_cp_wgmma_gpu [#nvvm.target<O = 3, chip = "sm_90a">]
+// CHECK: gpu.func @kkv_k128_v128_prefill_recur_cp(
+// CHECK-SAME: role = recur_cp, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[KSMEM]], dynamic_smem_stage = [[KSTAGE]], min_tokens = 8192, cp_eighths_per_sm = 1>
+// A transfer tile's state starts as the identity's columns.
+// CHECK: arith.constant 1.000000e+00 : f32
+// CHECK: gpu.func @kkv_k128_v128_prefill_cp_chain(
+// CHECK: gpu.func @kkv_k128_v128_prefill_cp_correct(
 
 // The split is made on the device: one segment length for the call, the
 // longest sequence's chunks over the segments (at least 1), so that a
@@ -69,12 +83,9 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // SPLIT: arith.divui %{{.*}}, %arg41
 // SPLIT: arith.maxui %{{.*}}, %c1_i32
 
-// None for sm_80's code, for the narrow tiles, or for kda (its recur is
-// the warpgroup form, not the transposed one).
+// None for sm_80's code or for the narrow tiles.
 // NONE-NOT: code = cp_async{{.*}}role = recur_cp
-// NONE-NOT: recur_cp_v16
-// NONE-NOT: @kkv_k128_v128_prefill_recur_cp
-// NONE-NOT: @kkv_k128_v128_prefill_cp_
+// NONE-NOT: recur_cp_v
 
 // The segmented recur is the transposed recur (wgmma with S^T as register
 // A) without the overlapped launch's flags or the raw q/k form; the chain
