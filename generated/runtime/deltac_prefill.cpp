@@ -702,7 +702,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     if (!c)
       return {DELTAC_UNSUPPORTED, "cp_phase: the library has no context-parallel kernels for "
                                   "K = " + std::to_string(a.K) + ", V = " + std::to_string(a.V) +
-                                  " (sm_90a code of a scalar-gate spec)"};
+                                  " (sm_90a code of a spec with chunk 64 and K <= 128)"};
     if (sms == 0 && (sms = multiprocessorCount(&error)) == 0)
       return {DELTAC_CUDA_ERROR, error};
     int n = a.cp_segments > 0                          ? a.cp_segments

@@ -952,9 +952,9 @@ class Library:
         [B, NT, HV, K, V] or [1, total chunks, ...] with cu_seqlens, in k's
         dtype or intermediate_states_dtype). The keyword-only extensions
         are chunk_gated_delta_rule's (output=, output_state=, FlashInfer's
-        state checkpoints). Not supported (ValueError): a context-parallel
-        cp_context. disable_recompute (a training option) cannot change
-        the result and is ignored."""
+        state checkpoints) and cp_context, as chunk_gated_delta_rule's
+        (context parallelism across ranks; chunk 64). disable_recompute (a
+        training option) cannot change the result and is ignored."""
         fn = "chunk_kda"
         state_v_first = _state_layout(fn, state_v_first, transpose_state_layout)
         chunk = _chunk_size(fn, chunk_size, (32, 64))
@@ -962,15 +962,12 @@ class Library:
         if safe_gate and use_gate_in_kernel and (bound is None or not -5 <= bound < 0):
             raise ValueError(f"{fn}: safe_gate=True with use_gate_in_kernel=True needs "
                              f"lower_bound in the safe range [-5, 0), got {lower_bound}")
-        if cp_context is not None:
-            raise ValueError(f"{fn}: cp_context (context parallelism) is not supported for "
-                             f"KDA: deltac has no context-parallel KDA kernels yet")
         if allow_neg_eigval and not use_beta_sigmoid_in_kernel:
             raise ValueError(f"{fn}: allow_neg_eigval=True requires "
                              f"use_beta_sigmoid_in_kernel=True (as in FLA)")
         del disable_recompute  # a training option: cannot change the result
-        return self._prefill(
-            "kda", q, k, v, g, beta, scale=scale, initial_state=initial_state,
+        return self._prefill_or_cp(
+            cp_context, "kda", q, k, v, g, beta, scale=scale, initial_state=initial_state,
             output_final_state=output_final_state,
             use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
             use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,

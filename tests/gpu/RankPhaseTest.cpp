@@ -15,8 +15,9 @@
 // first) and the final state are compared with the fp64 token-by-token
 // reference (relative L2, tolerance 1e-2), the pool's other rows must keep
 // their bits, the error flag must stay clear, and the launches must be the
-// phases' kernels. Specs: gkv (kv layout, log gate) and qwen3_next (vk,
-// raw gate, sigmoid beta, bf16 activations, f32 pool).
+// phases' kernels. Specs: gkv (kv layout, log gate), qwen3_next (vk,
+// raw gate, sigmoid beta, bf16 activations, f32 pool) and kkv (KDA: a log
+// decay per key channel, its recur_cp the warpgroup recur).
 // Usage: rank_phase_test
 #include "GpuTestUtil.h"
 
@@ -39,6 +40,7 @@ struct Spec {
   int64_t (*workspace)(int64_t, int64_t, int64_t, int64_t, int64_t);
   const char *(*lastError)();
   size_t (*lastLaunches)(char *, size_t);
+  ref::Rule rule;
   ref::GateForm gate;
   ref::BetaForm beta;
   ref::Layout layout;
@@ -46,11 +48,15 @@ struct Spec {
 
 const Spec kSpecs[] = {
     {"gkv", deltac_test_prefill_gkv_prefill, deltac_test_prefill_gkv_prefill_workspace_bytes,
-     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::GateForm::Log,
-     ref::BetaForm::Given, ref::Layout::Kv},
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Gated,
+     ref::GateForm::Log, ref::BetaForm::Given, ref::Layout::Kv},
     {"qwen3_next", qwen3_next_gdn_qwen3_next_prefill,
      qwen3_next_gdn_qwen3_next_prefill_workspace_bytes, qwen3_next_gdn_last_error,
-     qwen3_next_gdn_last_launches, ref::GateForm::Raw, ref::BetaForm::Sigmoid, ref::Layout::Vk},
+     qwen3_next_gdn_last_launches, ref::Rule::Gated, ref::GateForm::Raw, ref::BetaForm::Sigmoid,
+     ref::Layout::Vk},
+    {"kkv", deltac_test_prefill_kkv_prefill, deltac_test_prefill_kkv_prefill_workspace_bytes,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda,
+     ref::GateForm::Log, ref::BetaForm::Given, ref::Layout::Kv},
 };
 
 constexpr int64_t K = 128, V = 128, H = 2, HV = 4;
@@ -62,7 +68,7 @@ int64_t at(ref::Layout layout, int64_t hv, int64_t i, int64_t j) {
 
 void runSpec(const Spec &s, int64_t T, int R, Results &results) {
   ref::Problem p;
-  p.rule = ref::Rule::Gated;
+  p.rule = s.rule;
   p.B = 1;
   p.T = T;
   p.H = H;
@@ -97,15 +103,17 @@ void runSpec(const Spec &s, int64_t T, int R, Results &results) {
   for (size_t i = 0; i < pool.size(); ++i)
     pool[i] = roundTo(DELTAC_F32, std::cos(0.11 * double(i)));
   std::copy(in.initialState.begin(), in.initialState.end(), pool.begin() + 1 * per);
+  // g per value head, or for KDA per (value head, key channel).
+  const int64_t gPer = int64_t(in.g.size()) / T;
   DeviceBuffer q(T * H * K * 2), k(T * H * K * 2), v(T * HV * V * 2), o(T * HV * V * 2),
-      beta(T * HV * 2), g(T * HV * 4), aLog(HV * 4), dt(HV * 4), states(rows * per * 4),
+      beta(T * HV * 2), g(T * gPer * 4), aLog(HV * 4), dt(HV * 4), states(rows * per * 4),
       flag(4, 0), idx(8 * 4), transfer(HV * K * (V + K) * 4);
   q.upload(encode(DELTAC_BF16, in.q).data(), T * H * K * 2);
   k.upload(encode(DELTAC_BF16, in.k).data(), T * H * K * 2);
   v.upload(encode(DELTAC_BF16, in.v).data(), T * HV * V * 2);
   beta.upload(encode(DELTAC_BF16, in.beta).data(), T * HV * 2);
   deltac_dtype gType = s.gate == ref::GateForm::Raw ? DELTAC_BF16 : DELTAC_F32;
-  g.upload(encode(gType, in.g).data(), T * HV * bytesOf(gType));
+  g.upload(encode(gType, in.g).data(), T * gPer * bytesOf(gType));
   if (!in.aLog.empty()) {
     aLog.upload(encode(DELTAC_F32, in.aLog).data(), HV * 4);
     dt.upload(encode(DELTAC_F32, in.dtBias).data(), HV * 4);
@@ -132,7 +140,7 @@ void runSpec(const Spec &s, int64_t T, int R, Results &results) {
     a.k = static_cast<char *>(k.ptr) + t0 * H * K * 2;
     a.v = static_cast<char *>(v.ptr) + t0 * HV * V * 2;
     a.o = static_cast<char *>(o.ptr) + t0 * HV * V * 2;
-    a.g = static_cast<char *>(g.ptr) + t0 * HV * bytesOf(gType);
+    a.g = static_cast<char *>(g.ptr) + t0 * gPer * bytesOf(gType);
     a.beta = static_cast<char *>(beta.ptr) + t0 * HV * 2;
     a.A_log = in.aLog.empty() ? nullptr : static_cast<float *>(aLog.ptr);
     a.dt_bias = in.aLog.empty() ? nullptr : static_cast<float *>(dt.ptr);

@@ -1,6 +1,6 @@
 """Context parallelism across ranks (issue 36) through the generated Python
-module (generated/gdn/gdn.py): chunk_gated_delta_rule / chunk_delta_rule
-with cp_context, against the fp64 token-by-token reference and the same
+module (generated/gdn/gdn.py): chunk_gated_delta_rule / chunk_delta_rule /
+chunk_kda with cp_context, against the fp64 token-by-token reference and the same
 call on one GPU without it.
 
 Modes (each prints a table, exits non-zero on a failed check):
@@ -9,7 +9,7 @@ Modes (each prints a table, exits non-zero on a failed check):
       group: every rank's phase 1, the transfers stacked, every rank's
       cp_finish), one long sequence with odd slices and a varlen batch
       with a sequence over three ranks, initial states and final states;
-      GDN kv and vk, DeltaNet.
+      GDN kv and vk, DeltaNet, KDA kv.
   torchrun --nproc-per-node R test_cp.py BUILD OUT --distributed
       the same cases over torch.distributed (NCCL, one GPU per rank):
       each rank checks its slice of o and the final states that end on it;
@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 os.environ.setdefault("DELTAC_GDN_LIB", os.path.join(BUILD, "gdn", "libgdn.so"))
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 import timing as H  # noqa: E402
+import references  # noqa: E402
 import gdn  # noqa: E402
 
 DIST = "--distributed" in ARGS or "--bench" in ARGS
@@ -72,14 +73,19 @@ def check(name, ok, detail=""):
         print(f"FAIL [rank {RANK}] {name}: {detail}", flush=True)
 
 
-def inputs(lens, HV, K, seed, delta):
+def inputs(lens, HV, K, seed, delta, kda=False):
     q, k, v, g, beta, cu, h0 = H.prefill_inputs(lens, HV // 2, HV, K=K, V=K, seed=seed)
     if delta:
         g = torch.zeros_like(g)
+    if kda:  # a decay per key channel: the head's, scaled from 1/4 to 1 over K
+        g = (g[..., None] * torch.linspace(0.25, 1.0, K, device=g.device)).contiguous()
     return q, k, v, g, beta, cu, h0
 
 
 def call(fn, layout_vk, q, k, v, g, beta, h0, **kw):
+    if fn == "kda":
+        return gdn.chunk_kda(q, k, v, g, beta, initial_state=h0, output_final_state=True,
+                             use_qk_l2norm_in_kernel=True, state_v_first=layout_vk, **kw)
     if fn == "delta":
         return gdn.chunk_delta_rule(q, k, v, beta, initial_state=h0, output_final_state=True,
                                     use_qk_l2norm_in_kernel=True, **kw)
@@ -101,6 +107,8 @@ CASES = [
     # beta rows start 8 bytes off 16 (HV = 4, bf16) and are copied.
     ("gdn kv, odd piece", "gated", False, [701, 6000, 1699]),
     ("deltanet, one sequence", "delta", False, [8400]),
+    # KDA: recur_cp on its warpgroup recur, a decay per key channel.
+    ("kda kv, varlen", "kda", False, [1000, 5000, 300, 2100]),
 ]
 
 
@@ -108,7 +116,8 @@ def run_case(name, rule, vk, lens, worlds, make_calls):
     """make_calls(rule, vk)(ctxs, inputs, part) -> {rank: (o_local,
     final_local)} for the ranks this process runs; checks them against
     fp64 and one GPU, for each world size R in `worlds` that divides T."""
-    q, k, v, g, beta, cu, h0 = inputs(lens, 4, 128, seed=len(lens) * 7, delta=rule == "delta")
+    q, k, v, g, beta, cu, h0 = inputs(lens, 4, 128, seed=len(lens) * 7, delta=rule == "delta",
+                                      kda=rule == "kda")
     if vk:
         h0 = h0.transpose(-1, -2).contiguous()
     o1, f1 = call(rule, vk, q, k, v, g, beta, h0, cu_seqlens=cu)
@@ -117,7 +126,8 @@ def run_case(name, rule, vk, lens, worlds, make_calls):
         ofla, ro, rf = None, o1, f1
     else:
         ofla = fla_output(rule, q, k, v, g, beta, h0k, cu)
-        ro, rf = H.ref_fp64(q, k, v, g, beta, h0k, 128 ** -0.5, cu.tolist())
+        ref = references.kda_ref if rule == "kda" else H.ref_fp64
+        ro, rf = ref(q, k, v, g, beta, h0k, 128 ** -0.5, cu.tolist())
         if vk:
             rf = rf.transpose(-1, -2)
     for R in worlds:
@@ -131,6 +141,11 @@ def fla_output(rule, q, k, v, g, beta, h0, cu):
     without FLA (DELTAC_TEST_NO_FLA=1 or not importable)."""
     if FLA is None:
         return None
+    if rule == "kda":
+        from fla.ops.kda import chunk_kda
+        o, _ = chunk_kda(q, k, v, g, beta, initial_state=h0, output_final_state=True,
+                         use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+        return o
     # DeltaNet as FLA's gated rule with g = 0 (its chunk_delta_rule gave
     # NaN on these inputs, H100 2026-11-27).
     from fla.ops.gated_delta_rule import chunk_gated_delta_rule
@@ -283,12 +298,6 @@ def refusals():
             check(f"cp_context with {text} is refused", False, "no error")
         except ValueError as e:
             check(f"cp_context with {text} is refused", text in str(e), str(e))
-    try:
-        gdn.chunk_kda(q, k, v, g[..., None].expand(-1, -1, -1, 128).contiguous(), beta,
-                      cp_context=ctx)
-        check("chunk_kda refuses cp_context", False, "no error")
-    except ValueError as e:
-        check("chunk_kda refuses cp_context", "KDA" in str(e), str(e))
 
 
 def bench(tokens):
