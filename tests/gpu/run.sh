@@ -492,7 +492,8 @@ run_cp_tests() {
   fi
   for n in 2 4; do
     [ "$gpus" -ge "$n" ] || continue
-    NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node "$n" tests/gpu/test_cp.py \
+    PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 NCCL_NVLS_ENABLE=0 \
+      torchrun --standalone --nproc-per-node "$n" tests/gpu/test_cp.py \
       "$BUILD" "$OUT" --distributed > "$OUT/test_cp_$n.log" 2>&1 || status=1
     grep -E "^(FAIL|==)" "$OUT/test_cp_$n.log" || tail -20 "$OUT/test_cp_$n.log"
   done

@@ -1,8 +1,9 @@
 //===- PrefillSegments.cpp - exact intra-card context parallelism -*- C++ -*-===//
 //
 // The context-parallel prefill (docs/context-parallelism.md; issue 35):
-// each sequence's chunks split into `segments` runs of ceil(chunks /
-// segments), which recur runs side by side instead of one after the other.
+// each sequence's chunks split into runs of L = ceil(longest / segments)
+// chunks (segmentLength; a sequence no longer than L runs whole), which
+// recur runs side by side instead of one after the other.
 // Per value head, chunk c maps its entering state by S_{c+1} = M_c S_c + b_c
 // (M_c = Diag(e^G_last) - Kd^T W, b_c = Kd^T U): the same recurrence on K
 // more value columns, started from I with zero values, gives a segment's
@@ -10,7 +11,8 @@
 // W_c) Mpre_c, the rows by which the segment's entering state S0 adds to
 // its output: O_c = O0_c + Q^_c S0. Three kernels after chunks:
 //
-//   recur_cp    the transposed recur (PrefillRecurTransposed.cpp), one block
+//   recur_cp    the transposed recur (PrefillRecurTransposed.cpp; kda: the
+//               warpgroup recur, PrefillRecurWarpgroup.cpp), one block
 //               per (sequence, value head, segment, tile): V / tile value
 //               tiles, and for every segment but the first K / tile
 //               transfer tiles (RecurSequence::transfer). A value tile of
@@ -230,7 +232,8 @@ void PrefillEmitter::emitSegmentChain() {
   // The chain ends at the sequence's last occupied segment (segmentsOf):
   // a short sequence of a varlen batch, whole in one segment, has no step.
   Value own = segmentsOf(chunkOffsetOf(map.inlineMap, map.scan, n),
-                         chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1))), segmentLength(map));
+                         chunkOffsetOf(map.inlineMap, map.scan, add(n, cI32(1))),
+                         segmentLength(map));
   Value start = sel(entering, cI32(0), cI32(1));
   Value lastTr = add(first, toI64(sub(own, cI32(1))));
   auto operandsOf = [&](Value tr, SmallVectorImpl<Value> &out) {
