@@ -114,6 +114,12 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // TABLE-NEXT: v.smemSegmentCorrection = 69632;
 // TABLE-NEXT: v.segmentMinTokens = 8192;
 // TABLE-NEXT: v.segmentEighthsPerSM = 1;
+// kda's variant the same, so the dispatch splits a KDA call by the same rule.
+// TABLE: v.recurCp = &kkv_k128_v128_prefill_recur_cp_kernel;
+// TABLE-NEXT: v.segmentChain = &kkv_k128_v128_prefill_cp_chain_kernel;
+// TABLE-NEXT: v.segmentCorrection = &kkv_k128_v128_prefill_cp_correct_kernel;
+// TABLE: v.segmentMinTokens = 8192;
+// TABLE-NEXT: v.segmentEighthsPerSM = 1;
 
 // The driver's --prefill-plan sets the plan's thresholds: with 0 eighths
 // the kernels are still there (forced calls, multi-GPU ranks), but the
