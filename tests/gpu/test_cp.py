@@ -1,7 +1,7 @@
 """Context parallelism across ranks (issue 36) through the generated Python
 module (generated/gdn/gdn.py): chunk_gated_delta_rule / chunk_delta_rule /
-chunk_kda with cp_context, against the fp64 token-by-token reference and the same
-call on one GPU without it.
+chunk_kda with cp_context, against the fp64 token-by-token reference and
+the same call on one GPU without it.
 
 Modes (each prints a table, exits non-zero on a failed check):
   test_cp.py BUILD OUT                 one process, one GPU: R = 2, 3, 4
