@@ -103,6 +103,34 @@ LogicalResult chunk(ChunkedRecurrenceOp op, int64_t segments) {
         b, loc, DenseElementsAttr::get(rowsK, b.getF32FloatAttr(0.0f)));
   }
 
+  // The segmented form splits as the GPU's context parallelism does
+  // (PrefillEmitter::segmentLength, segmentsOf): one segment length for
+  // the call, L = ceil(longest sequence's chunks / segments), at least 1;
+  // a sequence of N chunks fills ceil(N / L) segments (at least 1), so
+  // one no longer than L runs whole, and the later ones are empty.
+  Value segLen;
+  if (segments > 1) {
+    auto chunksOf = [&](OpBuilder &b, Location loc, Value n) -> Value {
+      if (!cu)
+        return arith::CeilDivUIOp::create(b, loc, numTokens, cC);
+      Value len = arith::SubIOp::create(
+          b, loc, readIndex(b, loc, cu, arith::AddIOp::create(b, loc, n, one)),
+          readIndex(b, loc, cu, n));
+      return arith::CeilDivUIOp::create(b, loc, len, cC);
+    };
+    auto longest = scf::ForOp::create(
+        b, loc, zero, numSeqs, one, ValueRange{zero},
+        [&](OpBuilder &b, Location loc, Value n, ValueRange it) {
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::MaxUIOp::create(b, loc, it[0], chunksOf(b, loc, n))});
+        });
+    segLen = arith::MaxUIOp::create(
+        b, loc,
+        arith::CeilDivUIOp::create(b, loc, longest.getResult(0), cst(b, loc, segments)),
+        one);
+  }
+
   auto seqLoop = scf::ForOp::create(
       b, loc, zero, numSeqs, one, ValueRange{o0, s0},
       [&](OpBuilder &b, Location loc, Value n, ValueRange seqIter) {
@@ -186,19 +214,21 @@ LogicalResult chunk(ChunkedRecurrenceOp op, int64_t segments) {
                 leavingState = chunkLoop.getResult(0);
                 outputs = chunkLoop.getResult(1);
               } else {
-                // Segment j: chunks [N j / n, N (j + 1) / n).
-                Value nSeg = cst(b, loc, segments);
+                // Segment j of the sequence's own: chunks [j L, (j + 1) L)
+                // within its N.
+                Value own = arith::MinUIOp::create(
+                    b, loc,
+                    arith::MaxUIOp::create(
+                        b, loc, arith::CeilDivUIOp::create(b, loc, numChunks, segLen), one),
+                    cst(b, loc, segments));
                 auto segLoop = scf::ForOp::create(
-                    b, loc, zero, nSeg, one, ValueRange{entering, headIter[0]},
+                    b, loc, zero, own, one, ValueRange{entering, headIter[0]},
                     [&](OpBuilder &b, Location loc, Value j, ValueRange seg) {
                       Value start = seg[0];
-                      auto bound = [&](Value i) -> Value {
-                        return arith::DivUIOp::create(
-                            b, loc, arith::MulIOp::create(b, loc, numChunks, i),
-                            nSeg);
-                      };
-                      Value c0 = bound(j),
-                            c1 = bound(arith::AddIOp::create(b, loc, j, one));
+                      Value c0 = arith::MinUIOp::create(
+                          b, loc, arith::MulIOp::create(b, loc, j, segLen), numChunks);
+                      Value c1 = arith::MinUIOp::create(
+                          b, loc, arith::AddIOp::create(b, loc, c0, segLen), numChunks);
                       auto inner = scf::ForOp::create(
                           b, loc, c0, c1, one,
                           ValueRange{zeroState, negIdentity, seg[1]},

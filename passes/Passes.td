@@ -91,9 +91,11 @@ def DeltaChunk : Pass<"delta-chunk", "::mlir::func::FuncOp"> {
     the initial and final states from and to their layout. The result is
     target-independent: `delta-chunk-to-linalg` runs it on the CPU.
 
-    With `segments` = n > 1 each sequence's chunks are split into n
-    segments (chunk j of N in segment floor(j n / N)) computed the way
-    context parallelism computes them, without their entering state
+    With `segments` = n > 1 each sequence's chunks are split as the GPU's
+    context parallelism splits them: L = ceil(longest sequence's chunks /
+    n), at least 1, chunks a segment, so a sequence of N chunks fills
+    ceil(N / L) segments (one no longer than L runs whole; the longest
+    takes n). Each is computed without its entering state
     (docs/context-parallelism.md): from a zero state (outputs O0, leaving
     state b) and, as the same chunk ops on K more columns with zero values,
     from -I (X = -Mpre, whose outputs are -Qh); then each chunk's output is
@@ -104,7 +106,8 @@ def DeltaChunk : Pass<"delta-chunk", "::mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"segments", "segments", "int64_t", /*default=*/"1",
-           "segments per sequence, each computed without its entering "
+           "segments of the longest sequence (the others take as many of "
+           "its length as they fill), each computed without its entering "
            "state and then chained (1: the serial loop)">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",

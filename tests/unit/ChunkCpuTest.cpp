@@ -456,9 +456,13 @@ std::vector<Case> cases() {
        Io::BF16});
   // Context parallelism's schedule (issue 35): each sequence's chunks in
   // segments computed from zero and, on K more columns, from -I, then
-  // chained and corrected; odd segment lengths (90 tokens of chunk 16: 6
-  // chunks in 4 segments), a one-chunk sequence in more segments than
-  // chunks, strong decay, DeltaNet (M does not contract), KDA, bf16 io.
+  // chained and corrected, split as the GPU splits (L = ceil(longest / n)
+  // chunks a segment; a sequence of N chunks in ceil(N / L)): kMixed at
+  // chunk 16 and n = 4 has L = 2 (90 tokens: 6 chunks in 3 segments, 37
+  // tokens: 3 chunks in 2 of 2 and 1, one chunk whole, an empty
+  // sequence); 1000 tokens of DeltaNet (M does not contract) in 7
+  // segments of 8 chunks and one of 7; a varlen batch whose short sequences run whole
+  // and one takes 2 of 4 segments; strong decay, KDA, bf16 io.
   auto segmented = [&](Case c, int64_t segments) {
     c.name += "Segments" + std::to_string(segments);
     c.segments = segments;
@@ -466,6 +470,10 @@ std::vector<Case> cases() {
   };
   segmented({"GatedLogKv", Rule::Gated, Layout::Kv, GateForm::Log, BetaForm::Given,
              false, 16, 16, 32, 2, 4, kMixed, true, -1.0, 0.0}, 4);
+  // 19, 3, 2 and 9 chunks: L = 5, so 4, 1, 1 and 2 segments.
+  segmented({"GatedLogKvVarlenByLongest", Rule::Gated, Layout::Kv, GateForm::Log,
+             BetaForm::Given, false, 16, 16, 32, 1, 2, {300, 40, 17, 130}, true, -0.3, 0.0},
+            4);
   segmented({"GatedStrongDecayVk", Rule::Gated, Layout::Vk, GateForm::Log,
              BetaForm::Given, false, 16, 16, 16, 1, 1, kMixed, true, -17.0, -15.0}, 3);
   segmented({"GatedRawL2Vk", Rule::Gated, Layout::Vk, GateForm::Raw,

@@ -1,8 +1,10 @@
 // RUN: deltac-opt %s --pass-pipeline='builtin.module(func.func(delta-chunk{segments=4}))' | FileCheck %s
 
 // delta-chunk's segmented form (context parallelism's schedule, issue 35;
-// ChunkCpuTest runs it against the fp64 reference): the chunks of each
-// sequence in 4 segments, chunk j of N in segment floor(j 4 / N); each
+// ChunkCpuTest runs it against the fp64 reference), split as the GPU
+// splits: L = ceil(longest sequence's chunks / 4), at least 1, chunks a
+// segment (a maximum over cu_seqlens first), and a sequence of N chunks in
+// min(max(ceil(N / L), 1), 4) segments [j L, (j + 1) L) within N; each
 // segment runs from the zero state and, on K = 64 more columns of zero
 // values, from -I (X = -Mpre); each chunk's output is corrected by the
 // segment's entering state, O0 - (-Qh) S_start, and the segment leaves
@@ -11,10 +13,19 @@
 // CHECK-DAG: %[[ZS:.*]] = arith.constant dense<0.000000e+00> : tensor<64x32xf32>
 // CHECK-DAG: %[[NEGI:.*]] = arith.constant dense<"0x000080BF{{.*}}"> : tensor<64x64xf32>
 // CHECK-DAG: %[[ZK:.*]] = arith.constant dense<0.000000e+00> : tensor<32x64xf32>
+// CHECK: %[[LONGEST:.*]] = scf.for
+// CHECK: arith.maxui
+// CHECK: %[[PER:.*]] = arith.ceildivui %[[LONGEST]], %c4
+// CHECK: %[[L:.*]] = arith.maxui %[[PER]], %c1
 // CHECK: %[[SIN:.*]] = delta.state_load
-// CHECK: %[[SEGS:.*]]:2 = scf.for %[[J:[[:alnum:]_]+]] = %c0 to %c4 step %c1 iter_args(%[[START:.*]] = %[[SIN]], %{{.*}} = %{{.*}})
-// CHECK: %[[C0:.*]] = arith.divui %{{.*}}, %c4 : index
-// CHECK: %[[C1:.*]] = arith.divui %{{.*}}, %c4 : index
+// CHECK: %[[FILL:.*]] = arith.ceildivui %{{.*}}, %[[L]]
+// CHECK: %[[ATLEAST:.*]] = arith.maxui %[[FILL]], %c1
+// CHECK: %[[OWN:.*]] = arith.minui %[[ATLEAST]], %c4
+// CHECK: %[[SEGS:.*]]:2 = scf.for %[[J:[[:alnum:]_]+]] = %c0 to %[[OWN]] step %c1 iter_args(%[[START:.*]] = %[[SIN]], %{{.*}} = %{{.*}})
+// CHECK: %[[JL:.*]] = arith.muli %[[J]], %[[L]]
+// CHECK: %[[C0:.*]] = arith.minui %[[JL]], %{{.*}}
+// CHECK: %[[C0L:.*]] = arith.addi %[[C0]], %[[L]]
+// CHECK: %[[C1:.*]] = arith.minui %[[C0L]], %{{.*}}
 // CHECK: %[[SEG:.*]]:3 = scf.for %{{.*}} = %[[C0]] to %[[C1]] step %c1 iter_args(%[[B:.*]] = %[[ZS]], %[[X:.*]] = %[[NEGI]], %[[O:.*]] = %{{.*}})
 // CHECK: %[[W:.*]], %[[U:.*]] = delta.chunk_wy
 // CHECK: %[[VN:.*]] = delta.chunk_residual %[[U]], %[[W]], %[[B]]
