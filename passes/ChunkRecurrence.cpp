@@ -108,22 +108,28 @@ LogicalResult chunk(ChunkedRecurrenceOp op, int64_t segments) {
   // the call, L = ceil(longest sequence's chunks / segments), at least 1;
   // a sequence of N chunks fills ceil(N / L) segments (at least 1), so
   // one no longer than L runs whole, and the later ones are empty.
+  // Sequence n's tokens [bos, eos) and chunks.
+  struct Bounds {
+    Value bos, eos, chunks;
+  };
+  auto boundsOf = [&](OpBuilder &b, Location loc, Value n) {
+    Bounds s{zero, numTokens, Value()};
+    if (cu) {
+      s.bos = readIndex(b, loc, cu, n);
+      s.eos = readIndex(b, loc, cu, arith::AddIOp::create(b, loc, n, one));
+    }
+    s.chunks = arith::CeilDivUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, s.eos, s.bos), cC);
+    return s;
+  };
   Value segLen;
   if (segments > 1) {
-    auto chunksOf = [&](OpBuilder &b, Location loc, Value n) -> Value {
-      if (!cu)
-        return arith::CeilDivUIOp::create(b, loc, numTokens, cC);
-      Value len = arith::SubIOp::create(
-          b, loc, readIndex(b, loc, cu, arith::AddIOp::create(b, loc, n, one)),
-          readIndex(b, loc, cu, n));
-      return arith::CeilDivUIOp::create(b, loc, len, cC);
-    };
     auto longest = scf::ForOp::create(
         b, loc, zero, numSeqs, one, ValueRange{zero},
         [&](OpBuilder &b, Location loc, Value n, ValueRange it) {
           scf::YieldOp::create(
               b, loc,
-              ValueRange{arith::MaxUIOp::create(b, loc, it[0], chunksOf(b, loc, n))});
+              ValueRange{arith::MaxUIOp::create(b, loc, it[0], boundsOf(b, loc, n).chunks)});
         });
     segLen = arith::MaxUIOp::create(
         b, loc,
@@ -135,13 +141,8 @@ LogicalResult chunk(ChunkedRecurrenceOp op, int64_t segments) {
       b, loc, zero, numSeqs, one, ValueRange{o0, s0},
       [&](OpBuilder &b, Location loc, Value n, ValueRange seqIter) {
         Value row = cu ? zero : n;
-        Value bos = zero, eos = numTokens;
-        if (cu) {
-          bos = readIndex(b, loc, cu, n);
-          eos = readIndex(b, loc, cu, arith::AddIOp::create(b, loc, n, one));
-        }
-        Value len = arith::SubIOp::create(b, loc, eos, bos);
-        Value numChunks = arith::CeilDivUIOp::create(b, loc, len, cC);
+        Bounds seq = boundsOf(b, loc, n);
+        Value bos = seq.bos, eos = seq.eos, numChunks = seq.chunks;
         auto headLoop = scf::ForOp::create(
             b, loc, zero, valueHeads, one, seqIter,
             [&](OpBuilder &b, Location loc, Value hv, ValueRange headIter) {

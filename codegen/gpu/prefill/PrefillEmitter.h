@@ -388,9 +388,13 @@ protected:
       Value tok = add(t0, toI64(row));
       Value at = add(add(mul(tok, param(pOStride)), mul(toI64(hv), cI64(s.v))),
                      toI64(add(v0, col)));
-      storeVec(pack2(x0, x1, s.ioType), param(pO), s.ioType, at,
-               2 * s.ioType.getIntOrFloatBitWidth() / 8);
+      storeOutputPairAt(param(pO), at, x0, x1);
     });
+  }
+  /// x0, x1 as two adjacent io-type elements of `ptr` from element `at`:
+  /// one store.
+  void storeOutputPairAt(Value ptr, Value at, Value x0, Value x1) {
+    storeVec(pack2(x0, x1, s.ioType), ptr, s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
   }
   /// The ring's depth from the launch's dynamic shared memory: 2 stages
   /// (`total` bytes), 3 where the host granted `stage` more, 1 where it gave

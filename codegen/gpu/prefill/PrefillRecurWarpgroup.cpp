@@ -358,9 +358,7 @@ void RecurWarpgroupBuilder::build(const RecurSequence &q) {
           continue;
         }
         ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
-          Value el = add(at, add(mul(toI64(row), outStride), toI64(col)));
-          storeVec(pack2(x0, x1, s.ioType), outPtr, s.ioType, el,
-                   2 * s.ioType.getIntOrFloatBitWidth() / 8);
+          storeOutputPairAt(outPtr, add(at, add(mul(toI64(row), outStride), toI64(col))), x0, x1);
         });
       }
     // Both warpgroups are done with chunk c's stage: refill it with chunk
