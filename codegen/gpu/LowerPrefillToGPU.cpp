@@ -24,6 +24,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <optional>
+
 namespace mlir::delta {
 #define GEN_PASS_DEF_DELTALOWERPREFILLTOGPU
 #include "codegen/gpu/Passes.h.inc"
@@ -298,7 +300,12 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                     moduleSuffix(k))))
       return failure();
   }
-  bool segmented = false;
+  // Context parallelism (PrefillSegments.cpp) runs on the recur variant of
+  // V tile 64 (the first, where 64 divides K), in every kind's code.
+  std::optional<size_t> segmentedTile;
+  for (auto [i, r] : llvm::enumerate(recurs))
+    if (!segmentedTile && r.tile == 64 && spec.k % r.tile == 0)
+      segmentedTile = i;
   for (auto [i, r] : llvm::enumerate(recurs)) {
     std::string suffix = i == 0 ? "" : "_v" + std::to_string(r.tile);
     for (auto &[k, group] : kinds) {
@@ -326,16 +333,21 @@ LogicalResult lowerPrefill(func::FuncOp func, ArrayAttr targets,
                         sharedBounds ? sharedBounds.getQuartersPerSm() : 0)))
           return failure();
       }
-      // Context parallelism (PrefillSegments.cpp), on the wgmma recur of V
-      // tile 64 (sm_90a; the transposed form for a scalar gate, the
-      // warpgroup form for kda's per-channel decays) where 64 divides K:
-      // its segmented recur, the chain of transfers and the correction.
-      // The segmented recur reads the ordinary chunks' workspace (no raw
-      // q/k form: a third of the code).
-      if (plan.warpgroupRecur() && r.tile == 64 && spec.k % r.tile == 0 && !segmented) {
-        segmented = true;
+      // Context parallelism (PrefillSegments.cpp), on the recur of V tile
+      // 64 where 64 divides K and the chunk is 64: on sm_90a the wgmma
+      // recur (the transposed form for a scalar gate, the warpgroup form for
+      // kda's per-channel decays), elsewhere the mma.sync recur with the
+      // state in registers (K <= 128); its segmented recur, the chain of
+      // transfers and the correction. The segmented recur reads the
+      // ordinary chunks' workspace (no raw q/k form: a third of the code).
+      // Every kind gets them or none does (the same plan conditions), so
+      // the host finds them in whatever code chunks and recur loaded.
+      bool segmentable =
+          plan.warpgroupRecur() || (plan.registerState() && spec.chunk == kWarpgroupChunk);
+      if (segmentedTile == i && segmentable) {
         PrefillPlan cp = plan;
-        cp.recur = plan.transposedRecur() ? RecurForm::Transposed : RecurForm::Warpgroup;
+        if (plan.warpgroupRecur())
+          cp.recur = plan.transposedRecur() ? RecurForm::Transposed : RecurForm::Warpgroup;
         for (PrefillPart part :
              {PrefillPart::recurCp, PrefillPart::segmentChain, PrefillPart::segmentCorrection})
           if (failed(emit(part, cp, suffix, 0, builder.getArrayAttr(group),

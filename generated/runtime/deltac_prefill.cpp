@@ -485,19 +485,19 @@ const PrefillVariant *segmentVariant(const PrefillVariant *variants, int count, 
   return nullptr;
 }
 
-/// Loads c's chunks and recur and, only where both loaded altTarget's code
-/// (an A100, or a forced sm_80 target, must not try them), its three
-/// context-parallel kernels; `altCode`: all five are that code. False with
-/// `error` set where a load failed.
-bool loadSegmentKernels(const PrefillVariant &c, bool *altCode, std::string *error) {
+/// Loads c's chunks and recur, then its three context-parallel kernels;
+/// `sameCode`: all five run the same target's code (their workspace layout
+/// and launch values are that code's; every kind of code a library holds
+/// has them, so a mismatch is only a forced target loading chunks' and
+/// recur's code apart). False with `error` set where a load failed.
+bool loadSegmentKernels(const PrefillVariant &c, bool *sameCode, std::string *error) {
   if (!c.chunks->load(error) || !c.recur->load(error))
     return false;
-  auto alt = [&](Kernel *kernel) { return kernel->imageTarget() == c.altTarget; };
-  *altCode = c.altTarget && alt(c.chunks) && alt(c.recur);
+  *sameCode = c.chunks->imageTarget() == c.recur->imageTarget();
   for (Kernel *kernel : {c.recurCp, c.segmentChain, c.segmentCorrection}) {
-    if (*altCode && !kernel->load(error))
+    if (!kernel->load(error))
       return false;
-    *altCode = *altCode && alt(kernel);
+    *sameCode = *sameCode && kernel->imageTarget() == c.recur->imageTarget();
   }
   return true;
 }
@@ -702,7 +702,7 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
     if (!c)
       return {DELTAC_UNSUPPORTED, "cp_phase: the library has no context-parallel kernels for "
                                   "K = " + std::to_string(a.K) + ", V = " + std::to_string(a.V) +
-                                  " (sm_90a code of a spec with chunk 64 and K <= 128)"};
+                                  " (a spec with chunk 64 and K <= 128)"};
     if (sms == 0 && (sms = multiprocessorCount(&error)) == 0)
       return {DELTAC_CUDA_ERROR, error};
     int n = a.cp_segments > 0                          ? a.cp_segments
@@ -713,12 +713,12 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
                                       std::to_string(a.N * a.HV * std::max(n, 1)) + " exceeds " +
                                       std::to_string(deltac_abi::prefillSegmentSlots(a.N, a.HV)) +
                                       " transfer slots"};
-    bool altCode = false;
-    if (!loadSegmentKernels(*c, &altCode, &error))
+    bool sameCode = false;
+    if (!loadSegmentKernels(*c, &sameCode, &error))
       return {DELTAC_CUDA_ERROR, error};
-    if (!altCode)
-      return {DELTAC_UNSUPPORTED,
-              "cp_phase: the code loaded for this GPU has no context-parallel kernels"};
+    if (!sameCode)
+      return {DELTAC_UNSUPPORTED, "cp_phase: chunks and recur loaded different targets' code "
+                                  "(a forced target?): the context-parallel kernels need one"};
     segments = n;
     chosen = c;
   } else if ((dispatch || forcedSegments) && !keeps && a.T > 0) {
@@ -732,12 +732,11 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         n = 2;
       noSegments = "N * HV * segments exceeds " + std::to_string(deltac_abi::kMaxSegmentHeads);
       if (n >= 2 && a.N * a.HV * n <= deltac_abi::prefillSegmentSlots(a.N, a.HV)) {
-        // Only altTarget's code has the three kernels.
-        bool altCode = false;
-        if (!loadSegmentKernels(*c, &altCode, &error))
+        bool sameCode = false;
+        if (!loadSegmentKernels(*c, &sameCode, &error))
           return {DELTAC_CUDA_ERROR, error};
-        noSegments = "the code loaded for this GPU has no recur_cp";
-        if (altCode) {
+        noSegments = "chunks and recur loaded different targets' code";
+        if (sameCode) {
           segments = n;
           chosen = c;
         }

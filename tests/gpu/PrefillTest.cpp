@@ -506,14 +506,12 @@ bool sm90FormsRun(const Spec &s) {
 
 /// Whether the call runs the spec's context-parallel kernels (recur_cp,
 /// cp_chain, cp_correct) where it takes them: the lowering builds them on
-/// sm_90a's wgmma recur of V tile 64 (the transposed form for a scalar
-/// gate, the warpgroup form for kda), so for chunk 64 and K up to 128
+/// the recur of V tile 64 in every target's code (sm_90a's wgmma recur:
+/// the transposed form for a scalar gate, the warpgroup form for kda;
+/// sm_80's mma.sync recur with the state in registers, which
+/// DELTAC_FORCE_TARGET=sm_80 runs here), so for chunk 64 and K up to 128
 /// (not K = 256), whatever the rule.
-bool cpFormsRun(const Spec &s) {
-  cudaDeviceProp prop;
-  check(cudaGetDeviceProperties(&prop, 0), "device properties");
-  return prop.major == 9 && !std::getenv("DELTAC_FORCE_TARGET") && s.chunk == 64 && s.K <= 128;
-}
+bool cpFormsRun(const Spec &s) { return s.chunk == 64 && s.K <= 128; }
 
 /// DELTAC_PREFILL_FORCE as this process has it: the form ("" unset) and
 /// the V tile asked for (0: none).
@@ -571,10 +569,11 @@ std::string forcedFormMissing(const Spec &s, const std::string &launches) {
   if (f.tile == 64)
     for (const char *narrow : {"_recur_v16", "_recur_v32"})
       want(true, narrow, false);
-  // sm_80's code has none of the sm_90a forms.
+  // sm_80's code has none of the sm_90a forms (it has context
+  // parallelism: cpFormsRun).
   const char *target = std::getenv("DELTAC_FORCE_TARGET");
   bool sm80 = target && std::string(target) == "sm_80";
-  for (const char *form : {"_queue", "_chunks_raw", "_recur_shared", "_recur_cp"})
+  for (const char *form : {"_queue", "_chunks_raw", "_recur_shared"})
     want(sm80, form, false);
   return missing;
 }

@@ -140,6 +140,12 @@ run_forced_tests() {
   local status=0
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_sm80.log" | sed 's/^/sm_80 PTX: /'
+  # sm_80's context parallelism (recur_cp on the mma.sync recur), forced.
+  for cp in cp cp,segments=8; do
+    DELTAC_FORCE_TARGET=sm_80 force $cp "$BUILD/prefill_test" --quick \
+      > "$OUT/prefill_test_sm80_${cp//,/_}.log" 2>&1 || status=1
+    grep -E "^(FAIL|==)" "$OUT/prefill_test_sm80_${cp//,/_}.log" | sed "s/^/sm_80 PTX, $cp: /"
+  done
   # chunks from the sm_80 PTX beside recur from the device's own: refused
   # (a process of its own: it needs kernels not yet loaded).
   "$BUILD/prefill_test" --mismatch > "$OUT/prefill_test_mismatch.log" 2>&1 || status=1

@@ -118,6 +118,17 @@ TEST(PrefillForce, DispatchTakesOnlyFormsOfTheCodeLoaded) {
   EXPECT_FORCED("", 8, launches({"_chunks", "_recur"}), 1024, 1, 16);
 }
 
+// Context parallelism runs in whatever code the device loads: sm_90a's
+// wgmma recur, or sm_80's mma.sync recur (an A100). Forced on a short
+// call, and taken by the dispatch for one long sequence at few heads.
+TEST(PrefillForce, ContextParallelismOnEveryTarget) {
+  auto cp = launches({"_chunks", "_recur_cp", "_cp_chain", "_cp_correct"});
+  EXPECT_FORCED("cp", 9, cp);
+  EXPECT_FORCED("cp", 8, cp);
+  EXPECT_FORCED("", 9, cp, 32768, 1, 4);
+  EXPECT_FORCED("", 8, cp, 32768, 1, 4);
+}
+
 TEST(PrefillForce, ImpossibleFormsAreRefused) {
   // sm_80's code has none of the sm_90a forms.
   EXPECT_FORCED("overlap", 8,

@@ -89,6 +89,8 @@ using StateElements =
 /// checkpoints where the call keeps that boundary (PrefillCheckpoints.cpp).
 using CheckpointStore = std::function<void(Value c, StateElements each)>;
 
+struct RecurSequence;
+
 /// What recur's state warps share with the rest of the kernel: the chunk
 /// range, the state slots and the operand ring.
 struct RecurFrame {
@@ -106,6 +108,9 @@ struct RecurFrame {
   int64_t wb, kd, ub, gl;     ///< stage offsets of W, Kd, the U tile, G_last
   int64_t prefetchRegs, accumulators;
   CheckpointStore checkpoint;
+  /// The block's sequence, for recur_cp's hooks (RecurSequence::transfer,
+  /// storeFinal, outTile; the register-resident state only).
+  const RecurSequence *seq = nullptr;
 };
 
 /// What every form of recur knows of its block's sequence, value head and

@@ -242,7 +242,9 @@ void RecurRowsBuilder::build(const RecurSequence &q) {
   auto barrierId = [&](int64_t base, Value parity) { return add(cI32(base), parity); };
   RecurFrame frame{c0, c1, readOk, writeOk, inSlot, outSlot, stateIndex, stageAt,
                    waitBulk, sCopy, vCopy, L.wb, L.kd, L.ub, L.gl,
-                   products.prefetchRegs, products.accumulators, q.checkpoint};
+                   products.prefetchRegs, products.accumulators, q.checkpoint, &q};
+  assert((!q.transfer || plan.registerState()) &&
+         "recur_cp's hooks are the register-resident state's (K <= 128)");
   auto roles = scf::IfOp::create(b, cmp(arith::CmpIPredicate::ult, warp, cI32(plan.stateWarps)), true);
   {
     OpBuilder::InsertionGuard g(b);
@@ -323,9 +325,20 @@ void RecurRowsBuilder::build(const RecurSequence &q) {
         Operand{vCopy(parity), tr ? C + kRowPad : BV + kRowPad, /*kRows=*/!tr}, C, BV, C, acc,
         products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kDone, parity), all);
-    forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-      storeOutputPair(t0, rows, hv, v0, i, col, x0, x1);
-    });
+    if (q.outTile) {
+      // recur_cp: o, or a transfer tile's rows in the workspace.
+      Value outPtr, at, outStride;
+      std::tie(outPtr, at, outStride) = q.outTile(c, t0);
+      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+        ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
+          storeOutputPairAt(outPtr, add(at, add(mul(toI64(i), outStride), toI64(col))), x0, x1);
+        });
+      });
+    } else {
+      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
+        storeOutputPair(t0, rows, hv, v0, i, col, x0, x1);
+      });
+    }
     handOver(twoStages, 0);
     // Both roles are done with chunk c's stage: refill it with chunk
     // c + stages.

@@ -16,6 +16,10 @@
 // twice per chunk. The warp still stores both, transposed and in 16 bits,
 // for the output warps (Qg S, P V'), off the chain.
 //
+// It is also recur_cp's form outside sm_90a (PrefillSegments.cpp): a
+// transfer tile starts from the identity's columns with U read as zero,
+// and its final state and outputs go where RecurSequence says.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/gpu/prefill/PrefillRecurForms.h"
@@ -39,12 +43,15 @@ void RecurRowsBuilder::recurStateRegisters(const RecurFrame &f) {
   auto colOf = [&](int64_t j, int64_t e) {
     return add(cI32(8 * j), add(mul(quad, cI32(2)), cI32(e % 2)));
   };
+  const RecurSequence &q = *f.seq;
   SmallVector<Frag> S(tilesS);
   {
-    SmallVector<Value> read = initialStateOrZero(f.readOk, tilesS * 4, [&](auto &vals) {
+    // The pool's state, zeros, or (recur_cp's transfer tiles) the
+    // identity's columns.
+    SmallVector<Value> read = initialStateOf(q, tilesS * 4, [&](auto element) {
       for (int64_t j = 0; j < tilesS; ++j)
         for (int64_t e = 0; e < 4; ++e)
-          vals.push_back(loadInitialState(f.stateIndex(f.inSlot, colOf(j, e), vOf(e))));
+          element(colOf(j, e), vOf(e));
     });
     for (int64_t i = 0; i < tilesS * 4; ++i)
       S[i / 4].c[i % 4] = read[i];
@@ -128,6 +135,10 @@ void RecurRowsBuilder::recurStateRegisters(const RecurFrame &f) {
         Value uv = LLVM::BitcastOp::create(b, vec2, u[2 * n + h]);
         Value u0 = toF32(elt(uv, 0));
         Value u1 = toF32(elt(uv, 1));
+        if (q.transfer) { // a transfer tile: U = 0, V'^T = -S^T W^T
+          u0 = sel(q.transfer, cF32(0.0), u0);
+          u1 = sel(q.transfer, cF32(0.0), u1);
+        }
         Value p = packI32(fsub(u0, acc[n].c[2 * h]), fsub(u1, acc[n].c[2 * h + 1]));
         vPairs.push_back(p);
         store(p, vc, divu(add(mul(vOf(2 * h), cI32(C + kRowPad)), colOf(n, 0)), cI32(2)), 4);
@@ -165,7 +176,6 @@ void RecurRowsBuilder::recurStateRegisters(const RecurFrame &f) {
   auto ifWrite = scf::IfOp::create(b, f.writeOk, false);
   b.setInsertionPointToStart(ifWrite.thenBlock());
   for (int64_t j = 0; j < tilesS; ++j)
-    for (int64_t e = 0; e < 4; ++e) {
-      storeFinalState(S[j].c[e], [&] { return f.stateIndex(f.outSlot, colOf(j, e), vOf(e)); });
-    }
+    for (int64_t e = 0; e < 4; ++e)
+      storeFinalOf(q, S[j].c[e], colOf(j, e), vOf(e));
 }

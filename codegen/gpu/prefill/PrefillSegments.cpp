@@ -12,7 +12,9 @@
 // its output: O_c = O0_c + Q^_c S0. Three kernels after chunks:
 //
 //   recur_cp    the transposed recur (PrefillRecurTransposed.cpp; kda: the
-//               warpgroup recur, PrefillRecurWarpgroup.cpp), one block
+//               warpgroup recur, PrefillRecurWarpgroup.cpp; sm_80 and the
+//               other targets: the mma.sync recur's register-resident
+//               state, PrefillRecurState.cpp), one block
 //               per (sequence, value head, segment, tile): V / tile value
 //               tiles, and for every segment but the first K / tile
 //               transfer tiles (RecurSequence::transfer). A value tile of
@@ -58,7 +60,8 @@ constexpr int64_t kTransfers = 8, kEntering = 9, kCorrection = 10;
 } // namespace
 
 void PrefillEmitter::emitRecurSegments() {
-  assert(plan.warpgroupRecur() && "context parallelism is built on a wgmma recur");
+  assert((plan.warpgroupRecur() || plan.registerState()) &&
+         "context parallelism is built on a wgmma recur or the register-resident state");
   int64_t C = s.chunk, K = s.k, V = s.v, BV = plan.valueTile;
   int64_t valueTiles = V / BV, tiles = valueTiles + K / BV;
   Value segments = param(pSegments);
@@ -127,13 +130,16 @@ void PrefillEmitter::emitRecurSegments() {
     seq.m0 = m0;
     seq.storeFinal = storeFinal;
     seq.outTile = outTile;
-    // The transposed recur (scalar gates), else the warpgroup form (kda's
-    // per-channel decays: each state row decays by its own factor, M's
-    // columns too).
+    // sm_90a: the transposed recur (scalar gates), else the warpgroup
+    // form (kda's per-channel decays: each state row decays by its own
+    // factor, M's columns too). Other targets: the mma.sync recur with the
+    // state in its warps' registers.
     if (plan.transposedRecur())
       buildRecurTransposed(*this, seq);
-    else
+    else if (plan.warpgroupRecur())
       buildRecurWarpgroup(*this, seq);
+    else
+      buildRecurRows(*this, seq);
   });
 }
 

@@ -10,11 +10,12 @@
 // RUN: grep -q cp.async.mbarrier.arrive %t/kernels/gkv_k128_v128_prefill_recur.sm_90a.ptx
 
 // Context parallelism (PrefillSegments.cpp): the kernels exist beside the
-// wgmma recur of V tile 64 (sm_90a's code: the transposed form for a
-// scalar gate, the warpgroup form for kda), in that
-// code's module only: the segmented recur with the tile-64 recur's block
-// and shared memory, the chain (128 threads, K x 4 f32 columns) and the
-// correction (128 threads, Q^ [64][136] and S_start [128][136] in 16 bits).
+// recur of V tile 64 in every kind of code (sm_90a's: the wgmma recur,
+// the transposed form for a scalar gate, the warpgroup form for kda;
+// sm_80's: the mma.sync recur with the state in registers): the segmented
+// recur with the tile-64 recur's block and shared memory, the chain (128
+// threads, K x 4 f32 columns) and the correction (128 threads, Q^
+// [64][136] and S_start [128][136] in 16 bits).
 module attributes {delta.targets = ["sm_80", "sm_90a"]} {
   delta.spec @gkv rule = gated dims = [128x128] io = bf16 state = f32
       layout = kv gate = log beta = given l2norm chunk = 64 entries = [prefill]
@@ -22,6 +23,22 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
       layout = kv gate = channel_log beta = given l2norm chunk = 64 entries = [prefill]
 }
 
+// sm_80's code first: the segmented recur with its tile-64 recur's launch
+// values, the chain and the correction in cp.async code.
+// CHECK: gpu.module @gkv_k128_v128_prefill_recur_gpu [#nvvm.target<O = 3, chip = "sm_80">]
+// CHECK: gpu.func @gkv_k128_v128_prefill_recur(
+// CHECK-SAME: role = recur, code = cp_async, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[ASMEM:[0-9]+]], dynamic_smem_stage = [[ASTAGE:[0-9]+]]
+// CHECK: gpu.module @gkv_k128_v128_prefill_recur_cp_gpu [#nvvm.target<O = 3, chip = "sm_80">]
+// CHECK: gpu.func @gkv_k128_v128_prefill_recur_cp(
+// CHECK-SAME: role = recur_cp, code = cp_async, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[ASMEM]], dynamic_smem_stage = [[ASTAGE]], min_tokens = 8192, cp_eighths_per_sm = 1>
+// A transfer tile's state starts as the identity's columns, and its U
+// reads as zero.
+// CHECK: arith.constant 1.000000e+00 : f32
+// CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+// CHECK: gpu.module @gkv_k128_v128_prefill_cp_chain_gpu [#nvvm.target<O = 3, chip = "sm_80">]
+// CHECK: role = cp_chain, code = cp_async
+// CHECK: gpu.module @gkv_k128_v128_prefill_cp_correct_gpu [#nvvm.target<O = 3, chip = "sm_80">]
+// CHECK: role = cp_correct, code = cp_async
 // CHECK: gpu.module @gkv_k128_v128_prefill_recur_wgmma_gpu
 // CHECK: gpu.func @gkv_k128_v128_prefill_recur(
 // CHECK-SAME: role = recur, code = wgmma, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[SMEM:[0-9]+]], dynamic_smem_stage = [[STAGE:[0-9]+]]
@@ -83,8 +100,7 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // SPLIT: arith.divui %{{.*}}, %arg41
 // SPLIT: arith.maxui %{{.*}}, %c1_i32
 
-// None for sm_80's code or for the narrow tiles.
-// NONE-NOT: code = cp_async{{.*}}role = recur_cp
+// None for the narrow tiles.
 // NONE-NOT: recur_cp_v
 
 // The segmented recur is the transposed recur (wgmma with S^T as register
