@@ -52,6 +52,14 @@ extern const deltac_rt::KernelImages deltac_test_prefill_k256_k256_v64_prefill_p
 extern const deltac_rt::KernelImages deltac_test_prefill_k256_k256_v64_prefill_chunks_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_k256_k256_v64_prefill_recur_images;
 extern const deltac_rt::KernelImages deltac_test_prefill_k256_k256_v64_prefill_recur_v16_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_prep_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_chunks_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_recur_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_recur_cp_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_cp_chain_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_cp_correct_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_recur_v32_images;
+extern const deltac_rt::KernelImages deltac_test_prefill_k64_k64_v64_prefill_recur_v16_images;
 
 
 namespace {
@@ -100,6 +108,14 @@ deltac_rt::Kernel k256_k256_v64_prefill_prep_kernel(deltac_test_prefill_k256_k25
 deltac_rt::Kernel k256_k256_v64_prefill_chunks_kernel(deltac_test_prefill_k256_k256_v64_prefill_chunks_images);
 deltac_rt::Kernel k256_k256_v64_prefill_recur_kernel(deltac_test_prefill_k256_k256_v64_prefill_recur_images);
 deltac_rt::Kernel k256_k256_v64_prefill_recur_v16_kernel(deltac_test_prefill_k256_k256_v64_prefill_recur_v16_images);
+deltac_rt::Kernel k64_k64_v64_prefill_prep_kernel(deltac_test_prefill_k64_k64_v64_prefill_prep_images);
+deltac_rt::Kernel k64_k64_v64_prefill_chunks_kernel(deltac_test_prefill_k64_k64_v64_prefill_chunks_images);
+deltac_rt::Kernel k64_k64_v64_prefill_recur_kernel(deltac_test_prefill_k64_k64_v64_prefill_recur_images);
+deltac_rt::Kernel k64_k64_v64_prefill_recur_cp_kernel(deltac_test_prefill_k64_k64_v64_prefill_recur_cp_images);
+deltac_rt::Kernel k64_k64_v64_prefill_cp_chain_kernel(deltac_test_prefill_k64_k64_v64_prefill_cp_chain_images);
+deltac_rt::Kernel k64_k64_v64_prefill_cp_correct_kernel(deltac_test_prefill_k64_k64_v64_prefill_cp_correct_images);
+deltac_rt::Kernel k64_k64_v64_prefill_recur_v32_kernel(deltac_test_prefill_k64_k64_v64_prefill_recur_v32_images);
+deltac_rt::Kernel k64_k64_v64_prefill_recur_v16_kernel(deltac_test_prefill_k64_k64_v64_prefill_recur_v16_images);
 
 } // namespace
 
@@ -761,6 +777,131 @@ extern "C" int deltac_test_prefill_k256_prefill(const deltac_prefill_args *args,
 
 extern "C" int64_t deltac_test_prefill_k256_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
   return deltac_test_prefill::k256::prefill_workspace_bytes(K, V, T, N, HV);
+}
+
+namespace {
+const deltac_rt::PrefillVariant *k64_prefill_variants() {
+  static const std::array<deltac_rt::PrefillVariant, 3> table = [] {
+    std::array<deltac_rt::PrefillVariant, 3> t{};
+    {
+      deltac_rt::PrefillVariant &v = t[0];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = true;
+      v.callOptions = 0;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 256;
+      v.valueTiles = 1;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 98816;
+      v.smemRecur = 129792;
+      v.smemRecurStage = 46336;
+      v.prep = &k64_k64_v64_prefill_prep_kernel;
+      v.chunks = &k64_k64_v64_prefill_chunks_kernel;
+      v.recur = &k64_k64_v64_prefill_recur_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 120832;
+      v.smemRecurAltStage = 43008;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 98816;
+      v.recurCp = &k64_k64_v64_prefill_recur_cp_kernel;
+      v.segmentChain = &k64_k64_v64_prefill_cp_chain_kernel;
+      v.segmentCorrection = &k64_k64_v64_prefill_cp_correct_kernel;
+      v.segmentThreads = 128;
+      v.smemSegmentChain = 1024;
+      v.smemSegmentCorrection = 27648;
+      v.segmentMinTokens = 8192;
+      v.segmentEighthsPerSM = 1;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[1];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = true;
+      v.callOptions = 0;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 128;
+      v.valueTiles = 2;
+      v.minBlocksPerSM = 2;
+      v.smemPrep = 2064;
+      v.smemChunks = 98816;
+      v.smemRecur = 103168;
+      v.smemRecurStage = 42240;
+      v.prep = &k64_k64_v64_prefill_prep_kernel;
+      v.chunks = &k64_k64_v64_prefill_chunks_kernel;
+      v.recur = &k64_k64_v64_prefill_recur_v32_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 96256;
+      v.smemRecurAltStage = 38912;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 98816;
+    }
+    {
+      deltac_rt::PrefillVariant &v = t[2];
+      v.K = 64;
+      v.V = 64;
+      v.chunk = 64;
+      v.io = DELTAC_F16;
+      v.state = DELTAC_F32;
+      v.gate = deltac_rt::GateKind::ChannelLog;
+      v.stateVFirst = true;
+      v.callOptions = 0;
+      v.threads = 256;
+      v.chunksThreads = 512;
+      v.recurThreads = 96;
+      v.valueTiles = 4;
+      v.minBlocksPerSM = 0;
+      v.smemPrep = 2064;
+      v.smemChunks = 98816;
+      v.smemRecur = 89856;
+      v.smemRecurStage = 40192;
+      v.prep = &k64_k64_v64_prefill_prep_kernel;
+      v.chunks = &k64_k64_v64_prefill_chunks_kernel;
+      v.recur = &k64_k64_v64_prefill_recur_v16_kernel;
+      v.altTarget = "sm_90a";
+      v.recurAltThreads = 256;
+      v.smemRecurAlt = 83968;
+      v.smemRecurAltStage = 36864;
+      v.chunksAltThreads = 512;
+      v.smemChunksAlt = 98816;
+    }
+    return t;
+  }();
+  return table.data();
+}
+} // namespace
+
+deltac::Status deltac_test_prefill::k64::prefill(const deltac_prefill_args &args, void *stream) {
+  return deltac_rt::runPrefill(k64_prefill_variants(), 3, args, stream);
+}
+
+int64_t deltac_test_prefill::k64::prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  deltac::Status status;
+  const deltac_rt::PrefillVariant *v = deltac_rt::findPrefillVariant(k64_prefill_variants(), 3, K, V, status);
+  return v ? deltac_rt::prefillWorkspaceBytes(*v, T, N, HV) : -1;
+}
+
+extern "C" int deltac_test_prefill_k64_prefill(const deltac_prefill_args *args, void *stream) {
+  if (!args)
+    return deltac_rt::setLastError({DELTAC_INVALID_ARGUMENT, "args must not be null"});
+  return deltac_rt::setLastError(deltac_test_prefill::k64::prefill(*args, stream));
+}
+
+extern "C" int64_t deltac_test_prefill_k64_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV) {
+  return deltac_test_prefill::k64::prefill_workspace_bytes(K, V, T, N, HV);
 }
 
 

@@ -64,6 +64,13 @@ deltac::Status prefill(const deltac_prefill_args &args, void *stream);
 /// (-1: no specialization for K, V).
 int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 } // namespace k256
+namespace k64 {
+/// Chunked prefill for spec @k64; dispatches on args.K and args.V.
+deltac::Status prefill(const deltac_prefill_args &args, void *stream);
+/// Workspace bytes prefill needs for T tokens in N sequences over HV heads
+/// (-1: no specialization for K, V).
+int64_t prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+} // namespace k64
 
 /// The kernels the calling thread's last call (of this library) launched,
 /// in launch order, names joined by ','; "" after a rejected call.
@@ -94,6 +101,9 @@ int64_t deltac_test_prefill_kraw_prefill_workspace_bytes(int64_t K, int64_t V, i
 /* spec @k256: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
 int deltac_test_prefill_k256_prefill(const deltac_prefill_args *args, void *stream);
 int64_t deltac_test_prefill_k256_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
+/* spec @k64: chunked prefill; returns DELTAC_OK or a code; see deltac_test_prefill_last_error(). */
+int deltac_test_prefill_k64_prefill(const deltac_prefill_args *args, void *stream);
+int64_t deltac_test_prefill_k64_prefill_workspace_bytes(int64_t K, int64_t V, int64_t T, int64_t N, int64_t HV);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char *deltac_test_prefill_last_error(void);

@@ -31,6 +31,7 @@ SPECS = [
     dict(name="kkv", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(128, 128)], entries=["prefill"], max_t=0, chunk=64),
     dict(name="kraw", rule="kda", gate="channel_raw", beta="sigmoid", l2norm=False, per_value=False, io="bf16", state="f32", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=32),
     dict(name="k256", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=False, io="bf16", state="f32", layout="kv", dims=[(256, 64)], entries=["prefill"], max_t=0, chunk=32),
+    dict(name="k64", rule="kda", gate="channel_log", beta="given", l2norm=True, per_value=False, io="f16", state="f32", layout="vk", dims=[(64, 64)], entries=["prefill"], max_t=0, chunk=64),
 ]
 
 _library = Library("deltac_test_prefill", SPECS, __file__)

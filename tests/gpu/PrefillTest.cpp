@@ -87,6 +87,11 @@ const Spec kSpecs[] = {
      deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda, ref::GateForm::Log,
      ref::BetaForm::Given, true, DELTAC_BF16, DELTAC_F32, ref::Layout::Kv,
      256, 64, false, 32},
+    {"k64", deltac_test_prefill_k64_prefill,
+     deltac_test_prefill_k64_prefill_workspace_bytes,
+     deltac_test_prefill_last_error, deltac_test_prefill_last_launches, ref::Rule::Kda, ref::GateForm::Log,
+     ref::BetaForm::Given, true, DELTAC_F16, DELTAC_F32, ref::Layout::Vk,
+     64, 64},
 };
 
 struct Case {
@@ -628,7 +633,7 @@ int main(int argc, char **argv) {
   std::vector<Case> cases;
   const Spec *qwen = &kSpecs[0], *gkv = &kSpecs[1], *dn = &kSpecs[2],
              *glin = &kSpecs[3], *d64 = &kSpecs[4], *kkv = &kSpecs[5], *kraw = &kSpecs[6],
-             *k256 = &kSpecs[7];
+             *k256 = &kSpecs[7], *k64 = &kSpecs[8];
   cases.push_back({"qwen3_next varlen pool", qwen, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
   cases.push_back({"qwen3_next varlen graph", qwen, {300, 5, 64}, 2, 4, true, false, true, -1, 0, true});
   cases.push_back({"gkv T=512 H4/HV8", gkv, {512}, 4, 8, true, false, false});
@@ -656,6 +661,7 @@ int main(int argc, char **argv) {
   cases.push_back({"kraw varlen graph", kraw, {31, 32, 33, 150}, 1, 3, true, false, true, -1, 0, true});
   cases.push_back({"kraw pool", kraw, {64, 1, 95}, 2, 4, true, true, false});
   cases.push_back({"k256 varlen", k256, {70, 33, 1}, 1, 2, true, false, false, -0.5, 0.0});
+  cases.push_back({"k64 varlen pool", k64, {37, 1, 64, 200, 130}, 2, 4, true, true, false});
   {
     // More sequences than the kernels scan inline: the prep kernel builds
     // the chunk map (lengths 1..150, some multiples of the chunk).
@@ -697,6 +703,11 @@ int main(int argc, char **argv) {
   cases.push_back({"kkv varlen pool by the longest (cp)", kkv, {3000, 8500, 77, 1500}, 1, 2, true,
                    true, false, -1.0, 0.0});
   cases.back().wantSegments = cases.back().hintMaxSeqlen = true;
+  // KDA at K = V = 64 with f16 activations and a v-first state in a pool:
+  // one value and one transfer tile per segment.
+  cases.push_back({"k64 T=9000 pool H1/HV2 (cp)", k64, {9000}, 1, 2, true, true, false, -0.3,
+                   0.0});
+  cases.back().wantSegments = true;
   // Varlen: the device splits by the longest sequence (9000 tokens, 141
   // chunks: segments of 18 at n = 8), so 2600 tokens take 3 segments,
   // 1300 take 2 and the rest run whole; with prep's map (41 sequences, n

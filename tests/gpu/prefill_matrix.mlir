@@ -25,3 +25,8 @@ delta.spec @kraw rule = kda dims = [64x64] io = bf16 state = f32
     layout = vk gate = channel_raw beta = sigmoid chunk = 32 entries = [prefill]
 delta.spec @k256 rule = kda dims = [256x64] io = bf16 state = f32
     layout = kv gate = channel_log beta = given l2norm chunk = 32 entries = [prefill]
+// KDA with chunk 64 at K = V = 64, f16 activations and a v-first state:
+// the forms (context parallelism included) at one 64-column block of K and
+// of V, f16 operands and the transposed state index.
+delta.spec @k64 rule = kda dims = [64x64] io = f16 state = f32
+    layout = vk gate = channel_log beta = given l2norm chunk = 64 entries = [prefill]
