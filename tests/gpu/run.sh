@@ -140,12 +140,6 @@ run_forced_tests() {
   local status=0
   DELTAC_FORCE_TARGET=sm_80 "$BUILD/prefill_test" --quick > "$OUT/prefill_test_sm80.log" 2>&1 || status=1
   grep -E "^==" "$OUT/prefill_test_sm80.log" | sed 's/^/sm_80 PTX: /'
-  # sm_80's context parallelism (recur_cp on the mma.sync recur), forced.
-  for cp in cp cp,segments=8; do
-    DELTAC_FORCE_TARGET=sm_80 force $cp "$BUILD/prefill_test" --quick \
-      > "$OUT/prefill_test_sm80_${cp//,/_}.log" 2>&1 || status=1
-    grep -E "^(FAIL|==)" "$OUT/prefill_test_sm80_${cp//,/_}.log" | sed "s/^/sm_80 PTX, $cp: /"
-  done
   # chunks from the sm_80 PTX beside recur from the device's own: refused
   # (a process of its own: it needs kernels not yet loaded).
   "$BUILD/prefill_test" --mismatch > "$OUT/prefill_test_mismatch.log" 2>&1 || status=1
@@ -477,13 +471,26 @@ run_prefill_variants() {
   done | tee "$OUT/prefill_variants.txt"
 }
 
-# Context parallelism across ranks (tests/gpu/test_cp.py): R ranks emulated
-# on one GPU, then over NCCL on 2 and (where the machine has them) 4 GPUs.
+# Context parallelism: the C API's phases (rank_phase_test), also in
+# sm_80's code with every prefill case; across ranks (tests/gpu/test_cp.py):
+# R ranks emulated on one GPU, then over NCCL on 2 and (where the machine
+# has them) 4 GPUs.
 run_cp_tests() {
   local status=0 gpus
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   "$BUILD/rank_phase_test" > "$OUT/rank_phase_test.log" 2>&1 || status=1
   grep -E "^(FAIL|==)" "$OUT/rank_phase_test.log" || tail -20 "$OUT/rank_phase_test.log"
+  # sm_80's code (recur_cp on its mma.sync recur, forced onto this GPU):
+  # the phases, and every prefill case through context parallelism.
+  DELTAC_FORCE_TARGET=sm_80 "$BUILD/rank_phase_test" > "$OUT/rank_phase_test_sm80.log" 2>&1 ||
+    status=1
+  grep -E "^(FAIL|==)" "$OUT/rank_phase_test_sm80.log" | sed 's/^/sm_80 PTX: /'
+  local cp
+  for cp in cp cp,segments=8; do
+    DELTAC_FORCE_TARGET=sm_80 force $cp "$BUILD/prefill_test" --quick \
+      > "$OUT/prefill_test_sm80_${cp//,/_}.log" 2>&1 || status=1
+    grep -E "^(FAIL|==)" "$OUT/prefill_test_sm80_${cp//,/_}.log" | sed "s/^/sm_80 PTX, $cp: /"
+  done
   # FLA on the path: the context-parallel error must also be below FLA's
   # (test_cp.py fails without FLA unless DELTAC_TEST_NO_FLA=1).
   PYTHONPATH="${FLA_DIR:-$PWD/.fla}:${PYTHONPATH:-}" FLA_FLASH_QLA=0 \
@@ -521,7 +528,7 @@ run_cp_bench() {
 
 environment
 case "${1:-all}" in
-  test-cp) build rank_phase_test gdn_shared && run_cp_tests ;;
+  test-cp) build rank_phase_test gdn_shared prefill_test && run_cp_tests ;;
   bench-cp) build && run_cp_bench ;;
   variants) run_variants ;;
   prefill-variants) run_prefill_variants "${@:2}" ;;
