@@ -158,7 +158,12 @@ EXTRA_SHAPES = [("mixed32k_h16", [32768] + [100] * 63, 16, 16),
                 ("mixed48k_h4", [32768, 8192, 4096, 2048, 1024, 512, 256, 128], 4, 4),
                 # FlashInfer's many-sequence shapes (issue 35's targets).
                 ("n4_t8k_h16_hv32", [8192] * 4, 16, 32),
-                ("n8_t1k_h16_hv32", [1024] * 8, 16, 32)]
+                ("n8_t1k_h16_hv32", [1024] * 8, 16, 32),
+                # One chunks item per SM of an H200 (132 chunks, one head),
+                # then two: the chunk work's latency for a block alone on
+                # its SM, which bounds a fused step (docs/context-
+                # parallelism.md; time with a form forced, e.g. ordinary).
+                ("one_wave_h1", [8448], 1, 1), ("two_per_sm_h2", [8448], 2, 2)]
 
 
 def cp_accuracy(lib, fla_fn):
