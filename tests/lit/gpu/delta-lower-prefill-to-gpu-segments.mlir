@@ -31,10 +31,15 @@ module attributes {delta.targets = ["sm_80", "sm_90a"]} {
 // CHECK: gpu.module @gkv_k128_v128_prefill_recur_cp_gpu [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK: gpu.func @gkv_k128_v128_prefill_recur_cp(
 // CHECK-SAME: role = recur_cp, code = cp_async, k = 128, v = 128, value_tile = 64, grid_x = 2, block_threads = 256, dynamic_smem = [[ASMEM]], dynamic_smem_stage = [[ASTAGE]], min_tokens = 8192, cp_eighths_per_sm = 1>
-// A transfer tile's state starts as the identity's columns, and its U
-// reads as zero.
-// CHECK: arith.constant 1.000000e+00 : f32
-// CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+// The transfer flag (it picks column 0 as a transfer tile's first); the
+// tile's state starts as the identity's columns (the first f32 constants
+// of the function), and in the chain's loop the flag selects 0 over U.
+// CHECK: arith.select %[[TR:[0-9]+]], %c0_i32{{[_0-9]*}}, %{{[0-9]+}} : i32
+// CHECK: %cst = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[ONE:cst_[0-9]+]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: arith.select %{{[0-9]+}}, %[[ONE]], %cst : f32
+// CHECK: scf.for
+// CHECK: arith.select %[[TR]], %cst{{.*}}, %{{.*}} : f32
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_chain_gpu [#nvvm.target<O = 3, chip = "sm_80">]
 // CHECK: role = cp_chain, code = cp_async
 // CHECK: gpu.module @gkv_k128_v128_prefill_cp_correct_gpu [#nvvm.target<O = 3, chip = "sm_80">]

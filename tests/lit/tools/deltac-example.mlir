@@ -6,7 +6,7 @@
 // The README's main job on the shipped example: verify, expand, lower what
 // has a lowering, write the library. (ptxas's part of each line, registers
 // and spills, is checked by deltac-example-ptxas.mlir, which needs ptxas.)
-// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 20 kernels planned, 20 generated
+// CHECK: deltac: {{.*}}qwen3_next_gdn.mlir: 23 kernels planned, 23 generated
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_90a {{ *}}prefill K=128 V=128  PTX {{[0-9]+}} B, 256 threads
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_prep.sm_80 {{ *}}prefill K=128 V=128  PTX
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_chunks.sm_90a {{ *}}prefill K=128 V=128  PTX
@@ -19,6 +19,9 @@
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_cp_chain.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_cp_correct.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur.sm_80 {{ *}}prefill
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_cp.sm_80 {{ *}}prefill K=128 V=128  PTX {{.*}} 256 threads
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_cp_chain.sm_80 {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads
+// CHECK-NEXT: qwen3_next_k128_v128_prefill_cp_correct.sm_80 {{ *}}prefill K=128 V=128  PTX {{.*}} 128 threads
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_90a {{ *}}prefill K=128 V=128  PTX {{.*}} 96 threads x 8 blocks/head
 // CHECK-NEXT: qwen3_next_k128_v128_prefill_recur_v16.sm_80 {{ *}}prefill
 // CHECK-NEXT: qwen3_next_k128_v128_decode_staged.sm_90a {{ *}}decode  K=128 V=128  PTX {{[0-9]+}} B, 128 threads x 1 blocks/head
@@ -53,5 +56,7 @@
 // PRINT: module attributes {delta.targets = ["sm_100a"], gpu.container_module}
 // PRINT: gpu.module @qwen3_next_k128_v128_prefill_prep_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // PRINT: gpu.module @qwen3_next_k128_v128_prefill_chunks_gpu
+// sm_100a's code has context parallelism too (the mma.sync recur's form).
+// PRINT: gpu.module @qwen3_next_k128_v128_prefill_recur_cp_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
 // PRINT: gpu.module @qwen3_next_k128_v128_decode_gpu [#nvvm.target<O = 3, chip = "sm_100a">]
-// PRINT: 7 kernels planned, 7 generated
+// PRINT: 10 kernels planned, 10 generated
