@@ -736,7 +736,19 @@ deltac::Status checkAndLaunch(const PrefillVariant *variants, int count,
         if (!loadSegmentKernels(*c, &sameCode, &error))
           return {DELTAC_CUDA_ERROR, error};
         noSegments = "chunks and recur loaded different targets' code";
-        if (sameCode) {
+        // Unforced, only where the tile-64 ring has two stages or more in
+        // the code loaded: the split was measured with them (sm_90a's
+        // code; sm_80's forced onto an H200). An A100's sm_80 code has one
+        // stage there, not measured: it keeps the ordinary launch.
+        int ring = 2;
+        PrefillVariant loaded = forImages(*c, c->chunks->imageTarget(), c->recur->imageTarget());
+        if (!forcedSegments && loaded.smemRecurStage > 0) {
+          int perBlock = maxSharedPerBlock(&error);
+          if (perBlock == 0)
+            return {DELTAC_CUDA_ERROR, error};
+          ring = recurStages(loaded, perBlock, 0);
+        }
+        if (sameCode && ring >= 2) {
           segments = n;
           chosen = c;
         }

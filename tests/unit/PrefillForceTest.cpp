@@ -35,11 +35,11 @@ struct Buffers {
 };
 
 /// In the child: one prefill call (K = V = 128, N sequences of T / N
-/// tokens, H = HV) under `force` on a device of compute capability
-/// `major`.0; prints `status=S launches=NAMES error=MESSAGE` to stderr and
-/// exits 0.
+/// tokens, H = HV; `cpPhase` 1 or 2: a rank's phase call) under `force` on
+/// a device of compute capability `major`.0; prints `status=S
+/// launches=NAMES error=MESSAGE` to stderr and exits 0.
 [[noreturn]] void callUnder(const char *force, int major, int64_t T = 128, int64_t N = 2,
-                            int64_t HV = 4) {
+                            int64_t HV = 4, int cpPhase = 0) {
   if (*force)
     setenv("DELTAC_PREFILL_FORCE", force, 1);
   deltac_rt::useDriverLibrary(DELTAC_FAKECUDA_PATH);
@@ -69,6 +69,9 @@ struct Buffers {
   a.workspace = m.get(size_t(a.workspace_bytes));
   a.error_flag = static_cast<int32_t *>(m.get(4));
   a.scale = 0.088f;
+  a.cp_phase = cpPhase;
+  if (cpPhase == 1) // the transfers [b | M] per (sequence, head), f32
+    a.cp_transfer = m.get(size_t(N * HV * 128 * 256 * 4));
   int status = qwen3_next_gdn_qwen3_next_prefill(&a, nullptr);
   std::string names;
   for (int i = 0; i < fakecuda_launches(); ++i)
@@ -120,13 +123,20 @@ TEST(PrefillForce, DispatchTakesOnlyFormsOfTheCodeLoaded) {
 
 // Context parallelism runs in whatever code the device loads: sm_90a's
 // wgmma recur, or sm_80's mma.sync recur (an A100). Forced on a short
-// call, and taken by the dispatch for one long sequence at few heads.
+// call; taken by the dispatch for one long sequence at few heads where the
+// tile-64 ring has two stages (an H100), not on an A100, where it has one
+// (not measured there): the ordinary launch.
 TEST(PrefillForce, ContextParallelismOnEveryTarget) {
   auto cp = launches({"_chunks", "_recur_cp", "_cp_chain", "_cp_correct"});
   EXPECT_FORCED("cp", 9, cp);
   EXPECT_FORCED("cp", 8, cp);
   EXPECT_FORCED("", 9, cp, 32768, 1, 4);
-  EXPECT_FORCED("", 8, cp, 32768, 1, 4);
+  EXPECT_FORCED("", 8, launches({"_chunks", "_recur_v16"}), 32768, 1, 4);
+  // A rank's two phases (cp_phase): an A100 runs them too.
+  for (int major : {8, 9}) {
+    EXPECT_FORCED("", major, launches({"_chunks", "_recur_cp", "_cp_chain"}), 4096, 1, 4, 1);
+    EXPECT_FORCED("", major, launches({"_cp_chain", "_cp_correct"}), 4096, 1, 4, 2);
+  }
 }
 
 TEST(PrefillForce, ImpossibleFormsAreRefused) {
