@@ -401,6 +401,23 @@ protected:
   void storeOutputPairAt(Value ptr, Value at, Value x0, Value x1) {
     storeVec(pack2(x0, x1, s.ioType), ptr, s.ioType, at, 2 * s.ioType.getIntOrFloatBitWidth() / 8);
   }
+  /// The store of chunk c's output pairs (row, col), (row, col + 1) for
+  /// rows below `rows` (the chunk from token t0): into o's tile of (q.hv,
+  /// q.v0), or, in recur_cp, where q.outTile says (asked once, here).
+  std::function<void(Value row, Value col, Value x0, Value x1)>
+  outputPairStore(const RecurSequence &q, Value c, Value t0, Value rows) {
+    if (!q.outTile)
+      return [this, t0, rows, hv = q.hv, v0 = q.v0](Value row, Value col, Value x0, Value x1) {
+        storeOutputPair(t0, rows, hv, v0, row, col, x0, x1);
+      };
+    Value ptr, at, stride;
+    std::tie(ptr, at, stride) = q.outTile(c, t0);
+    return [this, rows, ptr, at, stride](Value row, Value col, Value x0, Value x1) {
+      ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
+        storeOutputPairAt(ptr, add(at, add(mul(toI64(row), stride), toI64(col))), x0, x1);
+      });
+    };
+  }
   /// The ring's depth from the launch's dynamic shared memory: 2 stages
   /// (`total` bytes), 3 where the host granted `stage` more, 1 where it gave
   /// `stage` fewer.

@@ -325,20 +325,8 @@ void RecurRowsBuilder::build(const RecurSequence &q) {
         Operand{vCopy(parity), tr ? C + kRowPad : BV + kRowPad, /*kRows=*/!tr}, C, BV, C, acc,
         products.accumulators, products.prefetchRegs);
     namedArrive(barrierId(kDone, parity), all);
-    if (q.outTile) {
-      // recur_cp: o, or a transfer tile's rows in the workspace.
-      Value outPtr, at, outStride;
-      std::tie(outPtr, at, outStride) = q.outTile(c, t0);
-      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-        ifThen(cmp(arith::CmpIPredicate::slt, i, rows), [&] {
-          storeOutputPairAt(outPtr, add(at, add(mul(toI64(i), outStride), toI64(col))), x0, x1);
-        });
-      });
-    } else {
-      forEachPair(C, BV, acc, [&](Value i, Value col, Value x0, Value x1) {
-        storeOutputPair(t0, rows, hv, v0, i, col, x0, x1);
-      });
-    }
+    // o, or (recur_cp) a transfer tile's rows in the workspace.
+    forEachPair(C, BV, acc, outputPairStore(q, c, t0, rows));
     handOver(twoStages, 0);
     // Both roles are done with chunk c's stage: refill it with chunk
     // c + stages.

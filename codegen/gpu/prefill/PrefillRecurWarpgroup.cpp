@@ -345,21 +345,12 @@ void RecurWarpgroupBuilder::build(const RecurSequence &q) {
     namedArrive(barrierId(kWgDone, parity), both);
     Value t0, rows;
     std::tie(t0, rows) = chunkTokens(c, c0, q.bos, q.eos);
-    // recur_cp: o, or a transfer tile's rows in the workspace (outTile).
-    Value outPtr, at, outStride;
-    if (q.outTile)
-      std::tie(outPtr, at, outStride) = q.outTile(c, t0);
+    // o, or (recur_cp) a transfer tile's rows in the workspace.
+    auto storePair = outputPairStore(q, c, t0, rows);
     for (int64_t j = 0; j < nT; ++j)
       for (int64_t h = 0; h < 2; ++h) {
         Value row = wgRow(wl, 2 * h), col = wgCol(j, 0);
-        Value x0 = oacc[4 * j + 2 * h], x1 = oacc[4 * j + 2 * h + 1];
-        if (!q.outTile) {
-          storeOutputPair(t0, rows, q.hv, q.v0, row, col, x0, x1);
-          continue;
-        }
-        ifThen(cmp(arith::CmpIPredicate::slt, row, rows), [&] {
-          storeOutputPairAt(outPtr, add(at, add(mul(toI64(row), outStride), toI64(col))), x0, x1);
-        });
+        storePair(row, col, oacc[4 * j + 2 * h], oacc[4 * j + 2 * h + 1]);
       }
     // Both warpgroups are done with chunk c's stage: refill it with chunk
     // c + stages.
